@@ -1,0 +1,10 @@
+"""decguard_pipeline: DecGuard 0.1-compatible evaluation of decision models, as a Dagster project.
+
+The package is layered (imports point down only): ``core`` (pure domain), ``backends``
+(model calls), ``warehouse`` (Parquet + DuckDB), ``defs`` (Dagster wiring) and ``cli``.
+"""
+
+__version__ = "0.1.0"
+
+# What reports record in DecGuard's ``decguard_version`` field: the producer and its version.
+PRODUCER_VERSION = f"pipeline-{__version__}"

@@ -1,0 +1,3 @@
+from decguard_pipeline.cli import main
+
+main()

@@ -1,0 +1,157 @@
+"""The interface every backend implements.
+
+A backend turns a :class:`DecisionRequest` into a raw :class:`Prediction`; validation and
+normalisation are shared (``core.decision``) so no adapter can diverge in result semantics.
+Adapters implement ``predict`` (synchronous; called from worker threads, so it must be
+thread-safe) and may implement ``apredict`` for native asyncio I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from abc import ABC
+from types import TracebackType
+from typing import Any, ClassVar, Self, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from decguard_pipeline.core.contract import BackendConfig, DecisionSpec
+from decguard_pipeline.core.decision import (
+    DEFAULT_TOLERANCE,
+    DecisionRequest,
+    Prediction,
+    select_index,
+    validate_probabilities,
+)
+from decguard_pipeline.core.errors import ContractError
+from decguard_pipeline.core.validation import format_errors, redact
+
+SettingsT = TypeVar("SettingsT", bound=BaseModel)
+
+
+def health(status: str, detail: str = "") -> dict[str, str]:
+    """A health answer: ``ok``, ``unhealthy`` or ``unknown``, with a short detail."""
+    return {"status": status, "detail": detail}
+
+
+class Backend(ABC):
+    """Base class of decision backends (built-in and ``decguard.backends`` plugins)."""
+
+    provider: ClassVar[str]
+    # In-process and CPU-cheap (the mock): the runner calls ``predict`` in a plain loop,
+    # skipping thread hand-offs that would cost more than the call itself.
+    inline: ClassVar[bool] = False
+
+    def __init__(self, *, name: str = "default", model: str | None = None) -> None:
+        self.name = name
+        self.model = model
+
+    @classmethod
+    def from_config(cls, config: BackendConfig, *, name: str, decision: DecisionSpec) -> Self:
+        """Build from a contract's backend section; validates settings, does no I/O."""
+        raise ContractError(f"provider {cls.provider!r} cannot be configured from a contract")
+
+    def predict(self, request: DecisionRequest) -> Prediction:
+        """Raw label probabilities for one request. Raise ``BackendError`` subclasses for
+        failures of this request only; they become typed per-case errors."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither predict nor apredict")
+
+    async def apredict(self, request: DecisionRequest) -> Prediction:
+        """Async variant; by default ``predict`` on a worker thread."""
+        return await asyncio.to_thread(self.predict, request)
+
+    @property
+    def has_native_async(self) -> bool:
+        return type(self).apredict is not Backend.apredict
+
+    def decide(
+        self, request: DecisionRequest, *, tolerance: float = DEFAULT_TOLERANCE
+    ) -> dict[str, Any]:
+        """One validated decision (a DecisionResult dict) for single calls (``run``, SDK)."""
+        start = time.perf_counter()
+        prediction = self.predict(request)
+        latency_ms = (time.perf_counter() - start) * 1000.0
+        return build_result(self, request, prediction, latency_ms, tolerance=tolerance)
+
+    def metadata(self) -> dict[str, Any]:
+        """Provenance recorded in reports: never a secret."""
+        return backend_metadata(self.name, self.provider, self.model)
+
+    def healthcheck(self) -> dict[str, str]:
+        return health("unknown", "healthcheck not implemented")
+
+    async def aclose(self) -> None:
+        """Release async resources (connection pools) inside the loop that made them."""
+
+    def close(self) -> None:
+        """Release resources such as connection pools."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def backend_metadata(
+    name: str,
+    provider: str,
+    model: str | None,
+    model_version: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "provider": provider,
+        "model": model,
+        "model_version": model_version,
+        "details": redact(details or {}),
+    }
+
+
+def build_result(
+    backend: Backend,
+    request: DecisionRequest,
+    prediction: Prediction,
+    latency_ms: float,
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> dict[str, Any]:
+    """Validate one prediction into a DecisionResult dict (raises InvalidResponse)."""
+    labels = request.decision.labels
+    probabilities = validate_probabilities(labels, prediction.probabilities, tolerance=tolerance)
+    values = list(probabilities.values())
+    selected = labels[select_index(values)]
+    return {
+        "case_id": request.case_id,
+        "decision": request.decision.name,
+        "decision_type": request.decision.type,
+        "labels": list(labels),
+        "probabilities": probabilities,
+        "selected": selected,
+        "confidence": probabilities[selected],
+        "backend": backend.name,
+        "provider": backend.provider,
+        "model": prediction.model or backend.model,
+        "model_version": prediction.model_version,
+        "latency_ms": latency_ms,
+        "metadata": redact(dict(prediction.metadata)),
+    }
+
+
+def backend_settings(model: type[SettingsT], config: BackendConfig, *, name: str) -> SettingsT:
+    """Validate provider settings, naming errors by their place in the contract."""
+    prefix = "backend" if name == "default" else f"backends.{name}"
+    try:
+        return model.model_validate(config.settings)
+    except ValidationError as exc:
+        raise ContractError(
+            f"invalid settings for provider {config.provider!r}:\n"
+            + format_errors(exc, prefix=prefix)
+        ) from exc

@@ -1,0 +1,225 @@
+"""Decide many requests on one asyncio event loop with bounded concurrency.
+
+* Native async backends (http, systemone): ``max_concurrency`` worker coroutines share one
+  pooled session, so exactly that many requests are in flight and connections are reused.
+* Synchronous plugins: the same workers hand ``predict`` to a pool of ``max_concurrency``
+  threads.
+* Inline backends (the mock): a plain loop; a thread hand-off would cost more than the call.
+
+Latency is measured around the request itself (retries included, queueing excluded). Every
+request ends as a prediction or a typed error, stored by index so results keep dataset
+order. A configuration error (say, an unset credential variable) aborts the whole run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from decguard_pipeline.backends.base import Backend
+from decguard_pipeline.core.contract import DecisionSpec
+from decguard_pipeline.core.decision import (
+    DecisionRequest,
+    Prediction,
+    select_many,
+    validate_many,
+)
+from decguard_pipeline.core.errors import BackendError, DecGuardError
+from decguard_pipeline.core.results import CaseResults
+from decguard_pipeline.core.validation import redact
+
+FLUSH_EVERY = 4096
+_EMPTY: dict[str, Any] = {}
+
+
+def _describe(exc: Exception) -> tuple[str, str]:
+    """(kind, message) of a per-request failure; configuration errors propagate."""
+    if isinstance(exc, BackendError):
+        return exc.kind, str(exc)
+    if isinstance(exc, DecGuardError):
+        raise exc
+    return "exception", f"{type(exc).__name__}: {exc}"
+
+
+class Collector:
+    """Validated results by request index; raw answers are validated in vectorised batches."""
+
+    def __init__(
+        self, n: int, labels_of: Callable[[int], tuple[str, ...]], k: int, tolerance: float
+    ) -> None:
+        self.labels_of = labels_of
+        self.tolerance = tolerance
+        self.probs = np.full((n, k), np.nan)
+        self.latency = np.full(n, np.nan)
+        self.model: list[str | None] = [None] * n
+        self.model_version: list[str | None] = [None] * n
+        self.metadata: list[dict[str, Any]] = [_EMPTY] * n
+        self.error_kind: list[str | None] = [None] * n
+        self.error_message: list[str | None] = [None] * n
+        self._pending: list[tuple[int, Any]] = []
+
+    def answer(self, i: int, prediction: Prediction, latency_ms: float, default_model: str | None) -> None:
+        self.latency[i] = latency_ms
+        self.model[i] = prediction.model or default_model
+        self.model_version[i] = prediction.model_version
+        if prediction.metadata:
+            self.metadata[i] = redact(dict(prediction.metadata))
+        self._pending.append((i, prediction.probabilities))
+        if len(self._pending) >= FLUSH_EVERY:
+            self.flush()
+
+    def fail(self, i: int, kind: str, message: str) -> None:
+        self.error_kind[i] = kind
+        self.error_message[i] = message
+
+    def flush(self) -> None:
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        # group by presented label order (golden runs: one group)
+        groups: dict[tuple[str, ...], list[tuple[int, Any]]] = {}
+        for i, raw in pending:
+            groups.setdefault(self.labels_of(i), []).append((i, raw))
+        for labels, items in groups.items():
+            rows = [i for i, _ in items]
+            batch = validate_many(labels, [raw for _, raw in items], tolerance=self.tolerance)
+            self.probs[rows] = batch.probs
+            for i, error in zip(rows, batch.errors, strict=True):
+                if error is not None:
+                    self.fail(i, "invalid_response", error)
+                    self.latency[i] = np.nan
+                    self.model[i] = self.model_version[i] = None
+                    self.metadata[i] = _EMPTY
+
+
+def _run_inline(backend: Backend, requests: Sequence[DecisionRequest], out: Collector) -> None:
+    clock = time.perf_counter
+    model = backend.model
+    for i, request in enumerate(requests):
+        start = clock()
+        try:
+            prediction = backend.predict(request)
+        except Exception as exc:  # noqa: BLE001 - a buggy plugin must not drop a case
+            out.fail(i, *_describe(exc))
+            continue
+        out.answer(i, prediction, (clock() - start) * 1000.0, model)
+
+
+async def _run_async(
+    backend: Backend, requests: Sequence[DecisionRequest], out: Collector, concurrency: int
+) -> None:
+    clock = time.perf_counter
+    model = backend.model
+    native = backend.has_native_async
+    pool = None if native else ThreadPoolExecutor(max_workers=concurrency)
+    loop = asyncio.get_running_loop()
+    next_index = iter(range(len(requests)))
+
+    def timed_predict(request: DecisionRequest) -> tuple[Prediction, float]:
+        start = clock()
+        prediction = backend.predict(request)
+        return prediction, (clock() - start) * 1000.0
+
+    async def worker() -> None:
+        for i in next_index:
+            request = requests[i]
+            try:
+                if native:
+                    start = clock()
+                    prediction = await backend.apredict(request)
+                    latency = (clock() - start) * 1000.0
+                else:
+                    prediction, latency = await loop.run_in_executor(pool, timed_predict, request)
+            except Exception as exc:  # noqa: BLE001
+                out.fail(i, *_describe(exc))
+                continue
+            out.answer(i, prediction, latency, model)
+
+    try:
+        open_session = getattr(backend, "open_session", None)
+        if open_session is not None:
+            open_session(concurrency)
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(requests)))]
+        try:
+            await asyncio.gather(*workers)
+        except BaseException:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
+    finally:
+        await backend.aclose()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def decide_all(
+    backend: Backend,
+    requests: Sequence[DecisionRequest],
+    *,
+    k: int,
+    max_concurrency: int,
+    tolerance: float,
+) -> Collector:
+    """Decide every request; returns the collected, validated outcomes by index."""
+    out = Collector(len(requests), lambda i: requests[i].decision.labels, k, tolerance)
+    if backend.inline or not requests:
+        _run_inline(backend, requests, out)
+    else:
+        asyncio.run(_run_async(backend, requests, out, max_concurrency))
+    out.flush()
+    return out
+
+
+@dataclass
+class Cases:
+    """The dataset columns a run needs."""
+
+    ids: list[str]
+    inputs: list[Any]
+    expected: list[str | None]
+    metadata: list[dict[str, Any]]
+
+
+def run_cases(
+    backend: Backend,
+    spec: DecisionSpec,
+    cases: Cases | Any,
+    *,
+    max_concurrency: int,
+    tolerance: float,
+) -> CaseResults:
+    """Decide every case of a dataset in canonical label order; results in dataset order."""
+    requests = [
+        DecisionRequest(case_id, spec, value)
+        for case_id, value in zip(cases.ids, cases.inputs, strict=True)
+    ]
+    out = decide_all(
+        backend, requests, k=len(spec.labels), max_concurrency=max_concurrency, tolerance=tolerance
+    )
+    del requests
+    selected, confidence = select_many(out.probs)
+    return CaseResults(
+        spec=spec,
+        backend=backend.name,
+        provider=backend.provider,
+        case_ids=cases.ids,
+        inputs=cases.inputs,
+        expected=cases.expected,
+        metadata=cases.metadata,
+        probs=out.probs,
+        selected=selected,
+        confidence=confidence,
+        latency_ms=out.latency,
+        model=out.model,
+        model_version=out.model_version,
+        result_metadata=out.metadata,
+        error_kind=out.error_kind,
+        error_message=out.error_message,
+    )

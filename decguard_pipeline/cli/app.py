@@ -1,0 +1,158 @@
+"""Command definitions. Heavy modules are imported inside commands so ``--help`` is instant."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from decguard_pipeline import __version__
+from decguard_pipeline.cli.errors import EXIT_GATE_FAILED, handled
+from decguard_pipeline.cli.options import (
+    PathArg,
+    backend_option,
+    concurrency_option,
+    dataset_option,
+    fail_on_warn_option,
+    format_option,
+    fuzz_options,
+    healthcheck_option,
+    output_option,
+)
+
+HELP = """Test, verify and gate probabilistic decision models (DecGuard 0.1 compatible),
+and run the evaluations as a Dagster pipeline.
+
+Exit codes: 0 = pass (or warn), 1 = a gate failed, 2 = configuration/runtime error."""
+
+
+@click.group(help=HELP, context_settings={"help_option_names": ["--help"]})
+@click.version_option(__version__, "--version", prog_name="decguard-pipeline",
+                      message="%(prog)s %(version)s")  # fmt: skip
+def cli() -> None:
+    pass
+
+
+def emit_report(report: Any, fmt: str, output: Path | None, fail_on_warn: bool) -> None:
+    """Write/print a test/fuzz report and exit with its gate status."""
+    from decguard_pipeline.core.report.golden import result_records
+    from decguard_pipeline.core.report.jsonio import print_document, write_document
+    from decguard_pipeline.core.report.render import render_report
+
+    if output is not None:
+        write_document(
+            output, report.document, stream_key="results", items=result_records(report.results)
+        )
+        click.echo(f"report written to {output}", err=True)
+    if fmt == "json":
+        print_document(report.document, stream_key="results", items=result_records(report.results))
+    else:
+        click.echo(render_report(report.document))
+    _exit_for(report.status, fail_on_warn)
+
+
+def _exit_for(status: str, fail_on_warn: bool) -> None:
+    if status == "fail" or (fail_on_warn and status == "warn"):
+        raise SystemExit(EXIT_GATE_FAILED)
+
+
+@cli.command()
+@click.argument("contract", type=PathArg)
+@dataset_option
+def validate(contract: Path, dataset: Path | None) -> None:
+    """Check a contract, its backend settings and its dataset (offline)."""
+    with handled():
+        from decguard_pipeline.cli.validate import validate_text
+
+        click.echo(validate_text(contract, dataset))
+
+
+def _run(
+    mode: str, contract: Path, dataset: Path | None, backend: str | None, output: Path | None,
+    fmt: str, max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool,
+    seed: int | None, properties: tuple[str, ...], minimize: bool | None,
+) -> None:  # fmt: skip
+    with handled():
+        from decguard_pipeline.evaluation import run_test
+
+        report = run_test(
+            contract,
+            dataset=dataset,
+            backend=backend,
+            max_concurrency=max_concurrency,
+            check_health_first=healthcheck,
+            mode=mode,
+            seed=seed,
+            properties=list(properties) or None,
+            minimize=minimize,
+        )
+        emit_report(report, fmt, output, fail_on_warn)
+
+
+@cli.command("test")
+@click.argument("contract", type=PathArg)
+@dataset_option
+@backend_option
+@output_option
+@format_option
+@concurrency_option
+@fail_on_warn_option
+@healthcheck_option
+@click.option("--all", "all_checks", is_flag=True, default=False,
+              help="Also check the contract's metamorphic properties (fuzz).")  # fmt: skip
+@fuzz_options
+def test_command(
+    contract: Path, dataset: Path | None, backend: str | None, output: Path | None, fmt: str,
+    max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool, all_checks: bool,
+    seed: int | None, properties: tuple[str, ...], minimize: bool | None,
+) -> None:  # fmt: skip
+    """Run the golden dataset through a backend and check the contract's gates."""
+    _run("all" if all_checks else "test", contract, dataset, backend, output, fmt,
+         max_concurrency, fail_on_warn, healthcheck, seed, properties, minimize)  # fmt: skip
+
+
+@cli.command()
+@click.argument("contract", type=PathArg)
+@dataset_option
+@backend_option
+@fuzz_options
+@output_option
+@format_option
+@concurrency_option
+@fail_on_warn_option
+@healthcheck_option
+def fuzz(
+    contract: Path, dataset: Path | None, backend: str | None, seed: int | None,
+    properties: tuple[str, ...], minimize: bool | None, output: Path | None, fmt: str,
+    max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool,
+) -> None:  # fmt: skip
+    """Check the contract's metamorphic properties (deterministic for a seed)."""
+    _run("fuzz", contract, dataset, backend, output, fmt, max_concurrency, fail_on_warn,
+         healthcheck, seed, properties, minimize)  # fmt: skip
+
+
+@cli.command()
+@click.argument("results", type=PathArg)
+@click.option("--contract", "-c", type=PathArg, default=None,
+              help="Re-evaluate the stored results against this contract's gates.")  # fmt: skip
+@output_option
+@format_option
+@fail_on_warn_option
+def report(
+    results: Path, contract: Path | None, output: Path | None, fmt: str, fail_on_warn: bool
+) -> None:
+    """Show (and verify) a stored report; exits with the report's gate status."""
+    with handled():
+        from decguard_pipeline.core.contract import load_contract
+        from decguard_pipeline.core.report.reevaluate import reevaluate
+        from decguard_pipeline.core.report.verify import load_report
+
+        stored = load_report(results)
+        if contract is not None:
+            stored = reevaluate(stored, load_contract(contract))
+        emit_report(stored, fmt, output, fail_on_warn)
+
+
+def main() -> None:
+    cli(prog_name="decguard-pipeline")

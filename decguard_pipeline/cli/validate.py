@@ -1,0 +1,47 @@
+"""``validate``: check a contract offline and describe it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from decguard_pipeline.backends import create_backend
+from decguard_pipeline.core.contract import load_contract
+
+
+def validate_text(contract_path: Path, dataset: Path | None) -> str:
+    from decguard_pipeline.evaluation import resolve_dataset
+
+    loaded = load_contract(contract_path)
+    c = loaded.contract
+    spec = c.spec()
+    for name in c.backend_names():
+        create_backend(c.backend_config(name), decision=spec, name=name).close()
+    paraphrase = c.properties.paraphrase
+    if paraphrase is not None and paraphrase.enabled:
+        from decguard_pipeline.fuzzing import check_paraphraser
+
+        check_paraphraser(loaded)
+    lines = [
+        f"OK  {contract_path}",
+        f"    decision  {spec.name} ({spec.type}): {', '.join(spec.labels)}",
+        "    backends  "
+        + ", ".join(f"{name}={c.backend_config(name).provider}" for name in c.backend_names()),
+    ]
+    if dataset is not None or c.dataset is not None:
+        data = resolve_dataset(loaded, dataset)
+        lines.append(f"    dataset   {data.path}: {len(data)} cases, {data.n_labeled} labeled")
+    else:
+        lines.append("    dataset   none (pass --dataset to `decguard test`)")
+    production = c.production
+    lines += [
+        f"    gates     requirements: {len(c.requirements.configured())}, "
+        f"warnings: {len(c.warnings.configured())}",
+        "    properties " + (", ".join(c.properties.enabled()) or "none (add 'properties' to fuzz)"),
+        "    production "
+        f"segments: {', '.join(production.segments) or 'none'}; "
+        f"requirements: {len(production.requirements.configured())}; "
+        f"segment requirements: {len(production.segment_requirements.configured())}",
+        "    policy     " + (f"{len(c.policy.routes)} routes" if c.policy is not None else "none"),
+        f"    hash      {loaded.hash}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""The domain: contracts, datasets, decisions, metrics, gates, reports. No Dagster, no network."""

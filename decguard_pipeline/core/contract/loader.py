@@ -1,0 +1,100 @@
+"""Read a contract file (YAML or JSON) as untrusted input and hash its normalised form."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from decguard_pipeline.core.contract.model import Contract
+from decguard_pipeline.core.errors import ContractError
+from decguard_pipeline.core.validation import format_errors, loads_strict
+
+MAX_CONTRACT_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class LoadedContract:
+    contract: Contract
+    path: Path
+    hash: str  # "sha256:<hex>" of the normalised contract: stable across formatting
+
+    def resolve(self, relative: str | Path) -> Path:
+        """A path written in the contract, relative to the contract's directory."""
+        return self.path.parent / relative
+
+
+class _NoDuplicatesLoader(yaml.SafeLoader):
+    """Safe loader (no object-constructing tags) that refuses a mapping key given twice."""
+
+
+def _mapping(loader: _NoDuplicatesLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    result: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in result:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping",
+                node.start_mark,
+                f"found duplicate key {key!r}",
+                key_node.start_mark,
+            )
+        result[key] = loader.construct_object(value_node, deep=True)
+    return result
+
+
+_NoDuplicatesLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def parse_text(text: str, *, source: str, json_only: bool = False) -> Any:
+    """Parse YAML (JSON when ``json_only``), rejecting duplicate keys."""
+    try:
+        if json_only:
+            return loads_strict(text)
+        return yaml.load(text, Loader=_NoDuplicatesLoader)  # noqa: S506 - a SafeLoader subclass
+    except (yaml.YAMLError, ValueError) as exc:
+        raise ContractError(f"{source}: cannot parse file:\n  {exc}") from exc
+
+
+def parse_contract(data: Any, *, source: str = "<contract>") -> Contract:
+    if not isinstance(data, Mapping):
+        raise ContractError(f"{source}: a contract must be a mapping at the top level")
+    try:
+        return Contract.model_validate(data)
+    except ValidationError as exc:
+        raise ContractError(f"{source}: invalid contract:\n{format_errors(exc)}") from exc
+
+
+def contract_hash(contract: Contract) -> str:
+    """sha256 of the canonical JSON of the contract with every default filled in."""
+    canonical = json.dumps(
+        contract.model_dump(mode="json", by_alias=True),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def load_contract(path: str | Path) -> LoadedContract:
+    path = Path(path)
+    source = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ContractError(f"{source}: cannot read contract: {exc.strerror or exc}") from exc
+    if len(raw) > MAX_CONTRACT_BYTES:
+        raise ContractError(f"{source}: contract is larger than {MAX_CONTRACT_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ContractError(f"{source}: contract is not valid UTF-8") from exc
+    data = parse_text(text, source=source, json_only=path.suffix.lower() == ".json")
+    contract = parse_contract(data, source=source)
+    return LoadedContract(contract=contract, path=path, hash=contract_hash(contract))

@@ -1,0 +1,151 @@
+"""Decisions: requests, raw predictions and their validation into normalised results.
+
+A backend's answer is checked, never repaired: the probabilities must cover exactly the
+contract's labels, be finite and non-negative, and sum to 1 within the contract's tolerance.
+They are then put in canonical label order; the selected label is the most probable one,
+ties going to the label listed first, and confidence is its probability.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.errors import InvalidResponse
+from decguard_pipeline.core.exact import row_fsum
+
+DEFAULT_TOLERANCE = 1e-3
+
+DecisionInput = str | dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRequest:
+    """One decision to make. ``decision.labels`` are the labels as presented to the model."""
+
+    case_id: str
+    decision: DecisionSpec
+    input: DecisionInput
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """A backend's raw answer, before validation."""
+
+    probabilities: Any
+    model: str | None = None
+    model_version: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _row_values(labels: Sequence[str], raw: Any) -> list[float]:
+    """Values of ``raw`` in label order; raises InvalidResponse for a malformed mapping."""
+    if not isinstance(raw, Mapping):
+        raise InvalidResponse(f"probabilities must be an object, got {type(raw).__name__}")
+    missing = [label for label in labels if label not in raw]
+    unknown = sorted(str(key) for key in raw if key not in labels)
+    if missing or unknown:
+        parts = []
+        if missing:
+            parts.append(f"missing labels {missing}")
+        if unknown:
+            parts.append(f"unknown labels {unknown}")
+        raise InvalidResponse("probabilities do not match the contract labels: " + "; ".join(parts))
+    values = []
+    for label in labels:
+        value = raw[label]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InvalidResponse(f"probability for {label!r} is not a number: {value!r}")
+        number = float(value)
+        if not math.isfinite(number):
+            raise InvalidResponse(f"probability for {label!r} is not finite: {number!r}")
+        if number < 0.0:
+            raise InvalidResponse(f"probability for {label!r} is negative: {number!r}")
+        values.append(number)
+    return values
+
+
+def _sum_message(total: float, tolerance: float) -> str:
+    return f"probabilities sum to {total:.6g}, outside 1 ± {tolerance:g}"
+
+
+def validate_probabilities(
+    labels: Sequence[str], raw: Any, *, tolerance: float = DEFAULT_TOLERANCE
+) -> dict[str, float]:
+    """One distribution in canonical order, or InvalidResponse describing what is wrong."""
+    values = _row_values(labels, raw)
+    total = math.fsum(values)
+    if abs(total - 1.0) > tolerance:
+        raise InvalidResponse(_sum_message(total, tolerance))
+    return dict(zip(labels, values, strict=True))
+
+
+def select_index(values: Sequence[float]) -> int:
+    """Index of the most probable label; ties go to the first."""
+    best = 0
+    for i in range(1, len(values)):
+        if values[i] > values[best]:
+            best = i
+    return best
+
+
+@dataclass
+class ValidatedBatch:
+    """Many predictions validated at once: a probability matrix in canonical label order plus
+    one error message per invalid row (None where valid)."""
+
+    probs: np.ndarray  # (n, k); NaN rows where invalid
+    errors: list[str | None]
+
+    @property
+    def ok(self) -> np.ndarray:
+        return np.array([e is None for e in self.errors], dtype=bool)
+
+
+def validate_many(
+    labels: Sequence[str], raws: Sequence[Any], *, tolerance: float = DEFAULT_TOLERANCE
+) -> ValidatedBatch:
+    """Validate many raw probability mappings; sum checks are vectorised and exact."""
+    k = len(labels)
+    probs = np.full((len(raws), k), np.nan)
+    errors: list[str | None] = [None] * len(raws)
+    label_tuple = tuple(labels)
+    label_set = frozenset(labels)
+    for i, raw in enumerate(raws):
+        # fast path: a plain dict with exactly the labels and float values
+        if type(raw) is dict and len(raw) == k and raw.keys() == label_set:
+            row = [raw[label] for label in label_tuple]
+            if all(type(v) is float and v >= 0.0 and v != math.inf for v in row):
+                probs[i] = row
+                continue
+        try:
+            probs[i] = _row_values(label_tuple, raw)
+        except InvalidResponse as exc:
+            errors[i] = str(exc)
+    valid = np.flatnonzero([e is None for e in errors])
+    if len(valid):
+        totals = row_fsum(probs[valid])
+        outside = np.abs(totals - 1.0) > tolerance
+        for i, total in zip(valid[outside].tolist(), totals[outside].tolist(), strict=True):
+            errors[i] = _sum_message(total, tolerance)
+            probs[i] = np.nan
+    return ValidatedBatch(probs, errors)
+
+
+def select_many(probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Selected index (first maximum, -1 for NaN rows) and confidence per row."""
+    n = probs.shape[0]
+    ok = ~np.isnan(probs).any(axis=1) if n else np.zeros(0, dtype=bool)
+    selected = np.full(n, -1, dtype=np.int64)
+    confidence = np.full(n, np.nan)
+    if ok.any():
+        rows = probs[ok]
+        idx = np.argmax(rows, axis=1)
+        selected[ok] = idx
+        confidence[ok] = rows[np.arange(len(rows)), idx]
+    return selected, confidence

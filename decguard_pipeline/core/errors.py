@@ -1,0 +1,63 @@
+"""Error hierarchy.
+
+Every deliberate error derives from :class:`DecGuardError`; the CLI prints it as
+``error: <message>`` with exit code 2. :class:`BackendError` subclasses describe one case that
+could not be decided: the runner records them as typed per-case errors instead of aborting.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class DecGuardError(Exception):
+    """A problem the user can fix: bad input, configuration, an unusable backend."""
+
+
+class ContractError(DecGuardError):
+    """The contract (or backend configuration derived from it) is invalid."""
+
+
+class DatasetError(DecGuardError):
+    """A dataset or records file is missing, malformed or inconsistent with its contract."""
+
+
+class ReportError(DecGuardError):
+    """A stored report cannot be read, is tampered with, or does not fit a contract."""
+
+
+class BackendError(DecGuardError):
+    """A backend failed on one case. ``kind`` is the stable category written to reports."""
+
+    kind: ClassVar[str] = "backend_error"
+
+
+class BackendTimeout(BackendError):
+    kind: ClassVar[str] = "timeout"
+
+
+class BackendUnavailable(BackendError):
+    kind: ClassVar[str] = "unavailable"
+
+
+class InvalidResponse(BackendError):
+    """The backend answered, but not with a valid probability distribution."""
+
+    kind: ClassVar[str] = "invalid_response"
+
+
+class ParaphraseError(BackendError):
+    """A paraphrase provider failed for one case (fuzzing only)."""
+
+    kind: ClassVar[str] = "paraphrase_error"
+
+
+ERROR_KINDS = (
+    "timeout",
+    "unavailable",
+    "invalid_response",
+    "backend_error",
+    "exception",
+    "paraphrase_error",
+    "original_error",
+)

@@ -1,0 +1,1 @@
+"""DecGuard 0.1 reports: build, write, load-and-verify, render."""

@@ -1,0 +1,189 @@
+"""The test/fuzz report (``report_version`` 0.1): construction from case results.
+
+The report is a plain JSON-ready dict (``Report.document``, everything but ``results``) plus
+the columnar results, streamed into ``results`` when written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from decguard_pipeline import PRODUCER_VERSION
+from decguard_pipeline.core.contract import Contract, Evaluation, Gates, LoadedContract
+from decguard_pipeline.core.gates import EXIT_CODES, golden_checks, overall_status
+from decguard_pipeline.core.metrics import gate_values, golden_metrics
+from decguard_pipeline.core.results import CaseResults
+
+REPORT_VERSION = "0.1"
+MODES = ("test", "fuzz", "all")
+
+
+@dataclass
+class Report:
+    document: dict[str, Any]  # every field except "results", in DecGuard's order
+    results: CaseResults
+
+    @property
+    def status(self) -> str:
+        return str(self.document["status"])
+
+    @property
+    def mode(self) -> str:
+        return str(self.document["mode"])
+
+    def full(self) -> dict[str, Any]:
+        """The whole report as one dict (small reports, tests)."""
+        doc = dict(self.document)
+        doc["results"] = list(result_records(self.results))
+        return doc
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def result_records(results: CaseResults) -> Iterator[dict[str, Any]]:
+    """The report's ``results`` entries, in dataset order."""
+    spec = results.spec
+    labels = list(spec.labels)
+    ids = results.result_ids or results.case_ids
+    probs = results.probs.tolist()
+    selected = results.selected.tolist()
+    confidence = results.confidence.tolist()
+    latency = results.latency_ms.tolist()
+    for i, case_id in enumerate(results.case_ids):
+        if selected[i] >= 0:
+            result: dict[str, Any] | None = {
+                "case_id": ids[i],
+                "decision": spec.name,
+                "decision_type": spec.type,
+                "labels": labels,
+                "probabilities": dict(zip(labels, probs[i], strict=True)),
+                "selected": labels[selected[i]],
+                "confidence": confidence[i],
+                "backend": results.backend,
+                "provider": results.provider,
+                "model": results.model[i],
+                "model_version": results.model_version[i],
+                "latency_ms": latency[i],
+                "metadata": results.result_metadata[i],
+            }
+            error = None
+        else:
+            result = None
+            error = {"kind": results.error_kind[i], "message": results.error_message[i]}
+        yield {
+            "case_id": case_id,
+            "input": results.inputs[i],
+            "expected": results.expected[i],
+            "metadata": results.metadata[i],
+            "result": result,
+            "error": error,
+        }
+
+
+def failures(results: CaseResults) -> list[dict[str, Any]]:
+    """Errored cases and labeled mistakes, in dataset order."""
+    labels = results.labels
+    exp = results.expected_index
+    wrong = results.ok & (exp >= 0) & (results.selected != exp)
+    rows = np.flatnonzero(~results.ok | wrong).tolist()
+    out = []
+    for i in rows:
+        base = {
+            "case_id": results.case_ids[i],
+            "kind": "error",
+            "input": results.inputs[i],
+            "expected": results.expected[i],
+            "selected": None,
+            "confidence": None,
+            "error": None,
+        }
+        if results.selected[i] < 0:
+            base["error"] = f"{results.error_kind[i]}: {results.error_message[i]}"
+        else:
+            base["kind"] = "mismatch"
+            base["selected"] = labels[int(results.selected[i])]
+            base["confidence"] = float(results.confidence[i])
+        out.append(base)
+    return out
+
+
+def evaluation_of(contract: Contract) -> Evaluation:
+    return contract.evaluation
+
+
+def metrics_for(results: CaseResults, evaluation: Evaluation) -> dict[str, Any]:
+    return golden_metrics(
+        results,
+        calibration_bins=evaluation.calibration_bins,
+        confidence_threshold=evaluation.confidence_threshold,
+    )
+
+
+def checks_for(
+    mode: str,
+    requirements: Gates,
+    warnings: Gates,
+    metrics: dict[str, Any],
+    property_checks: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    checks = golden_checks(requirements, warnings, gate_values(metrics)) if mode != "fuzz" else []
+    return checks + (property_checks or [])
+
+
+def build_report(
+    loaded: LoadedContract,
+    dataset: dict[str, Any],
+    backend: dict[str, Any],
+    results: CaseResults,
+    *,
+    health: dict[str, str] | None = None,
+    mode: str = "test",
+    properties: dict[str, Any] | None = None,
+    property_checks: list[dict[str, Any]] | None = None,
+    created_at: str | None = None,
+) -> Report:
+    """Evaluate results against a contract; pure apart from the timestamp."""
+    contract = loaded.contract
+    spec = contract.spec()
+    metrics = metrics_for(results, contract.evaluation)
+    checks = checks_for(mode, contract.requirements, contract.warnings, metrics, property_checks)
+    status = overall_status(checks)
+    document: dict[str, Any] = {
+        "report_version": REPORT_VERSION,
+        "decguard_version": PRODUCER_VERSION,
+        "created_at": created_at or now_iso(),
+        "mode": mode,
+        "status": status,
+        "exit_code": EXIT_CODES[status],
+        "contract": {
+            "name": spec.name,
+            "type": spec.type,
+            "labels": list(spec.labels),
+            "schema_version": contract.schema_version,
+            "hash": loaded.hash,
+            "path": str(loaded.path),
+        },
+        "dataset": dataset,
+        "backend": backend,
+        "health": health,
+        "evaluation": contract.evaluation.model_dump(),
+        "requirements": contract.requirements.model_dump(),
+        "warnings": contract.warnings.model_dump(),
+        "metrics": metrics,
+        "checks": checks,
+        "failures": failures(results),
+        "results": None,  # streamed from the columns when written
+        "properties": properties,
+    }
+    return Report(document, results)
+
+
+def dataset_info(path: str, hash_: str, n_cases: int, n_labeled: int) -> dict[str, Any]:
+    return {"path": path, "hash": hash_, "n_cases": n_cases, "n_labeled": n_labeled}

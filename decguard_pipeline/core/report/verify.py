@@ -1,0 +1,276 @@
+"""Load a stored test/fuzz report and verify it exactly as DecGuard does.
+
+Every result is re-validated with the report's own probability tolerance; metrics, failures,
+property comparisons, checks, status and exit code are recomputed and must equal the stored
+values bit for bit. Any difference means the file was edited or corrupted: ``ReportError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+from pydantic import TypeAdapter, ValidationError
+
+from decguard_pipeline.core.contract import Evaluation, Gates
+from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.errors import ReportError
+from decguard_pipeline.core.gates import EXIT_CODES, overall_status
+from decguard_pipeline.core.report.golden import REPORT_VERSION, Report, checks_for, failures
+from decguard_pipeline.core.report.golden import metrics_for
+from decguard_pipeline.core.report.schema import (
+    CaseRecordModel,
+    ReportModel,
+    check_result_invariants,
+)
+from decguard_pipeline.core.results import CaseResults
+from decguard_pipeline.core.validation import format_errors, redact
+
+DEFAULT_TOLERANCE = 1e-3
+RECORD_KEYS = frozenset({"case_id", "input", "expected", "metadata", "result", "error"})
+RESULT_KEYS = frozenset(
+    {"case_id", "decision", "decision_type", "labels", "probabilities", "selected", "confidence",
+     "backend", "provider", "model", "model_version", "latency_ms", "metadata"}
+)  # fmt: skip
+RESULT_REQUIRED = RESULT_KEYS - {"model", "model_version", "metadata"}
+
+# Verifies a report's ``properties`` section and returns the property checks; installed by
+# the fuzz module so that golden-only code paths stay light.
+PropertyVerifier = Callable[[dict[str, Any], CaseResults, str], list[dict[str, Any]]]
+_property_verifier: list[PropertyVerifier] = []
+
+
+def install_property_verifier(fn: PropertyVerifier) -> None:
+    _property_verifier[:] = [fn]
+
+
+class Invalid(Exception):
+    """A semantic inconsistency, reported as ``(root): <message>``."""
+
+
+def stored_tolerance(data: Any) -> float:
+    """The tolerance the report was made with (DecGuard's default when malformed)."""
+    try:
+        value = data["evaluation"]["probability_tolerance"]
+    except (TypeError, KeyError):
+        return DEFAULT_TOLERANCE
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 0.1:
+        return DEFAULT_TOLERANCE
+    return float(value)
+
+
+def _fail(path: Path, lines: str) -> ReportError:
+    return ReportError(f"{path}: not a DecGuard {REPORT_VERSION} report:\n{lines}")
+
+
+def _record_ok(record: Any, tolerance: float) -> bool:
+    """True when a stored case record is plainly well-formed (pydantic explains otherwise)."""
+    if type(record) is not dict or not record.keys() <= RECORD_KEYS:
+        return False
+    if type(record.get("case_id")) is not str or type(record.get("input")) not in (str, dict):
+        return False
+    expected = record.get("expected")
+    if expected is not None and type(expected) is not str:
+        return False
+    if type(record.get("metadata", {})) is not dict:
+        return False
+    result, error = record.get("result"), record.get("error")
+    if (result is None) == (error is None):
+        return False
+    if error is not None:
+        return (
+            type(error) is dict
+            and error.keys() == {"kind", "message"}
+            and type(error["kind"]) is str
+            and type(error["message"]) is str
+        )
+    if type(result) is not dict or not (RESULT_REQUIRED <= result.keys() <= RESULT_KEYS):
+        return False
+    if result["case_id"] != record["case_id"]:
+        return False
+    if result["decision_type"] not in ("choice", "noul", "score"):
+        return False
+    for key in ("case_id", "decision", "selected", "backend", "provider"):
+        if type(result[key]) is not str:
+            return False
+    for key in ("model", "model_version"):
+        if result.get(key) is not None and type(result[key]) is not str:
+            return False
+    if type(result.get("metadata", {})) is not dict:
+        return False
+    labels, probabilities = result["labels"], result["probabilities"]
+    if type(labels) is not list or not all(type(x) is str for x in labels):
+        return False
+    if type(probabilities) is not dict:
+        return False
+    for value in (*probabilities.values(), result["confidence"], result["latency_ms"]):
+        if type(value) not in (float, int):
+            return False
+    result["confidence"] = float(result["confidence"])
+    result["latency_ms"] = float(result["latency_ms"])
+    return check_result_invariants(result, tolerance) is None
+
+
+_records = TypeAdapter(list[CaseRecordModel])
+
+
+def _check_records(path: Path, records: list[Any], tolerance: float) -> None:
+    if all(_record_ok(r, tolerance) for r in records):
+        return
+    try:
+        _records.validate_python(records, context={"probability_tolerance": tolerance})
+    except ValidationError as exc:
+        raise _fail(path, _prefixed(format_errors(exc), "results")) from exc
+
+
+def _prefixed(lines: str, field: str) -> str:
+    return "\n".join(f"  {field}.{line[2:]}" for line in lines.splitlines())
+
+
+def columns_from_records(
+    spec: DecisionSpec, backend: str, provider: str, records: list[dict[str, Any]]
+) -> CaseResults:
+    """Columnar results from validated report records (in canonical label order)."""
+    n, k = len(records), len(spec.labels)
+    index = {label: i for i, label in enumerate(spec.labels)}
+    probs = np.full((n, k), np.nan)
+    selected = np.full(n, -1, dtype=np.int64)
+    confidence = np.full(n, np.nan)
+    latency = np.full(n, np.nan)
+    model: list[str | None] = [None] * n
+    version: list[str | None] = [None] * n
+    meta: list[dict[str, Any]] = [{}] * n
+    kinds: list[str | None] = [None] * n
+    messages: list[str | None] = [None] * n
+    for i, record in enumerate(records):
+        result = record.get("result")
+        if result is None:
+            kinds[i] = record["error"]["kind"]
+            messages[i] = record["error"]["message"]
+            continue
+        probs[i] = [float(v) for v in result["probabilities"].values()]
+        selected[i] = index[result["selected"]]
+        confidence[i] = result["confidence"]
+        latency[i] = result["latency_ms"]
+        model[i] = result.get("model")
+        version[i] = result.get("model_version")
+        meta[i] = redact(result.get("metadata", {}))
+    return CaseResults(
+        spec=spec,
+        backend=backend,
+        provider=provider,
+        case_ids=[r["case_id"] for r in records],
+        inputs=[r["input"] for r in records],
+        expected=[r.get("expected") for r in records],
+        metadata=[r.get("metadata", {}) for r in records],
+        probs=probs,
+        selected=selected,
+        confidence=confidence,
+        latency_ms=latency,
+        model=model,
+        model_version=version,
+        result_metadata=meta,
+        error_kind=kinds,
+        error_message=messages,
+    )
+
+
+def _semantics(header: ReportModel, doc: dict[str, Any], records: list[dict[str, Any]]) -> CaseResults:
+    if (header.mode == "test") != (header.properties is None):
+        raise Invalid("'properties' must be present exactly in 'fuzz' and 'all' reports")
+    c = header.contract
+    spec = DecisionSpec(c.name, c.type, tuple(c.labels))
+    if not records:
+        raise Invalid("report contains no case results")
+    context = (c.name, c.type, tuple(c.labels), header.backend.name, header.backend.provider)
+    seen: set[str] = set()
+    for record in records:
+        case_id = record["case_id"]
+        if case_id in seen:
+            raise Invalid(f"duplicate case id {case_id!r}")
+        seen.add(case_id)
+        expected = record.get("expected")
+        if expected is not None and expected not in spec.labels:
+            raise Invalid(f"case {case_id!r}: expected {expected!r} is not a report label")
+        result = record.get("result")
+        if result is not None:
+            actual = (
+                result["decision"],
+                result["decision_type"],
+                tuple(result["labels"]),
+                result["backend"],
+                result["provider"],
+            )
+            if actual != context:
+                raise Invalid(
+                    f"result {result['case_id']!r} does not match the report decision/backend "
+                    "context"
+                )
+    n_labeled = sum(r.get("expected") is not None for r in records)
+    if (header.dataset.n_cases, header.dataset.n_labeled) != (len(records), n_labeled):
+        raise Invalid("dataset counts do not match stored case results")
+    results = columns_from_records(spec, header.backend.name, header.backend.provider, records)
+    metrics = metrics_for(results, header.evaluation)
+    if metrics != doc["metrics"]:
+        raise Invalid("metrics do not match stored case results")
+    if failures(results) != doc["failures"]:
+        raise Invalid("failures do not match stored case results")
+    property_checks: list[dict[str, Any]] | None = None
+    if header.properties is not None:
+        if not _property_verifier:
+            raise Invalid("property sections cannot be verified by this build")
+        try:
+            property_checks = _property_verifier[0](header.properties, results, header.mode)
+        except ValueError as exc:
+            raise Invalid(str(exc)) from exc
+    checks = checks_for(
+        header.mode, header.requirements, header.warnings, metrics, property_checks
+    )
+    if checks != doc["checks"]:
+        raise Invalid("checks do not match stored metrics and configuration")
+    status = overall_status(checks)
+    if header.status != status or header.exit_code != EXIT_CODES[status]:
+        raise Invalid("status/exit_code do not match stored checks")
+    return results
+
+
+def load_report(path: str | Path) -> Report:
+    """Read, verify and return a stored test/fuzz report; ReportError when it does not hold."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+        raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportError(f"{path}: cannot read report: {exc}") from exc
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        data = None
+    tolerance = stored_tolerance(data)
+    try:
+        if not isinstance(data, dict):
+            ReportModel.model_validate_json(raw)  # explains what is wrong
+        header = ReportModel.model_validate(data, context={"probability_tolerance": tolerance})
+    except ValidationError as exc:
+        raise _fail(path, format_errors(exc)) from exc
+    records = data["results"]
+    _check_records(path, records, tolerance)
+    doc = header.model_dump(mode="json", exclude={"results", "properties"})
+    try:
+        results = _semantics(header, doc, records)
+    except Invalid as exc:
+        raise _fail(path, f"  (root): {exc}") from exc
+    doc["results"] = None
+    doc["properties"] = header.properties
+    return Report(doc, results)
+
+
+def evaluation_gates(doc: dict[str, Any]) -> tuple[Evaluation, Gates, Gates]:
+    return (
+        Evaluation.model_validate(doc["evaluation"]),
+        Gates.model_validate(doc["requirements"]),
+        Gates.model_validate(doc["warnings"]),
+    )

@@ -1,0 +1,92 @@
+"""Shared strictness: a frozen pydantic base that rejects unknown keys, error formatting in
+DecGuard's ``location: message`` style, duplicate-key-safe JSON, and secret redaction."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+MAX_ERROR_LINES = 20
+
+# Metadata keys whose values never reach a report (compared lowercased, '-' read as '_').
+SECRET_KEYS = frozenset(
+    {
+        "api_key",
+        "apikey",
+        "authorization",
+        "access_token",
+        "refresh_token",
+        "token",
+        "password",
+        "secret",
+        "client_secret",
+        "cookie",
+        "set_cookie",
+    }
+)
+REDACTED = "[REDACTED]"
+
+
+class Strict(BaseModel):
+    """Immutable settings model; a misspelt key is an error, never silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _message(error: Any) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return "unknown field (check the spelling)"
+    if kind == "missing":
+        return "required field is missing"
+    text: str = error["msg"]
+    return text.removeprefix("Value error, ")
+
+
+def format_errors(exc: ValidationError, *, prefix: str = "", limit: int = MAX_ERROR_LINES) -> str:
+    """One indented ``dotted.location: message`` line per problem, at most ``limit``."""
+    errors = exc.errors(include_url=False)
+    lines = []
+    for error in errors[:limit]:
+        parts = ([prefix] if prefix else []) + [str(p) for p in error["loc"]]
+        lines.append(f"  {'.'.join(parts) or '(root)'}: {_message(error)}")
+    if len(errors) > limit:
+        lines.append(f"  ... and {len(errors) - limit} more")
+    return "\n".join(lines)
+
+
+def unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` that refuses a key given twice instead of keeping the last."""
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {key!r}")
+            seen.add(key)
+    return result
+
+
+_strict_decoder = json.JSONDecoder(object_pairs_hook=unique_pairs)
+
+
+def loads_strict(text: str) -> Any:
+    """Parse JSON, rejecting duplicate keys (raises ``ValueError``)."""
+    return _strict_decoder.decode(text)
+
+
+def redact(value: Any) -> Any:
+    """Copy of ``value`` with values under secret-looking keys replaced, at any depth."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            norm = key.lower().replace("-", "_") if isinstance(key, str) else ""
+            out[key] = REDACTED if norm in SECRET_KEYS else redact(item)
+        return out
+    if isinstance(value, list):
+        return [redact(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(redact(item) for item in value)
+    return value
