@@ -73,8 +73,10 @@ def parse_contract(data: Any, *, source: str = "<contract>") -> Contract:
 
 def contract_hash(contract: Contract) -> str:
     """sha256 of the canonical JSON of the contract with every default filled in."""
+    # A contract without extensions hashes exactly as in DecGuard.
+    exclude = {"pipeline"} if contract.pipeline is None else None
     canonical = json.dumps(
-        contract.model_dump(mode="json", by_alias=True),
+        contract.model_dump(mode="json", by_alias=True, exclude=exclude),
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,

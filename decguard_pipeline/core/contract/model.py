@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from decguard_pipeline.core.contract.decision import Decision, DecisionSpec
+from decguard_pipeline.core.contract.extensions import PipelineSection
 from decguard_pipeline.core.contract.gates import Gates, Production, Regression
 from decguard_pipeline.core.contract.policy import Policy
 from decguard_pipeline.core.contract.properties import Fuzz, Properties
@@ -53,6 +54,8 @@ class Contract(Strict):
     regression: Regression = Regression()
     production: Production = Production()
     policy: Policy | None = None
+    # decguard_pipeline extensions (absent in DecGuard contracts; see extensions.py)
+    pipeline: PipelineSection | None = None
 
     @field_validator("schema_version", mode="before")
     @classmethod

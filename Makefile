@@ -1,0 +1,49 @@
+# decguard_pipeline: every target installs what it needs into .venv first.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP_RUN := $(VENV)/.installed-run
+STAMP_TEST := $(VENV)/.installed-test
+export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
+
+.PHONY: run test install install-test lint ui bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP_RUN): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(STAMP_TEST): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e ".[test]"
+	touch $@ $(STAMP_RUN)
+
+install: $(STAMP_RUN)
+install-test: $(STAMP_TEST)
+
+## run: evaluate every bundled example contract through Dagster (mock backends, local warehouse)
+run: install
+	$(BIN)/decguard-pipeline evaluate
+
+## test: lint, validate the Dagster definitions and run the whole test suite
+test: install-test
+	$(BIN)/ruff check decguard_pipeline decguard_pipeline_tests bench
+	$(BIN)/dagster definitions validate -w workspace.yaml
+	$(BIN)/pytest
+
+lint: install-test
+	$(BIN)/ruff check decguard_pipeline decguard_pipeline_tests bench
+	$(BIN)/ruff format --check decguard_pipeline decguard_pipeline_tests bench
+
+## ui: open the Dagster UI (webserver + daemon) on workspace.yaml
+ui: install
+	$(BIN)/dagster dev -w workspace.yaml
+
+## bench: side-by-side benchmarks against decguard==0.1.1
+bench: install-test
+	$(BIN)/python bench/golden_run.py
+
+clean:
+	rm -rf $(VENV) .dagster_home data/warehouse .pytest_cache

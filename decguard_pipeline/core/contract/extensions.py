@@ -1,0 +1,15 @@
+"""The ``pipeline`` section: decguard_pipeline's additive, documented contract extensions.
+
+DecGuard 0.1 knows no ``pipeline`` key, so a contract without it loads, hashes and behaves
+exactly as in DecGuard. Each feature owns one subsection (documented in docs/contracts.md);
+results of extensions never enter DecGuard's report files (which stay verifiable by the
+reference): they go to a ``<report>.pipeline.json`` sidecar, the warehouse and the UI.
+"""
+
+from __future__ import annotations
+
+from decguard_pipeline.core.validation import Strict
+
+
+class PipelineSection(Strict):
+    """Every subsection is optional; absent means DecGuard's behaviour."""
