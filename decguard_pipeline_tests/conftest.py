@@ -43,9 +43,8 @@ def ours() -> Callable[..., Ran]:
 @pytest.fixture
 def ref() -> Callable[..., Ran]:
     """Run the reference ``decguard ARGS`` (decguard==0.1.1) in-process."""
-    from typer.main import get_command
-
     from decguard.cli import app
+    from typer.main import get_command
 
     command = get_command(app)
     return lambda *args: _invoke(command, list(args), "decguard")

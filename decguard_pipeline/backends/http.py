@@ -157,7 +157,9 @@ class HttpBackend(Backend):
                 "contract labels"
             )
         if len(set(targets)) != len(targets):
-            raise ContractError(f"{cls.provider} backend {name!r}: label_map maps two labels to one")
+            raise ContractError(
+                f"{cls.provider} backend {name!r}: label_map maps two labels to one"
+            )
 
     # -- requests ------------------------------------------------------------------------
 
@@ -224,7 +226,11 @@ class HttpBackend(Backend):
             if mapped in probabilities:
                 raise InvalidResponse(f"backend {self.name!r} returned label {mapped!r} twice")
             probabilities[mapped] = value
-        model, version, metadata = body.get("model"), body.get("model_version"), body.get("metadata")
+        model, version, metadata = (
+            body.get("model"),
+            body.get("model_version"),
+            body.get("metadata"),
+        )
         if model is not None and not isinstance(model, str):
             raise InvalidResponse("'model' must be a string")
         if version is not None and not isinstance(version, str):

@@ -17,8 +17,12 @@ from pydantic import Field
 
 from decguard_pipeline.backends.base import Backend, backend_metadata, backend_settings, health
 from decguard_pipeline.core.contract import BackendConfig, DecisionSpec
-from decguard_pipeline.core.decision import DecisionInput, DecisionRequest, Prediction
-from decguard_pipeline.core.decision import validate_probabilities
+from decguard_pipeline.core.decision import (
+    DecisionInput,
+    DecisionRequest,
+    Prediction,
+    validate_probabilities,
+)
 from decguard_pipeline.core.errors import ContractError, InvalidResponse
 from decguard_pipeline.core.validation import Strict
 
@@ -106,7 +110,9 @@ class MockBackend(Backend):
             meanings = tuple(semantic_label(label) for label in shown)
             if len(set(meanings)) != len(meanings):
                 meanings = shown
-            probabilities = dict(zip(shown, hashed_distribution(text, meanings, self.settings.seed)))
+            probabilities = dict(
+                zip(shown, hashed_distribution(text, meanings, self.settings.seed), strict=True)
+            )
         else:
             probabilities = self._keyed_by_shown(answer, shown)
         return Prediction(self._biased(probabilities, shown), None, self.settings.model_version)

@@ -52,6 +52,8 @@ def backend_class(provider: str) -> type[Backend]:
     return loaded
 
 
-def create_backend(config: BackendConfig, *, decision: DecisionSpec, name: str = "default") -> Backend:
+def create_backend(
+    config: BackendConfig, *, decision: DecisionSpec, name: str = "default"
+) -> Backend:
     """Build a backend from contract configuration. No network I/O."""
     return backend_class(config.provider).from_config(config, name=name, decision=decision)

@@ -64,7 +64,9 @@ class Collector:
         self.error_message: list[str | None] = [None] * n
         self._pending: list[tuple[int, Any]] = []
 
-    def answer(self, i: int, prediction: Prediction, latency_ms: float, default_model: str | None) -> None:
+    def answer(
+        self, i: int, prediction: Prediction, latency_ms: float, default_model: str | None
+    ) -> None:
         self.latency[i] = latency_ms
         self.model[i] = prediction.model or default_model
         self.model_version[i] = prediction.model_version
@@ -105,7 +107,7 @@ def _run_inline(backend: Backend, requests: Sequence[DecisionRequest], out: Coll
         start = clock()
         try:
             prediction = backend.predict(request)
-        except Exception as exc:  # noqa: BLE001 - a buggy plugin must not drop a case
+        except Exception as exc:
             out.fail(i, *_describe(exc))
             continue
         out.answer(i, prediction, (clock() - start) * 1000.0, model)
@@ -136,7 +138,7 @@ async def _run_async(
                     latency = (clock() - start) * 1000.0
                 else:
                     prediction, latency = await loop.run_in_executor(pool, timed_predict, request)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 out.fail(i, *_describe(exc))
                 continue
             out.answer(i, prediction, latency, model)

@@ -154,5 +154,19 @@ def report(
         emit_report(stored, fmt, output, fail_on_warn)
 
 
+def _register_commands() -> None:
+    """Commands defined in their own modules (each decorates ``cli`` on import)."""
+    from decguard_pipeline.cli import (  # noqa: F401
+        check_cmd,
+        diff_cmd,
+        pipeline_cmd,
+        replay_cmd,
+        run_cmd,
+    )
+
+
+_register_commands()
+
+
 def main() -> None:
     cli(prog_name="decguard-pipeline")

@@ -36,7 +36,8 @@ def validate_text(contract_path: Path, dataset: Path | None) -> str:
     lines += [
         f"    gates     requirements: {len(c.requirements.configured())}, "
         f"warnings: {len(c.warnings.configured())}",
-        "    properties " + (", ".join(c.properties.enabled()) or "none (add 'properties' to fuzz)"),
+        "    properties "
+        + (", ".join(c.properties.enabled()) or "none (add 'properties' to fuzz)"),
         "    production "
         f"segments: {', '.join(production.segments) or 'none'}; "
         f"requirements: {len(production.requirements.configured())}; "

@@ -53,10 +53,7 @@ def make_check(
         message = f"{metric} {value:.4g} {verb}{comparison} {threshold:g}"
     if detail:
         message += f" ({detail})"
-    if holds:
-        status = PASS
-    else:
-        status = FAIL if level == "requirement" else WARN
+    status = PASS if holds else (FAIL if level == "requirement" else WARN)
     return {
         "gate": gate,
         "level": level,
@@ -94,5 +91,7 @@ def golden_checks(
     for level, gates in (("requirement", required), ("warning", warnings.configured())):
         for gate, threshold in gates.items():
             metric, comparison = GOLDEN_GATES[gate]
-            checks.append(make_check(gate, metric, comparison, threshold, values[metric], level=level))
+            checks.append(
+                make_check(gate, metric, comparison, threshold, values[metric], level=level)
+            )
     return checks

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -41,6 +42,6 @@ class Policy(Strict):
         if any(when is None for when in conditions):
             raise ValueError("only the final route may be unconditional")
         thresholds = [when.confidence_gte for when in conditions if when is not None]
-        if any(a <= b for a, b in zip(thresholds, thresholds[1:], strict=False)):
+        if any(a <= b for a, b in pairwise(thresholds)):
             raise ValueError("confidence_gte thresholds must be strictly descending")
         return self

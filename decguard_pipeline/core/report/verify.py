@@ -7,7 +7,6 @@ values bit for bit. Any difference means the file was edited or corrupted: ``Rep
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,13 @@ from decguard_pipeline.core.contract import Evaluation, Gates
 from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
-from decguard_pipeline.core.report.golden import REPORT_VERSION, Report, checks_for, failures
-from decguard_pipeline.core.report.golden import metrics_for
+from decguard_pipeline.core.report.golden import (
+    REPORT_VERSION,
+    Report,
+    checks_for,
+    failures,
+    metrics_for,
+)
 from decguard_pipeline.core.report.schema import (
     CaseRecordModel,
     ReportModel,
@@ -36,15 +40,6 @@ RESULT_KEYS = frozenset(
      "backend", "provider", "model", "model_version", "latency_ms", "metadata"}
 )  # fmt: skip
 RESULT_REQUIRED = RESULT_KEYS - {"model", "model_version", "metadata"}
-
-# Verifies a report's ``properties`` section and returns the property checks; installed by
-# the fuzz module so that golden-only code paths stay light.
-PropertyVerifier = Callable[[dict[str, Any], CaseResults, str], list[dict[str, Any]]]
-_property_verifier: list[PropertyVerifier] = []
-
-
-def install_property_verifier(fn: PropertyVerifier) -> None:
-    _property_verifier[:] = [fn]
 
 
 class Invalid(Exception):
@@ -178,7 +173,9 @@ def columns_from_records(
     )
 
 
-def _semantics(header: ReportModel, doc: dict[str, Any], records: list[dict[str, Any]]) -> CaseResults:
+def _semantics(
+    header: ReportModel, doc: dict[str, Any], records: list[dict[str, Any]]
+) -> CaseResults:
     if (header.mode == "test") != (header.properties is None):
         raise Invalid("'properties' must be present exactly in 'fuzz' and 'all' reports")
     c = header.contract
@@ -220,15 +217,14 @@ def _semantics(header: ReportModel, doc: dict[str, Any], records: list[dict[str,
         raise Invalid("failures do not match stored case results")
     property_checks: list[dict[str, Any]] | None = None
     if header.properties is not None:
-        if not _property_verifier:
-            raise Invalid("property sections cannot be verified by this build")
+        # imported here: golden-only reports never load the property machinery
+        from decguard_pipeline.core.properties.report import verify_section
+
         try:
-            property_checks = _property_verifier[0](header.properties, results, header.mode)
+            property_checks = verify_section(header.properties, results, header.mode)
         except ValueError as exc:
             raise Invalid(str(exc)) from exc
-    checks = checks_for(
-        header.mode, header.requirements, header.warnings, metrics, property_checks
-    )
+    checks = checks_for(header.mode, header.requirements, header.warnings, metrics, property_checks)
     if checks != doc["checks"]:
         raise Invalid("checks do not match stored metrics and configuration")
     status = overall_status(checks)

@@ -1,0 +1,1 @@
+"""Metamorphic properties (DecGuard §9): pure transformations, comparison, judging, summaries."""
