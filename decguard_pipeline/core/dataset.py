@@ -24,8 +24,9 @@ from decguard_pipeline.core.validation import Strict, format_errors, loads_stric
 CASE_KEYS = frozenset({"id", "input", "expected", "metadata"})
 
 
-class CaseModel(Strict):
-    """The schema of one case; used to explain a case the fast path rejects."""
+class Case(Strict):
+    """The schema of one case; used to explain a case the fast path rejects. (Pydantic names
+    the class in some messages, so it is called what DecGuard calls it.)"""
 
     id: str = Field(min_length=1)
     input: DecisionInput
@@ -145,7 +146,7 @@ def load_dataset(path: str | Path, spec: DecisionSpec) -> Dataset:
             if isinstance(item, dict) and "id" not in item:
                 item = {"id": f"case-{position}", **item}
             try:
-                case = CaseModel.model_validate(item)
+                case = Case.model_validate(item)
             except ValidationError as exc:
                 drain(items)
                 raise DatasetError(f"{path}: {where}: invalid case:\n{format_errors(exc)}") from exc
