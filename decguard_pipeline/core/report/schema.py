@@ -223,6 +223,12 @@ class ReportModel(Section):
     properties: dict[str, Any] | None = None
 
 
+class ReportDocument(ReportModel):
+    """A whole report with typed case records: the slow path that explains what is wrong."""
+
+    results: list[CaseRecordModel]  # type: ignore[assignment]
+
+
 def check_result_invariants(result: dict[str, Any], tolerance: float) -> str | None:
     """Why a stored DecisionResult is inconsistent, or None when it holds."""
     from decguard_pipeline.core.decision import select_index, validate_probabilities

@@ -7,12 +7,13 @@ values bit for bit. Any difference means the file was edited or corrupted: ``Rep
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from decguard_pipeline.core.contract import Evaluation, Gates
 from decguard_pipeline.core.contract.decision import DecisionSpec
@@ -26,7 +27,7 @@ from decguard_pipeline.core.report.golden import (
     metrics_for,
 )
 from decguard_pipeline.core.report.schema import (
-    CaseRecordModel,
+    ReportDocument,
     ReportModel,
     check_result_invariants,
 )
@@ -109,20 +110,22 @@ def _record_ok(record: Any, tolerance: float) -> bool:
     return check_result_invariants(result, tolerance) is None
 
 
-_records = TypeAdapter(list[CaseRecordModel])
-
-
-def _check_records(path: Path, records: list[Any], tolerance: float) -> None:
-    if all(_record_ok(r, tolerance) for r in records):
-        return
+def _validate_strictly(path: Path, raw: bytes, tolerance: float) -> ReportDocument:
+    """The whole report through DecGuard's structural schema, in JSON mode, so that every
+    problem is described exactly as DecGuard describes it (JSON-mode wording, all fields in
+    document order, at most 20 lines). Only reports the fast path rejects come here."""
     try:
-        _records.validate_python(records, context={"probability_tolerance": tolerance})
+        return ReportDocument.model_validate_json(raw, context={"probability_tolerance": tolerance})
     except ValidationError as exc:
-        raise _fail(path, _prefixed(format_errors(exc), "results")) from exc
+        raise _fail(path, format_errors(exc)) from exc
 
 
-def _prefixed(lines: str, field: str) -> str:
-    return "\n".join(f"  {field}.{line[2:]}" for line in lines.splitlines())
+def _lenient_json(raw: bytes) -> Any:
+    """The document as Python's json reads it (NaN and Infinity allowed), or None."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
 
 
 def columns_from_records(
@@ -243,17 +246,24 @@ def load_report(path: str | Path) -> Report:
         raise ReportError(f"{path}: cannot read report: {exc}") from exc
     try:
         data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError:  # invalid, or NaN/Infinity/huge ints that orjson refuses
         data = None
-    tolerance = stored_tolerance(data)
-    try:
-        if not isinstance(data, dict):
-            ReportModel.model_validate_json(raw)  # explains what is wrong
-        header = ReportModel.model_validate(data, context={"probability_tolerance": tolerance})
-    except ValidationError as exc:
-        raise _fail(path, format_errors(exc)) from exc
-    records = data["results"]
-    _check_records(path, records, tolerance)
+    tolerance = stored_tolerance(data if data is not None else _lenient_json(raw))
+    header: ReportModel | None = None
+    records: list[Any] = []
+    if isinstance(data, dict):
+        # fast path: plain dict checks per record; pydantic only for the small header
+        try:
+            header = ReportModel.model_validate(data, context={"probability_tolerance": tolerance})
+        except ValidationError:
+            header = None
+        records = data["results"] if header is not None else []
+        if header is not None and not all(_record_ok(r, tolerance) for r in records):
+            header = None
+    if header is None:
+        document = _validate_strictly(path, raw, tolerance)
+        header = document
+        records = [record.model_dump(mode="json") for record in document.results]
     doc = header.model_dump(mode="json", exclude={"results", "properties"})
     try:
         results = _semantics(header, doc, records)
