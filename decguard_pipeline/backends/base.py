@@ -81,6 +81,11 @@ class Backend(ABC):
     def healthcheck(self) -> dict[str, str]:
         return health("unknown", "healthcheck not implemented")
 
+    def version_hint(self) -> str | None:
+        """The model version the backend says it serves without deciding anything (from its
+        configuration or its health answer); None when it does not say."""
+        return None
+
     async def aclose(self) -> None:
         """Release async resources (connection pools) inside the loop that made them."""
 

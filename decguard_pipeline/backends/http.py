@@ -292,6 +292,21 @@ class HttpBackend(Backend):
             return health("unhealthy", str(exc))
         return health("ok" if reply.ok else "unhealthy", f"HTTP {reply.status}")
 
+    def version_hint(self) -> str | None:
+        """``model_version`` (or ``version``) of a JSON health answer, if it gives one."""
+        if self.settings.health_url is None:
+            return None
+        try:
+            reply = self._send_sync("GET", self.settings.health_url)
+            body = json.loads(reply.body) if reply.ok else None
+        except (BackendError, ValueError):
+            return None
+        if isinstance(body, dict):
+            for key in ("model_version", "version"):
+                if isinstance(body.get(key), str) and body[key]:
+                    return str(body[key])
+        return None
+
     # -- asynchronous path (aiohttp): batch runs ---------------------------------------
 
     def open_session(self, limit: int) -> None:

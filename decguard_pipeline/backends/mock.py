@@ -146,6 +146,9 @@ class MockBackend(Backend):
     def healthcheck(self) -> dict[str, str]:
         return health("ok", "mock backend")
 
+    def version_hint(self) -> str | None:
+        return self.settings.model_version
+
 
 def _map_to_shown(answer: dict[str, float], shown: tuple[str, ...]) -> dict[str, float]:
     if set(answer) == set(shown):

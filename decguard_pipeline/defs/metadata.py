@@ -1,0 +1,61 @@
+"""What the UI shows with each materialisation: readable at a glance."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+
+from decguard_pipeline.core.report.render import preview
+
+MAX_ROWS = 20
+
+
+def table(
+    rows: list[dict[str, Any]], columns: list[tuple[str, str]], *, limit: int = MAX_ROWS
+) -> dg.MetadataValue:
+    """A metadata table (first ``limit`` rows); ``columns`` are (name, type) with type one of
+    string, float, int, bool."""
+    schema = dg.TableSchema(columns=[dg.TableColumn(name, kind) for name, kind in columns])
+    records = [
+        dg.TableRecord({name: _cell(row.get(name), kind) for name, kind in columns})
+        for row in rows[:limit]
+    ]
+    return dg.MetadataValue.table(records=records, schema=schema)
+
+
+def _cell(value: Any, kind: str) -> Any:
+    if value is None:
+        return None
+    if kind == "float":
+        return float(value)
+    if kind == "int":
+        return int(value)
+    if kind == "bool":
+        return bool(value)
+    return str(value)
+
+
+def metrics_table(flat: dict[str, float | None]) -> dg.MetadataValue:
+    rows = [{"metric": k, "value": v} for k, v in flat.items() if v is not None]
+    return table(rows, [("metric", "string"), ("value", "float")], limit=len(rows))
+
+
+def failing_cases_table(failures: list[dict[str, Any]]) -> dg.MetadataValue:
+    rows = [
+        {**f, "input": preview(f["input"], 60), "confidence": f["confidence"]} for f in failures
+    ]
+    return table(
+        rows,
+        [("case_id", "string"), ("kind", "string"), ("expected", "string"),
+         ("selected", "string"), ("confidence", "float"), ("error", "string"),
+         ("input", "string")],
+    )  # fmt: skip
+
+
+def checks_table(checks: list[dict[str, Any]]) -> dg.MetadataValue:
+    return table(
+        checks,
+        [("status", "string"), ("gate", "string"), ("level", "string"), ("value", "float"),
+         ("comparison", "string"), ("threshold", "float"), ("message", "string")],
+    )  # fmt: skip

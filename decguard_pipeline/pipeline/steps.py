@@ -1,0 +1,242 @@
+"""The evaluation steps, each reading its inputs from and writing its outputs to the
+warehouse. The Dagster assets are thin wrappers around these functions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from decguard_pipeline.core.contract import LoadedContract
+from decguard_pipeline.core.dataset import Dataset
+from decguard_pipeline.core.errors import DecGuardError
+from decguard_pipeline.core.report.golden import (
+    Report,
+    build_report,
+    checks_for,
+    dataset_info,
+    metrics_for,
+    result_records,
+)
+from decguard_pipeline.core.report.jsonio import write_document
+from decguard_pipeline.core.report.render import render_report
+from decguard_pipeline.core.report.verify import load_report
+from decguard_pipeline.core.results import CaseResults
+from decguard_pipeline.pipeline.contracts import ContractEntry
+from decguard_pipeline.pipeline.targets import Target, backend_of
+from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline.warehouse import tables as T
+from decguard_pipeline.warehouse.store import now
+
+
+@dataclass
+class Step:
+    """Where a step writes: the warehouse, the run id, one timestamp for all its rows."""
+
+    warehouse: Warehouse
+    run_id: str
+    at: datetime = field(default_factory=now)
+
+
+def record_contract(entry: ContractEntry, step: Step) -> dict[str, Any]:
+    loaded = entry.require()
+    row = T.contract_row(entry.key, loaded, run_id=step.run_id, at=step.at)
+    step.warehouse.write("contracts", [row], contract=entry.key, run_id=step.run_id,
+                         recorded_at=step.at)  # fmt: skip
+    return row
+
+
+def load_golden(entry: ContractEntry) -> Dataset:
+    from decguard_pipeline.evaluation import resolve_dataset
+
+    return resolve_dataset(entry.require(), None)
+
+
+def dataset_hash(entry: ContractEntry) -> str | None:
+    """sha256 of the contract's dataset file (cheap; what sensors compare)."""
+    loaded = entry.loaded
+    if loaded is None or loaded.contract.dataset is None:
+        return None
+    path = loaded.resolve(loaded.contract.dataset)
+    try:
+        return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def record_dataset(entry: ContractEntry, step: Step) -> tuple[Dataset, dict[str, Any]]:
+    data = load_golden(entry)
+    keys = {"contract": entry.key, "target": "_", "run_id": step.run_id, "recorded_at": step.at}
+    row = {**keys, "dataset_hash": data.hash, "path": str(data.path), "n_cases": len(data),
+           "n_labeled": data.n_labeled}  # fmt: skip
+    wh = step.warehouse
+    wh.write("datasets", [row], contract=entry.key, run_id=step.run_id, recorded_at=step.at)
+    cases = [
+        {**keys, "dataset_hash": data.hash, "position": i, "case_id": case_id,
+         "input_text": T.input_text(value), "input_json": T.to_json(value),
+         "expected": expected, "metadata_json": T.to_json(meta)}
+        for i, (case_id, value, expected, meta) in enumerate(
+            zip(data.ids, data.inputs, data.expected, data.metadata, strict=True))
+    ]  # fmt: skip
+    wh.write("cases", cases, contract=entry.key, run_id=step.run_id, recorded_at=step.at)
+    return data, row
+
+
+def record_target(entry: ContractEntry, target: Target, step: Step) -> None:
+    row = {"contract": entry.key, "target": target.key, "run_id": step.run_id,
+           "recorded_at": step.at, **target.as_row()}  # fmt: skip
+    row.pop("key")
+    step.warehouse.write("targets", [row], contract=entry.key, target=target.key,
+                         run_id=step.run_id, recorded_at=step.at)  # fmt: skip
+
+
+@dataclass
+class Evaluated:
+    results: CaseResults
+    run: dict[str, Any]
+
+
+def evaluate_target(
+    entry: ContractEntry, target: str, step: Step, *, max_concurrency: int | None = None
+) -> Evaluated:
+    """Decide every golden case with the target's backend; write ``case_results`` and ``runs``."""
+    from decguard_pipeline.evaluation import check_health, decide_dataset, make_backend
+
+    loaded = entry.require()
+    data = load_golden(entry)
+    started = now()
+    clock = time.perf_counter()
+    backend = make_backend(loaded, backend_of(target))
+    try:
+        health = check_health(backend)
+        results = decide_dataset(loaded, data, backend, max_concurrency=max_concurrency)
+        meta = backend.metadata()
+    finally:
+        backend.close()
+    wall = time.perf_counter() - clock
+    versions = {v for v in results.model_version if v is not None}
+    model_version = meta["model_version"] or (versions.pop() if len(versions) == 1 else None)
+    wh = step.warehouse
+    table = T.case_results_table(
+        results, contract=entry.key, target=target, run_id=step.run_id, recorded_at=step.at,
+        model_version=model_version,
+    )  # fmt: skip
+    wh.write("case_results", table, contract=entry.key, target=target, run_id=step.run_id,
+             recorded_at=step.at)  # fmt: skip
+    run = {
+        "contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at,
+        "dagster_run_id": step.run_id, "backend": meta["name"], "provider": meta["provider"],
+        "model": meta["model"], "model_version": model_version, "contract_hash": loaded.hash,
+        "dataset_hash": data.hash, "dataset_path": str(data.path), "n_cases": len(data),
+        "n_labeled": data.n_labeled, "n_errored": int((~results.ok).sum()),
+        "health_status": health["status"], "health_detail": health["detail"],
+        "backend_details_json": T.to_json(meta["details"]), "started_at": started,
+        "wall_s": wall,
+    }  # fmt: skip
+    wh.write("runs", [run], contract=entry.key, target=target, run_id=step.run_id,
+             recorded_at=step.at)  # fmt: skip
+    return Evaluated(results, run)
+
+
+def load_evaluated(entry: ContractEntry, target: str, warehouse: Warehouse) -> Evaluated:
+    """The newest evaluation of a target, read back from the warehouse."""
+    loaded = entry.require()
+    runs = warehouse.read_latest("runs", entry.key, target)
+    if runs is None or runs.num_rows == 0:
+        raise DecGuardError(f"{entry.key}: target {target!r} has not been evaluated yet")
+    run = runs.to_pylist()[-1]
+    table = warehouse.read_run("case_results", entry.key, target, run["run_id"])
+    if table is None:
+        raise DecGuardError(f"{entry.key}: case results of run {run['run_id']} are missing")
+    results = T.case_results_from_table(
+        table, loaded.contract.spec(), backend=run["backend"], provider=run["provider"]
+    )
+    return Evaluated(results, run)
+
+
+@dataclass
+class Scored:
+    metrics: dict[str, Any]
+    checks: list[dict[str, Any]]
+    evaluated: Evaluated
+
+
+def score_target(entry: ContractEntry, target: str, step: Step) -> Scored:
+    """Golden metrics and gate checks of the newest evaluation; written to ``metrics``,
+    ``per_label_metrics``, ``reliability_bins`` and ``gate_results``."""
+    loaded = entry.require()
+    evaluated = load_evaluated(entry, target, step.warehouse)
+    contract = loaded.contract
+    metrics = metrics_for(evaluated.results, contract.evaluation)
+    checks = checks_for("test", contract.requirements, contract.warnings, metrics)
+    common = {"contract": entry.key, "target": target, "run_id": step.run_id, "at": step.at,
+              "backend": evaluated.run["backend"],
+              "model_version": evaluated.run["model_version"]}  # fmt: skip
+    wh = step.warehouse
+    where = {"contract": entry.key, "target": target, "run_id": step.run_id,
+             "recorded_at": step.at}  # fmt: skip
+    wh.write("metrics", T.metrics_rows(metrics, **common), **where)
+    wh.write("per_label_metrics", T.per_label_rows(metrics, **common), **where)
+    wh.write("reliability_bins", T.reliability_rows(metrics, **common), **where)
+    wh.write("gate_results", T.gate_rows(checks, source="golden", **common), **where)
+    return Scored(metrics, checks, evaluated)
+
+
+def gate_result(
+    entry: ContractEntry, target: str, warehouse: Warehouse, gate: str, level: str,
+    source: str = "golden",
+) -> dict[str, Any]:  # fmt: skip
+    """The newest check of one gate for a target (what an asset check reports)."""
+    table = warehouse.read_latest("gate_results", entry.key, target)
+    rows = [] if table is None else table.to_pylist()
+    for row in rows:
+        if (row["source"], row["gate"], row["level"]) == (source, gate, level):
+            return row
+    raise DecGuardError(f"{entry.key}: no {level} {gate!r} result for target {target!r}")
+
+
+def report_for(entry: ContractEntry, target: str, warehouse: Warehouse) -> Report:
+    """The DecGuard report of the newest evaluation, against the current contract."""
+    loaded = entry.require()
+    evaluated = load_evaluated(entry, target, warehouse)
+    run = evaluated.run
+    backend = {"name": run["backend"], "provider": run["provider"], "model": run["model"],
+               "model_version": run["model_version"],
+               "details": json.loads(run["backend_details_json"] or "{}")}  # fmt: skip
+    health = {"status": run["health_status"], "detail": run["health_detail"]}
+    return build_report(
+        loaded,
+        dataset_info(run["dataset_path"], run["dataset_hash"], run["n_cases"], run["n_labeled"]),
+        backend,
+        evaluated.results,
+        health=health,
+    )
+
+
+def write_report(entry: ContractEntry, target: str, step: Step) -> tuple[Path, Report]:
+    """Write the report file (verified by loading it back) and its ``reports`` row."""
+    report = report_for(entry, target, step.warehouse)
+    wh = step.warehouse
+    stamp = step.at.strftime("%Y%m%dT%H%M%S%fZ")
+    path = wh.partition_dir("report_files", entry.key, target) / f"{stamp}_{step.run_id}.json"
+    write_document(path, report.document, stream_key="results",
+                   items=result_records(report.results))  # fmt: skip
+    load_report(path)  # the file must verify exactly, as DecGuard would check it
+    doc = report.document
+    wh.write(
+        "reports",
+        [{"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at,
+          "mode": doc["mode"], "status": doc["status"], "exit_code": doc["exit_code"],
+          "path": str(path), "report_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}],
+        contract=entry.key, target=target, run_id=step.run_id, recorded_at=step.at,
+    )  # fmt: skip
+    return path, report
+
+
+def summary_markdown(report: Report) -> str:
+    """The terminal summary, as the UI shows it."""
+    return "```\n" + render_report(report.document) + "\n```"
