@@ -1,26 +1,45 @@
-"""Metamorphic property runs (fuzz). Implemented in issue 5."""
+"""Metamorphic property runs (fuzz), minimisation and replay, with backends.
+
+Entry points (shared by the CLI and the Dagster assets):
+
+* :func:`plan_properties` — check ``--property`` and fix seed/minimise before any call;
+* :func:`run_properties` — the report's ``properties`` section and checks, given the golden
+  results of the same run as originals; ``.pipeline`` on the outcome is the sidecar section;
+* :func:`rejudge_section` — ``report --contract``: new limits on stored pairs, no calls;
+* :func:`check_paraphraser` — ``validate``: build (and close) the paraphrase provider;
+* :func:`decguard_pipeline.fuzzing.replay.replay` — re-send stored failures.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from decguard_pipeline.core.contract import LoadedContract
-from decguard_pipeline.core.errors import ContractError
+from decguard_pipeline.core.properties.report import rejudge
+from decguard_pipeline.core.results import CaseResults
+from decguard_pipeline.fuzzing.paraphrase import create_paraphraser
+from decguard_pipeline.fuzzing.plan import PropertyPlan, plan_properties
+from decguard_pipeline.fuzzing.run import PropertyOutcome, run_properties
+
+__all__ = [
+    "PropertyOutcome",
+    "PropertyPlan",
+    "check_paraphraser",
+    "plan_properties",
+    "rejudge_section",
+    "run_properties",
+]
 
 
 def check_paraphraser(loaded: LoadedContract) -> None:
-    source = loaded.contract.properties.paraphrase.source  # type: ignore[union-attr]
-    if source.provider != "identity":
-        raise ContractError(f"paraphrase provider {source.provider!r} is not available yet")
+    """Build the enabled paraphrase provider as a run would (settings, files), offline."""
+    paraphrase = loaded.contract.properties.paraphrase
+    assert paraphrase is not None
+    create_paraphraser(paraphrase.source, base_dir=loaded.path.parent).close()
 
 
-def plan_properties(*args: Any, **kwargs: Any) -> Any:
-    raise ContractError("fuzzing is not available in this build yet")
-
-
-def run_properties(*args: Any, **kwargs: Any) -> Any:
-    raise ContractError("fuzzing is not available in this build yet")
-
-
-def rejudge_section(*args: Any, **kwargs: Any) -> Any:
-    raise ContractError("fuzzing is not available in this build yet")
+def rejudge_section(
+    section: dict[str, Any], loaded: LoadedContract, results: CaseResults
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A stored section re-judged with ``loaded``'s property settings (DecGuard §7.3)."""
+    return rejudge(section, loaded.contract.properties, results)

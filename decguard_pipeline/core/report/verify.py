@@ -44,7 +44,12 @@ RESULT_REQUIRED = RESULT_KEYS - {"model", "model_version", "metadata"}
 
 
 class Invalid(Exception):
-    """A semantic inconsistency, reported as ``(root): <message>``."""
+    """A semantic inconsistency, reported as ``(root): <message>`` unless ``lines`` (already
+    located, like a schema error) are given."""
+
+    def __init__(self, message: str, lines: str | None = None) -> None:
+        super().__init__(message)
+        self.lines = lines or f"  (root): {message}"
 
 
 def stored_tolerance(data: Any) -> float:
@@ -224,9 +229,14 @@ def _semantics(
         from decguard_pipeline.core.properties.report import verify_section
 
         try:
-            property_checks = verify_section(header.properties, results, header.mode)
-        except ValueError as exc:
-            raise Invalid(str(exc)) from exc
+            property_checks = verify_section(
+                header.properties,
+                results,
+                header.mode,
+                tolerance=header.evaluation.probability_tolerance,
+            )
+        except ValueError as exc:  # a malformed section says where (``lines``)
+            raise Invalid(str(exc), getattr(exc, "lines", None)) from exc
     checks = checks_for(header.mode, header.requirements, header.warnings, metrics, property_checks)
     if checks != doc["checks"]:
         raise Invalid("checks do not match stored metrics and configuration")
@@ -268,7 +278,7 @@ def load_report(path: str | Path) -> Report:
     try:
         results = _semantics(header, doc, records)
     except Invalid as exc:
-        raise _fail(path, f"  (root): {exc}") from exc
+        raise _fail(path, exc.lines) from exc
     doc["results"] = None
     doc["properties"] = header.properties
     return Report(doc, results)

@@ -1,0 +1,191 @@
+"""Compare decisions before and after a transformation, and judge them (DecGuard §9.4).
+
+Comparisons are computed for many pairs at once from two ``(m, k)`` probability matrices in
+canonical label order. Sums are exact (``row_fsum``) and logarithms go through :mod:`math`,
+so every number equals DecGuard's bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from decguard_pipeline.core.contract.properties import AnyProperty, Monotonic
+from decguard_pipeline.core.exact import row_fsum
+
+# per-case limit -> (name in comparisons and messages, comparison key, absolute value?)
+LIMIT_VALUES: dict[str, tuple[str, bool]] = {
+    "max_tv_distance": ("tv_distance", False),
+    "max_js_divergence": ("js_divergence", False),
+    "max_abs_delta": ("max_abs_delta", False),
+    "max_confidence_delta": ("confidence_delta", True),
+}
+
+
+@dataclass
+class Comparisons:
+    """Column-wise comparisons of ``m`` pairs (indices into ``labels``)."""
+
+    labels: tuple[str, ...]
+    tv_distance: np.ndarray
+    js_divergence: np.ndarray
+    max_abs_delta: np.ndarray
+    confidence_delta: np.ndarray
+    selected_before: np.ndarray
+    selected_after: np.ndarray
+    flipped: np.ndarray
+    rank_changed: np.ndarray
+    level_delta: np.ndarray | None  # score decisions only
+
+    def __len__(self) -> int:
+        return len(self.tv_distance)
+
+    def records(self) -> list[dict[str, Any]]:
+        """DecGuard's ``comparison`` objects, in field order."""
+        labels = self.labels
+        level = [None] * len(self) if self.level_delta is None else self.level_delta.tolist()
+        return [
+            {
+                "tv_distance": tv,
+                "js_divergence": js,
+                "max_abs_delta": mad,
+                "confidence_delta": cd,
+                "selected_before": labels[b],
+                "selected_after": labels[a],
+                "flipped": f,
+                "rank_changed": rc,
+                "level_delta": ld,
+            }
+            for tv, js, mad, cd, b, a, f, rc, ld in zip(
+                self.tv_distance.tolist(),
+                self.js_divergence.tolist(),
+                self.max_abs_delta.tolist(),
+                self.confidence_delta.tolist(),
+                self.selected_before.tolist(),
+                self.selected_after.tolist(),
+                self.flipped.tolist(),
+                self.rank_changed.tolist(),
+                level,
+                strict=True,
+            )
+        ]
+
+
+def js_divergence_rows(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Jensen-Shannon divergence in bits per row, clamped to [0, 1]."""
+    out = np.empty(len(p))
+    log2 = math.log2
+    for row, (ps, qs) in enumerate(zip(p.tolist(), q.tolist(), strict=True)):
+        terms = []
+        for a, b in zip(ps, qs, strict=True):
+            m = (a + b) / 2.0
+            if a > 0.0:
+                terms.append(0.5 * a * log2(a / m))
+            if b > 0.0:
+                terms.append(0.5 * b * log2(b / m))
+        out[row] = min(1.0, max(0.0, math.fsum(terms)))
+    return out
+
+
+def expected_levels(p: np.ndarray) -> np.ndarray:
+    """Probability-weighted position on the scale (lowest level = 0), per row."""
+    positions = np.arange(p.shape[1], dtype=np.float64)
+    return row_fsum(p * positions)
+
+
+def compare(
+    before: np.ndarray,
+    after: np.ndarray,
+    selected_before: np.ndarray,
+    labels: tuple[str, ...],
+    *,
+    relation: str,
+    direction: str = "increasing",
+    score: bool = False,
+) -> Comparisons:
+    """Compare ``after`` (transformed) with ``before`` (original), both ``(m, k)`` in canonical
+    order. For the ``swapped`` relation (noul inversion) the two labels of ``after`` are
+    exchanged first, so every distance measures how far the answer is from the expected one.
+    """
+    p = np.asarray(before, dtype=np.float64)
+    q = np.asarray(after, dtype=np.float64)
+    if relation == "swapped":
+        q = q[:, ::-1]
+    rows = np.arange(len(p))
+    selected_before = np.asarray(selected_before, dtype=np.int64)
+    selected_after = np.argmax(q, axis=1).astype(np.int64)
+    diff = np.abs(p - q)
+    tv = np.minimum(1.0, 0.5 * row_fsum(diff))
+    confidence_delta = q[rows, selected_after] - p[rows, selected_before]
+    rank_changed = (
+        np.argsort(-p, axis=1, kind="stable") != np.argsort(-q, axis=1, kind="stable")
+    ).any(axis=1)
+    level_delta = expected_levels(q) - expected_levels(p) if score else None
+    if relation == "monotonic":
+        moved = selected_after - selected_before
+        flipped = moved < 0 if direction == "increasing" else moved > 0
+    else:
+        flipped = selected_after != selected_before
+    return Comparisons(
+        labels=labels,
+        tv_distance=tv,
+        js_divergence=js_divergence_rows(p, q),
+        max_abs_delta=diff.max(axis=1),
+        confidence_delta=confidence_delta,
+        selected_before=selected_before,
+        selected_after=selected_after,
+        flipped=np.asarray(flipped, dtype=bool),
+        rank_changed=np.asarray(rank_changed, dtype=bool),
+        level_delta=level_delta,
+    )
+
+
+def tolerance_violations(config: AnyProperty, comparison: Mapping[str, Any]) -> list[str]:
+    """The per-case limits this comparison breaks (flips are judged separately)."""
+    if isinstance(config, Monotonic):
+        level_delta = comparison["level_delta"]
+        sign = 1.0 if config.direction == "increasing" else -1.0
+        if sign * level_delta < -config.max_level_decrease:
+            return [
+                f"expected level moved {level_delta:+.4g} against '{config.direction}' "
+                f"(allowed {config.max_level_decrease:g})"
+            ]
+        return []
+    broken = []
+    for key, limit in config.tolerances().items():
+        name, absolute = LIMIT_VALUES[key]
+        value = comparison[name]
+        if absolute:
+            value = abs(value)
+        if value > limit:
+            broken.append(f"{name} {value:.4g} > {limit:g}")
+    return broken
+
+
+def flip_violation(config: AnyProperty, comparison: Mapping[str, Any]) -> str | None:
+    """Set when the answer flipped and the property limits flips."""
+    if config.max_flip_rate is None or not comparison["flipped"]:
+        return None
+    before, after = comparison["selected_before"], comparison["selected_after"]
+    if isinstance(config, Monotonic):
+        return f"selected level moved against '{config.direction}': {before} -> {after}"
+    if config.relation == "swapped":
+        return f"answer did not invert: {before!r} was selected before and after negation"
+    return f"selected label changed: {before!r} -> {after!r}"
+
+
+def judge(config: AnyProperty, comparison: Mapping[str, Any]) -> list[str]:
+    """Every violation of one comparison, in DecGuard's order: limits, then the flip."""
+    found = tolerance_violations(config, comparison)
+    flip = flip_violation(config, comparison)
+    if flip is not None:
+        found.append(flip)
+    return found
+
+
+def direction_of(config: AnyProperty) -> str:
+    return getattr(config, "direction", "increasing")

@@ -1,0 +1,132 @@
+"""Per-property summaries and the checks derived from them (DecGuard §9.6, §9.7)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from decguard_pipeline.core.contract.properties import AnyProperty, Properties
+from decguard_pipeline.core.gates import make_check
+from decguard_pipeline.core.properties.compare import tolerance_violations
+
+ORIGINAL_ERROR = "original_error"
+NOT_RUN = "the property was not run"
+NOTHING_TRANSFORMED = "no case could be transformed"
+
+
+def is_failed(pair: dict[str, Any]) -> bool:
+    """A failed pair: it violates the property, or errored for another reason than its
+    original case."""
+    error = pair["error"]
+    return bool(pair["violations"]) or (error is not None and error["kind"] != ORIGINAL_ERROR)
+
+
+def _max(values: list[float]) -> float | None:
+    return max(values) if values else None
+
+
+def summarize(
+    name: str,
+    config: AnyProperty,
+    pairs: Sequence[dict[str, Any]],
+    n_skipped: int,
+    n_cases: int,
+) -> dict[str, Any]:
+    """The summary of one property over its pairs. Violations are re-judged from the stored
+    comparisons with ``config`` (tolerance violations only: flips are counted apart)."""
+    compared = [p["comparison"] for p in pairs if p["comparison"] is not None]
+    errors = Counter(p["error"]["kind"] for p in pairs if p["error"] is not None)
+    n = len(compared)
+    n_violations = sum(1 for c in compared if tolerance_violations(config, c))
+    n_flips = sum(1 for c in compared if c["flipped"])
+    tv = [c["tv_distance"] for c in compared]
+    level_decrease = None
+    direction = getattr(config, "direction", None)
+    if direction is not None:
+        sign = 1.0 if direction == "increasing" else -1.0
+        level_decrease = _max([max(0.0, -sign * (c["level_delta"] or 0.0)) for c in compared])
+    return {
+        "property": name,
+        "level": config.level,
+        "relation": config.relation,
+        "n_cases": n_cases,
+        "n_transformed": len(pairs),
+        "n_skipped": n_skipped,
+        "n_errors": sum(errors.values()),
+        "errors_by_kind": dict(sorted(errors.items())),
+        "n_evaluated": n,
+        "n_violations": n_violations,
+        "violation_rate": n_violations / n if n else None,
+        "n_flips": n_flips,
+        "flip_rate": n_flips / n if n else None,
+        "mean_tv_distance": math.fsum(tv) / n if n else None,
+        "max_tv_distance": _max(tv),
+        "max_js_divergence": _max([c["js_divergence"] for c in compared]),
+        "max_abs_delta": _max([c["max_abs_delta"] for c in compared]),
+        "max_abs_confidence_delta": _max([abs(c["confidence_delta"]) for c in compared]),
+        "max_level_decrease": level_decrease,
+        "n_reduced": sum(1 for p in pairs if p["reduced"] is not None),
+    }
+
+
+def summarize_all(
+    names: Sequence[str],
+    enabled: dict[str, AnyProperty],
+    pairs: Sequence[dict[str, Any]],
+    skipped: Sequence[dict[str, Any]],
+    n_cases: int,
+) -> list[dict[str, Any]]:
+    by_property: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for pair in pairs:
+        if pair["property"] in by_property:
+            by_property[pair["property"]].append(pair)
+    skips = Counter(skip["property"] for skip in skipped)
+    return [
+        summarize(name, enabled[name], by_property[name], skips[name], n_cases) for name in names
+    ]
+
+
+def _limits(config: AnyProperty) -> str:
+    limits = config.tolerances().items()
+    return "per case: " + ", ".join(f"{key} {value:g}" for key, value in limits)
+
+
+def property_checks(
+    summaries: Sequence[dict[str, Any]], config: Properties
+) -> list[dict[str, Any]]:
+    """Checks for every property ``config`` enables, in property order. A property that was
+    not run, or could not evaluate a single case, fails: it was not demonstrated."""
+    by_name = {s["property"]: s for s in summaries}
+    checks = []
+    for name, prop in config.enabled().items():
+        summary = by_name.get(name)
+        missing = NOT_RUN if summary is None else NOTHING_TRANSFORMED
+        error_rate = violation_rate = flip_rate = None
+        if summary is not None:
+            n = summary["n_transformed"]
+            error_rate = summary["n_errors"] / n if n else None
+            violation_rate, flip_rate = summary["violation_rate"], summary["flip_rate"]
+        checks.append(
+            make_check(
+                f"{name}.max_error_rate", f"{name}.error_rate", "<=", 0.0, error_rate,
+                level="requirement", missing=missing,
+            )
+        )  # fmt: skip
+        if prop.tolerances():
+            checks.append(
+                make_check(
+                    f"{name}.max_violation_rate", f"{name}.violation_rate", "<=",
+                    prop.max_violation_rate, violation_rate,
+                    level=prop.level, missing=missing, detail=_limits(prop),
+                )
+            )  # fmt: skip
+        if prop.max_flip_rate is not None:
+            checks.append(
+                make_check(
+                    f"{name}.max_flip_rate", f"{name}.flip_rate", "<=", prop.max_flip_rate,
+                    flip_rate, level=prop.level, missing=missing,
+                )
+            )  # fmt: skip
+    return checks
