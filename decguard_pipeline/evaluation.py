@@ -97,15 +97,16 @@ def run_test(
         if fuzz_plan is not None:
             from decguard_pipeline.fuzzing import run_properties
 
-            property_section, property_checks = run_properties(
+            outcome = run_properties(
                 fuzz_plan, loaded, instance, results,
                 max_concurrency=max_concurrency or loaded.contract.evaluation.max_concurrency,
             )  # fmt: skip
+            property_section, property_checks = outcome
         metadata = instance.metadata()
     finally:
         if owned:
             instance.close()
-    return build_report(
+    report = build_report(
         loaded,
         dataset_info(str(data.path), data.hash, len(data), data.n_labeled),
         metadata,
@@ -115,3 +116,6 @@ def run_test(
         properties=property_section,
         property_checks=property_checks,
     )
+    if fuzz_plan is not None:
+        report.extensions["properties"] = outcome.pipeline  # sidecar section, not DecGuard's
+    return report

@@ -7,7 +7,7 @@ the columnar results, streamed into ``results`` when written.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,6 +27,8 @@ MODES = ("test", "fuzz", "all")
 class Report:
     document: dict[str, Any]  # every field except "results", in DecGuard's order
     results: CaseResults
+    # sidecar sections computed with this run (never part of DecGuard's document)
+    extensions: dict[str, Any] = field(default_factory=dict)
 
     @property
     def status(self) -> str:
