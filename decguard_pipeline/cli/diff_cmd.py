@@ -1,3 +1,73 @@
 """Commands of this module are registered on ``cli`` at import (see app._register_commands)."""
 
 from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from decguard_pipeline.cli.app import cli
+from decguard_pipeline.cli.errors import EXIT_GATE_FAILED, handled
+from decguard_pipeline.cli.options import (
+    PathArg,
+    fail_on_warn_option,
+    format_option,
+    output_option,
+)
+
+
+@cli.command()
+@click.argument("baseline", type=PathArg)
+@click.argument("candidate", type=PathArg)
+@click.option("--contract", "-c", type=PathArg, default=None,
+              help="Apply this contract's regression gates, evaluation, statistics.")  # fmt: skip
+@click.option("--segment-by", "-s", "segment_by", multiple=True,
+              help="Case metadata key to segment by (repeatable).")  # fmt: skip
+@output_option
+@format_option
+@fail_on_warn_option
+def diff(
+    baseline: Path,
+    candidate: Path,
+    contract: Path | None,
+    segment_by: tuple[str, ...],
+    output: Path | None,
+    fmt: str,
+    fail_on_warn: bool,
+) -> None:
+    """Compare two reports of the same decision: answer flips, confidence and distribution
+    shifts, metric changes, new errors, per-segment changes. Exits 1 when a regression gate
+    is violated (new errors always count).
+
+    With the contract's ``pipeline.statistics`` section, also intervals, McNemar's test and
+    significance-aware gates (written to ``<output stem>.pipeline.json`` and printed after
+    the summary)."""
+    with handled():
+        from decguard_pipeline.core.diff import (
+            load_and_diff,
+            render_diff,
+            render_statistics,
+            sidecar_path,
+        )
+        from decguard_pipeline.core.report.jsonio import print_document, write_document
+
+        result = load_and_diff(
+            baseline, candidate, contract=contract, segment_by=list(segment_by) or None
+        )
+        if output is not None:
+            write_document(output, result.document, what="diff")
+            click.echo(f"diff written to {output}", err=True)
+            if result.statistics is not None:
+                extra = sidecar_path(output)
+                write_document(extra, result.statistics, what="statistics")
+                click.echo(f"statistics written to {extra}", err=True)
+        if fmt == "json":
+            print_document(result.document)
+        else:
+            text = render_diff(result.document)
+            if result.statistics is not None:
+                text += "\n\n" + render_statistics(result.statistics)
+            click.echo(text)
+        status = result.status
+        if status == "fail" or (fail_on_warn and status == "warn"):
+            raise SystemExit(EXIT_GATE_FAILED)

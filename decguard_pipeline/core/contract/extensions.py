@@ -8,8 +8,13 @@ reference): they go to a ``<report>.pipeline.json`` sidecar, the warehouse and t
 
 from __future__ import annotations
 
+from decguard_pipeline.core.contract.baseline import BaselineSettings
+from decguard_pipeline.core.contract.statistics import StatisticsSettings
 from decguard_pipeline.core.validation import Strict
 
 
 class PipelineSection(Strict):
     """Every subsection is optional; absent means DecGuard's behaviour."""
+
+    statistics: StatisticsSettings | None = None  # docs/statistics.md
+    baseline: BaselineSettings | None = None  # which target a diff compares against

@@ -1,0 +1,137 @@
+"""The statistics sidecar of a diff (``<output stem>.pipeline.json``) and its text sections.
+
+The DecGuard diff document stays DecGuard's; everything the ``pipeline.statistics``
+extension adds lives here: intervals, tests and how each gate was judged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from decguard_pipeline import PRODUCER_VERSION
+from decguard_pipeline.core.contract.statistics import StatisticsSettings
+from decguard_pipeline.core.diff.modes import judged_checks, level_label
+from decguard_pipeline.core.diff.statistics import block_statistics, paired_columns
+from decguard_pipeline.core.gates import Check
+
+if TYPE_CHECKING:
+    from decguard_pipeline.core.diff.report import Diff
+
+SIDECAR_VERSION = "0.1"
+
+
+@dataclass
+class StatisticsResult:
+    document: dict[str, Any]  # the sidecar
+    checks: list[Check]  # the diff's checks as the gate modes decide them
+
+
+def sidecar_path(output: str | Path) -> Path:
+    """``out/diff.json`` -> ``out/diff.pipeline.json``."""
+    output = Path(output)
+    return output.with_name(f"{output.stem}.pipeline.json")
+
+
+def diff_statistics(
+    diff: Diff,
+    settings: StatisticsSettings,
+    *,
+    metrics: dict[str, Any],
+    shift: dict[str, Any],
+    segments: list[dict[str, Any]],
+) -> StatisticsResult:
+    """Statistics of the whole diff (stream 0) and of every segment (stream 1 + index)."""
+    cols = paired_columns(diff)
+    every_row = np.arange(len(diff.pairs.cand))
+    exact = {"metrics": metrics, "shift": shift}
+    overall = block_statistics(cols, every_row, diff, settings, 0, exact)
+    blocks = [
+        block_statistics(cols, group.rows, diff, settings, 1 + i)
+        for i, group in enumerate(diff.segments)
+    ]
+    gated = [
+        (entry, block)
+        for entry, block in zip(segments, blocks, strict=True)
+        if entry["gated"] and entry["accuracy_drop"] is not None
+    ]
+    checks, records = judged_checks(
+        diff.regression, diff.values, diff.worst_segment, overall, gated, settings
+    )
+    document = {
+        "sidecar_version": SIDECAR_VERSION,
+        "kind": "diff_statistics",
+        "producer": PRODUCER_VERSION,
+        "settings": settings.model_dump(),
+        "overall": overall.document,
+        "segments": [
+            {"key": e["key"], "value": e["value"], "gated": e["gated"], **b.document}
+            for e, b in zip(segments, blocks, strict=True)
+        ],
+        "gates": records,
+    }
+    return StatisticsResult(document, checks)
+
+
+def _ci(entry: dict[str, Any], signed: bool = False) -> str:
+    def fmt(value: float | None) -> str:
+        if value is None:
+            return "n/a"
+        return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+    if entry["value"] is None:
+        return "n/a"
+    return f"{fmt(entry['value'])} [{fmt(entry['low'])}, {fmt(entry['high'])}]"
+
+
+def _p(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def render_statistics(doc: dict[str, Any]) -> str:
+    """Text sections printed after DecGuard's diff layout."""
+    s = doc["settings"]
+    ci = level_label(s["confidence"])
+    overall = doc["overall"]
+    lines = [
+        f"Statistics   {ci} · alpha {s['alpha']:g} · {s['bootstrap_resamples']} bootstrap"
+        f" resamples · seed {s['seed']}",
+        "",
+        f"  {'Metric':<12}{'baseline [' + ci + ']':>26}{'candidate [' + ci + ']':>26}"
+        f"{'delta [' + ci + ']':>28}{'p(worse)':>10}",
+    ]
+    for name, m in overall["metrics"].items():
+        lines.append(
+            f"  {name:<12}{_ci(m['baseline']):>26}{_ci(m['candidate']):>26}"
+            f"{_ci(m['delta'], signed=True):>28}{_p(m['delta']['p_value_candidate_worse']):>10}"
+        )
+    mc, err, sh = overall["mcnemar"], overall["errors"], overall["shift"]
+    lines += [
+        "",
+        f"  McNemar      {mc['n_pairs']} labeled pairs · {mc['baseline_only_correct']} only"
+        f" baseline correct · {mc['candidate_only_correct']} only candidate correct"
+        f" · p {_p(mc['p_value'])} (two-sided) · p {_p(mc['p_value_candidate_worse'])}"
+        " (candidate worse)",
+        f"  Errors       {err['newly_errored']} new · {err['recovered']} recovered"
+        f" · p {_p(err['p_value_candidate_worse'])} (candidate worse)",
+        f"  Shift        flip rate {_ci(sh['answer_flip_rate'])}"
+        f"   mean TV {_ci(sh['mean_tv_distance'])}"
+        f"   mean |shift| {_ci(sh['mean_abs_confidence_delta'])}",
+    ]
+    if doc["segments"]:
+        lines += ["", f"  Segments     accuracy delta [{ci}], McNemar p (two-sided)"]
+        for seg in doc["segments"]:
+            delta = seg["metrics"]["accuracy"]["delta"]
+            lines.append(
+                f"    {seg['key']}={seg['value']:<14} n={seg['matched']:<4}"
+                f" {_ci(delta, signed=True):<26} p {_p(seg['mcnemar']['p_value'])}"
+                + ("" if seg["gated"] else "   (not gated: small)")
+            )
+    lines += ["", "  Gate modes"]
+    for g in doc["gates"]:
+        tag = "" if g["level"] == "requirement" else " (warning)"
+        lines.append(f"    {g['status'].upper():<4}  {g['gate']:<30} {g['mode']}{tag}")
+    return "\n".join(lines)
