@@ -13,15 +13,31 @@ from decguard_pipeline.cli.errors import EXIT_ERROR, EXIT_GATE_FAILED, handled
 
 
 @cli.command()
-@click.option("--contracts", default=None,
-              help="Contract files or directories (os.pathsep-separated); default data/contracts "
-                   "or $DECGUARD_CONTRACTS.")  # fmt: skip
-@click.option("--backend", "-b", "backends", multiple=True,
-              help="Evaluate only these backends (repeatable). Default: every usable backend.")  # fmt: skip
-@click.option("--warehouse", type=click.Path(path_type=Path), default=None,
-              help="Warehouse directory (default data/warehouse or $DECGUARD_WAREHOUSE).")  # fmt: skip
-@click.option("--fail-on-gate", is_flag=True, default=False,
-              help="Exit 1 when a requirement gate of any target fails.")  # fmt: skip
+@click.option(
+    "--contracts",
+    default=None,
+    help="Contract files or directories (os.pathsep-separated); default data/contracts "
+    "or $DECGUARD_CONTRACTS.",
+)
+@click.option(
+    "--backend",
+    "-b",
+    "backends",
+    multiple=True,
+    help="Evaluate only these backends (repeatable). Default: every usable backend.",
+)
+@click.option(
+    "--warehouse",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Warehouse directory (default data/warehouse or $DECGUARD_WAREHOUSE).",
+)
+@click.option(
+    "--fail-on-gate",
+    is_flag=True,
+    default=False,
+    help="Exit 1 when a requirement gate of any target fails.",
+)
 def evaluate(
     contracts: str | None, backends: tuple[str, ...], warehouse: Path | None, fail_on_gate: bool
 ) -> None:
@@ -63,8 +79,14 @@ def evaluate(
 @cli.command()
 @click.argument("query")
 @click.option("--warehouse", type=click.Path(path_type=Path), default=None)
-@click.option("--format", "-f", "fmt", type=click.Choice(["table", "csv", "json"]),
-              default="table", show_default=True)  # fmt: skip
+@click.option(
+    "--format",
+    "-f",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+)
 @click.option("--max-rows", type=click.IntRange(min=1), default=200, show_default=True)
 def sql(query: str, warehouse: Path | None, fmt: str, max_rows: int) -> None:
     """Run a SQL query on the warehouse catalog (read-only) and print the result."""
@@ -92,8 +114,9 @@ def sql(query: str, warehouse: Path | None, fmt: str, max_rows: int) -> None:
         else:
             import pandas as pd
 
-            with pd.option_context("display.max_columns", None, "display.width", 200,
-                                   "display.max_colwidth", 60):  # fmt: skip
+            with pd.option_context(
+                "display.max_columns", None, "display.width", 200, "display.max_colwidth", 60
+            ):
                 click.echo(frame.to_string(index=False) if len(frame) else "(no rows)")
 
 

@@ -4,7 +4,6 @@ golden_metrics -> report; the last three partitioned by target.
 (No ``from __future__ import annotations`` in modules with Dagster-decorated functions:
 Dagster reads the context annotations at definition time.)"""
 
-
 import dagster as dg
 
 from decguard_pipeline import __version__
@@ -23,8 +22,11 @@ def asset_key(entry: ContractEntry, name: str) -> dg.AssetKey:
 def broken_contract_asset(entry: ContractEntry) -> dg.AssetsDefinition:
     """A contract that does not load: one asset that explains why, so the others still load."""
 
-    @dg.asset(key=asset_key(entry, "contract"), group_name=entry.key,
-              description=f"BROKEN CONTRACT {entry.path}:\n\n{entry.error}")  # fmt: skip
+    @dg.asset(
+        key=asset_key(entry, "contract"),
+        group_name=entry.key,
+        description=f"BROKEN CONTRACT {entry.path}:\n\n{entry.error}",
+    )
     def contract() -> dg.MaterializeResult:
         raise dg.Failure(description=entry.error or "the contract does not load")
 
@@ -42,58 +44,93 @@ def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
     group = entry.key
     spec = loaded.contract.spec()
 
-    @dg.asset(key=asset_key(entry, "contract"), group_name=group, code_version=version,
-              kinds={"python"},
-              description=f"{spec.name} ({spec.type}): {', '.join(spec.labels)} — {entry.path}")  # fmt: skip
-    def contract(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
-        row = steps.record_contract(entry, steps.Step(warehouse.get(), context.run_id))
+    @dg.asset(
+        key=asset_key(entry, "contract"),
+        group_name=group,
+        code_version=version,
+        kinds={"python"},
+        description=f"{spec.name} ({spec.type}): {', '.join(spec.labels)} — {entry.path}",
+    )
+    def contract(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource
+    ) -> dg.MaterializeResult:
+        row = steps.record_contract(entry, steps.Step(warehouse.get(), context.run.run_id))
         return dg.MaterializeResult(
-            metadata={"hash": row["contract_hash"], "path": dg.MetadataValue.path(row["path"]),
-                      "labels": ", ".join(row["labels"]), "backends": ", ".join(row["backends"])},
+            metadata={
+                "hash": row["contract_hash"],
+                "path": dg.MetadataValue.path(row["path"]),
+                "labels": ", ".join(row["labels"]),
+                "backends": ", ".join(row["backends"]),
+            },
             data_version=dg.DataVersion(row["contract_hash"]),
-        )  # fmt: skip
+        )
 
-    @dg.asset(key=asset_key(entry, "golden_dataset"), group_name=group, code_version=version,
-              deps=[contract], kinds={"python", "parquet"},
-              description="The golden cases, strictly loaded; data version = file sha256.")  # fmt: skip
+    @dg.asset(
+        key=asset_key(entry, "golden_dataset"),
+        group_name=group,
+        code_version=version,
+        deps=[contract],
+        kinds={"python", "parquet"},
+        description="The golden cases, strictly loaded; data version = file sha256.",
+    )
     def golden_dataset(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource
     ) -> dg.MaterializeResult:
-        data, row = steps.record_dataset(entry, steps.Step(warehouse.get(), context.run_id))
+        _, row = steps.record_dataset(entry, steps.Step(warehouse.get(), context.run.run_id))
         return dg.MaterializeResult(
-            metadata={"dagster/row_count": row["n_cases"], "labeled": row["n_labeled"],
-                      "hash": row["dataset_hash"], "path": dg.MetadataValue.path(row["path"])},
+            metadata={
+                "dagster/row_count": row["n_cases"],
+                "labeled": row["n_labeled"],
+                "hash": row["dataset_hash"],
+                "path": dg.MetadataValue.path(row["path"]),
+            },
             data_version=dg.DataVersion(row["dataset_hash"]),
-        )  # fmt: skip
+        )
 
-    @dg.asset(key=asset_key(entry, "case_results"), group_name=group, code_version=version,
-              partitions_def=parts, deps=[golden_dataset], kinds={"python", "parquet"},
-              description="Every golden case through the target's backend: one row per case.")  # fmt: skip
+    @dg.asset(
+        key=asset_key(entry, "case_results"),
+        group_name=group,
+        code_version=version,
+        partitions_def=parts,
+        deps=[golden_dataset],
+        kinds={"python", "parquet"},
+        description="Every golden case through the target's backend: one row per case.",
+    )
     def case_results(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource
     ) -> dg.MaterializeResult:
-        step = steps.Step(warehouse.get(), context.run_id)
+        step = steps.Step(warehouse.get(), context.run.run_id)
         evaluated = steps.evaluate_target(entry, context.partition_key, step)
         run, results = evaluated.run, evaluated.results
         errors = results.errors_by_kind()
         return dg.MaterializeResult(
             metadata={
-                "dagster/row_count": run["n_cases"], "errored": run["n_errored"],
-                "errors_by_kind": dg.MetadataValue.json(errors), "model": run["model"] or "-",
+                "dagster/row_count": run["n_cases"],
+                "errored": run["n_errored"],
+                "errors_by_kind": dg.MetadataValue.json(errors),
+                "model": run["model"] or "-",
                 "model_version": run["model_version"] or "-",
                 "health": f"{run['health_status']}: {run['health_detail']}",
                 "wall_s": run["wall_s"],
             },
-        )  # fmt: skip
+        )
 
-    @dg.asset(key=asset_key(entry, "golden_metrics"), group_name=group, code_version=version,
-              partitions_def=parts, deps=[case_results], kinds={"python", "parquet"},
-              description="DecGuard's golden metrics and gate results of the newest run.")  # fmt: skip
+    @dg.asset(
+        key=asset_key(entry, "golden_metrics"),
+        group_name=group,
+        code_version=version,
+        partitions_def=parts,
+        deps=[case_results],
+        kinds={"python", "parquet"},
+        description="DecGuard's golden metrics and gate results of the newest run.",
+    )
     def golden_metrics(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource
     ) -> dg.MaterializeResult:
         wh = warehouse.get()
-        scored = steps.score_target(entry, context.partition_key, steps.Step(wh, context.run_id))
+        scored = steps.score_target(
+            entry, context.partition_key, steps.Step(wh, context.run.run_id)
+        )
         report = steps.report_for(entry, context.partition_key, wh)
         m = scored.metrics
         return dg.MaterializeResult(
@@ -103,29 +140,54 @@ def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
                 "metrics": md.metrics_table(flat_metrics(m)),
                 "per_label": md.table(
                     [{"label": k, **v} for k, v in m["classification"]["per_label"].items()],
-                    [("label", "string"), ("precision", "float"), ("recall", "float"),
-                     ("f1", "float"), ("support", "int")], limit=1000),
+                    [
+                        ("label", "string"),
+                        ("precision", "float"),
+                        ("recall", "float"),
+                        ("f1", "float"),
+                        ("support", "int"),
+                    ],
+                    limit=1000,
+                ),
                 "reliability": md.table(
                     m["calibration"]["reliability"],
-                    [("lower", "float"), ("upper", "float"), ("count", "int"),
-                     ("mean_confidence", "float"), ("accuracy", "float")], limit=1000),
+                    [
+                        ("lower", "float"),
+                        ("upper", "float"),
+                        ("count", "int"),
+                        ("mean_confidence", "float"),
+                        ("accuracy", "float"),
+                    ],
+                    limit=1000,
+                ),
                 "failing_cases": md.failing_cases_table(report.document["failures"]),
                 "gates": md.checks_table(scored.checks),
                 "dagster/row_count": len(flat_metrics(m)),
             },
-        )  # fmt: skip
+        )
 
-    @dg.asset(key=asset_key(entry, "report"), group_name=group, code_version=version,
-              partitions_def=parts, deps=[golden_metrics], kinds={"python", "json"},
-              description="DecGuard 0.1 report file, verified as the reference verifies it.")  # fmt: skip
-    def report(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    @dg.asset(
+        key=asset_key(entry, "report"),
+        group_name=group,
+        code_version=version,
+        partitions_def=parts,
+        deps=[golden_metrics],
+        kinds={"python", "json"},
+        description="DecGuard 0.1 report file, verified as the reference verifies it.",
+    )
+    def report(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource
+    ) -> dg.MaterializeResult:
         path, built = steps.write_report(
-            entry, context.partition_key, steps.Step(warehouse.get(), context.run_id)
+            entry, context.partition_key, steps.Step(warehouse.get(), context.run.run_id)
         )
         return dg.MaterializeResult(
-            metadata={"path": dg.MetadataValue.path(str(path)), "status": built.status.upper(),
-                      "summary": dg.MetadataValue.md(steps.summary_markdown(built)),
-                      "dagster/row_count": len(built.results)},
-        )  # fmt: skip
+            metadata={
+                "path": dg.MetadataValue.path(str(path)),
+                "status": built.status.upper(),
+                "summary": dg.MetadataValue.md(steps.summary_markdown(built)),
+                "dagster/row_count": len(built.results),
+            },
+        )
 
     return [contract, golden_dataset, case_results, golden_metrics, report]

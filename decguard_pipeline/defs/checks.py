@@ -1,7 +1,6 @@
 """Gates as asset checks on ``golden_metrics``, partitioned like it: requirements are
 blocking ERROR checks (a failure stops the report), warnings are WARN checks."""
 
-
 import dagster as dg
 
 from decguard_pipeline.defs.assets import asset_key
@@ -47,9 +46,13 @@ def result_of(row: dict) -> dg.AssetCheckResult:  # type: ignore[type-arg]
 def gate_check(entry: ContractEntry, gate: str, level: str) -> dg.AssetChecksDefinition:
     parts = targets_partitions(entry.key)
 
-    @dg.asset_check(asset=asset_key(entry, "golden_metrics"), name=check_name(gate, level),
-                    blocking=level == "requirement", partitions_def=parts,
-                    description=f"{level} {gate}")  # fmt: skip
+    @dg.asset_check(
+        asset=asset_key(entry, "golden_metrics"),
+        name=check_name(gate, level),
+        blocking=level == "requirement",
+        partitions_def=parts,
+        description=f"{level} {gate}",
+    )
     def _check(
         context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
     ) -> dg.AssetCheckResult:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dagster as dg
 
+from decguard_pipeline.pipeline.contracts import ContractEntry
+
 # what define_asset_job returns (not exported under a public name in dagster 1.13)
 AssetJob = type(dg.define_asset_job("_probe"))
-
-from decguard_pipeline.pipeline.contracts import ContractEntry
 
 
 def job_name(entry: ContractEntry) -> str:

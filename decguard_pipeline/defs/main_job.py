@@ -68,7 +68,9 @@ def evaluate_all(
         if not entry.ok:
             out.broken.append((entry.key, entry.error or ""))
             continue
-        names = [b for b in entry.require().contract.backend_names() if not backends or b in backends]
+        names = [
+            b for b in entry.require().contract.backend_names() if not backends or b in backends
+        ]
         found = discover_and_record(
             entry, warehouse, run_id=f"register-{uuid.uuid4().hex[:12]}", backends=names
         )
@@ -88,8 +90,6 @@ def evaluate_all(
                 run_config=QUIET,
                 tags={"decguard/target": key, "decguard/trigger": "evaluate"},
             )
-            failed = [
-                e.step_key for e in result.all_events if e.is_step_failure and e.step_key
-            ]
+            failed = [e.step_key for e in result.all_events if e.is_step_failure and e.step_key]
             out.outcomes.append(Outcome(entry.key, key, result.success, result.run_id, failed))
     return out

@@ -47,15 +47,28 @@ def failing_cases_table(failures: list[dict[str, Any]]) -> dg.MetadataValue:
     ]
     return table(
         rows,
-        [("case_id", "string"), ("kind", "string"), ("expected", "string"),
-         ("selected", "string"), ("confidence", "float"), ("error", "string"),
-         ("input", "string")],
-    )  # fmt: skip
+        [
+            ("case_id", "string"),
+            ("kind", "string"),
+            ("expected", "string"),
+            ("selected", "string"),
+            ("confidence", "float"),
+            ("error", "string"),
+            ("input", "string"),
+        ],
+    )
 
 
 def checks_table(checks: list[dict[str, Any]]) -> dg.MetadataValue:
     return table(
         checks,
-        [("status", "string"), ("gate", "string"), ("level", "string"), ("value", "float"),
-         ("comparison", "string"), ("threshold", "float"), ("message", "string")],
-    )  # fmt: skip
+        [
+            ("status", "string"),
+            ("gate", "string"),
+            ("level", "string"),
+            ("value", "float"),
+            ("comparison", "string"),
+            ("threshold", "float"),
+            ("message", "string"),
+        ],
+    )

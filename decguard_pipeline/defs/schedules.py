@@ -1,6 +1,5 @@
 """Nightly re-evaluation of the latest target of every backend."""
 
-
 import os
 
 import dagster as dg
@@ -21,20 +20,25 @@ def latest_per_backend(keys: list[str]) -> list[str]:
     return list(latest.values())
 
 
-def nightly_schedule(
-    entry: ContractEntry, job: AssetJob
-) -> dg.ScheduleDefinition:
-    @dg.schedule(name=f"nightly_{entry.key}", cron_schedule=NIGHTLY_CRON, job=job,
-                 default_status=dg.DefaultScheduleStatus.RUNNING,
-                 description="Re-evaluate the latest target of every backend, nightly.")  # fmt: skip
+def nightly_schedule(entry: ContractEntry, job: AssetJob) -> dg.ScheduleDefinition:
+    @dg.schedule(
+        name=f"nightly_{entry.key}",
+        cron_schedule=NIGHTLY_CRON,
+        job=job,
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description="Re-evaluate the latest target of every backend, nightly.",
+    )
     def nightly(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest] | dg.SkipReason:
         keys = context.instance.get_dynamic_partitions(targets_partitions(entry.key).name)
         if not keys:
             return dg.SkipReason(f"{entry.key}: no targets registered yet")
+        tick = context.scheduled_execution_time
+        stamp = tick.isoformat() if tick is not None else "manual"
         return [
             dg.RunRequest(
                 job_name=job_name(entry),
                 partition_key=key,
+                run_key=f"nightly|{key}|{stamp}",
                 tags={"decguard/target": key, "decguard/trigger": "nightly"},
             )
             for key in latest_per_backend(keys)

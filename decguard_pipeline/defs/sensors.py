@@ -1,6 +1,5 @@
 """Re-evaluation when a model version changes (or the contract, or its golden dataset)."""
 
-
 import os
 
 import dagster as dg
@@ -27,11 +26,15 @@ def model_versions_sensor(
 ) -> dg.SensorDefinition:
     ok = [e for e in entries if e.ok]
 
-    @dg.sensor(name="model_versions", jobs=jobs, minimum_interval_seconds=INTERVAL_S,
-               default_status=dg.DefaultSensorStatus.RUNNING,
-               description="Discovers each backend's current model version (contract, health "
-                           "answer or a one-case canary), adds it as a target partition and "
-                           "requests its evaluation.")  # fmt: skip
+    @dg.sensor(
+        name="model_versions",
+        jobs=jobs,
+        minimum_interval_seconds=INTERVAL_S,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Discovers each backend's current model version (contract, health "
+        "answer or a one-case canary), adds it as a target partition and "
+        "requests its evaluation.",
+    )
     def model_versions(
         context: dg.SensorEvaluationContext, warehouse: WarehouseResource
     ) -> dg.SensorResult:
@@ -41,7 +44,7 @@ def model_versions_sensor(
         for entry in ok:
             try:
                 found = discover_and_record(entry, wh, run_id=f"sensor-{context.cursor or 0}")
-            except Exception as exc:  # noqa: BLE001 - one broken contract must not stop the rest
+            except Exception as exc:
                 context.log.warning(f"{entry.key}: {exc}")
                 continue
             for backend, reason in found.skipped.items():

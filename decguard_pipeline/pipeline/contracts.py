@@ -69,9 +69,11 @@ def contract_paths(spec: str | None = None) -> list[Path]:
     """``spec`` (or ``$DECGUARD_CONTRACTS``): paths separated by ``os.pathsep``, each a
     contract file or a directory searched for ``*/decguard.yaml``; default data/contracts."""
     spec = spec if spec is not None else os.environ.get(ENV_CONTRACTS)
-    roots = [Path(p) for p in spec.split(os.pathsep) if p] if spec else [
-        project_root() / "data" / "contracts"
-    ]  # fmt: skip
+    roots = (
+        [Path(p) for p in spec.split(os.pathsep) if p]
+        if spec
+        else [project_root() / "data" / "contracts"]
+    )
     found: list[Path] = []
     for root in roots:
         if root.is_dir():

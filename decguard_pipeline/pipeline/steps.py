@@ -11,7 +11,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.dataset import Dataset
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.report.golden import (
@@ -45,8 +44,9 @@ class Step:
 def record_contract(entry: ContractEntry, step: Step) -> dict[str, Any]:
     loaded = entry.require()
     row = T.contract_row(entry.key, loaded, run_id=step.run_id, at=step.at)
-    step.warehouse.write("contracts", [row], contract=entry.key, run_id=step.run_id,
-                         recorded_at=step.at)  # fmt: skip
+    step.warehouse.write(
+        "contracts", [row], contract=entry.key, run_id=step.run_id, recorded_at=step.at
+    )
     return row
 
 
@@ -71,27 +71,51 @@ def dataset_hash(entry: ContractEntry) -> str | None:
 def record_dataset(entry: ContractEntry, step: Step) -> tuple[Dataset, dict[str, Any]]:
     data = load_golden(entry)
     keys = {"contract": entry.key, "target": "_", "run_id": step.run_id, "recorded_at": step.at}
-    row = {**keys, "dataset_hash": data.hash, "path": str(data.path), "n_cases": len(data),
-           "n_labeled": data.n_labeled}  # fmt: skip
+    row = {
+        **keys,
+        "dataset_hash": data.hash,
+        "path": str(data.path),
+        "n_cases": len(data),
+        "n_labeled": data.n_labeled,
+    }
     wh = step.warehouse
     wh.write("datasets", [row], contract=entry.key, run_id=step.run_id, recorded_at=step.at)
     cases = [
-        {**keys, "dataset_hash": data.hash, "position": i, "case_id": case_id,
-         "input_text": T.input_text(value), "input_json": T.to_json(value),
-         "expected": expected, "metadata_json": T.to_json(meta)}
+        {
+            **keys,
+            "dataset_hash": data.hash,
+            "position": i,
+            "case_id": case_id,
+            "input_text": T.input_text(value),
+            "input_json": T.to_json(value),
+            "expected": expected,
+            "metadata_json": T.to_json(meta),
+        }
         for i, (case_id, value, expected, meta) in enumerate(
-            zip(data.ids, data.inputs, data.expected, data.metadata, strict=True))
-    ]  # fmt: skip
+            zip(data.ids, data.inputs, data.expected, data.metadata, strict=True)
+        )
+    ]
     wh.write("cases", cases, contract=entry.key, run_id=step.run_id, recorded_at=step.at)
     return data, row
 
 
 def record_target(entry: ContractEntry, target: Target, step: Step) -> None:
-    row = {"contract": entry.key, "target": target.key, "run_id": step.run_id,
-           "recorded_at": step.at, **target.as_row()}  # fmt: skip
+    row = {
+        "contract": entry.key,
+        "target": target.key,
+        "run_id": step.run_id,
+        "recorded_at": step.at,
+        **target.as_row(),
+    }
     row.pop("key")
-    step.warehouse.write("targets", [row], contract=entry.key, target=target.key,
-                         run_id=step.run_id, recorded_at=step.at)  # fmt: skip
+    step.warehouse.write(
+        "targets",
+        [row],
+        contract=entry.key,
+        target=target.key,
+        run_id=step.run_id,
+        recorded_at=step.at,
+    )
 
 
 @dataclass
@@ -122,23 +146,46 @@ def evaluate_target(
     model_version = meta["model_version"] or (versions.pop() if len(versions) == 1 else None)
     wh = step.warehouse
     table = T.case_results_table(
-        results, contract=entry.key, target=target, run_id=step.run_id, recorded_at=step.at,
+        results,
+        contract=entry.key,
+        target=target,
+        run_id=step.run_id,
+        recorded_at=step.at,
         model_version=model_version,
-    )  # fmt: skip
-    wh.write("case_results", table, contract=entry.key, target=target, run_id=step.run_id,
-             recorded_at=step.at)  # fmt: skip
+    )
+    wh.write(
+        "case_results",
+        table,
+        contract=entry.key,
+        target=target,
+        run_id=step.run_id,
+        recorded_at=step.at,
+    )
     run = {
-        "contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at,
-        "dagster_run_id": step.run_id, "backend": meta["name"], "provider": meta["provider"],
-        "model": meta["model"], "model_version": model_version, "contract_hash": loaded.hash,
-        "dataset_hash": data.hash, "dataset_path": str(data.path), "n_cases": len(data),
-        "n_labeled": data.n_labeled, "n_errored": int((~results.ok).sum()),
-        "health_status": health["status"], "health_detail": health["detail"],
-        "backend_details_json": T.to_json(meta["details"]), "started_at": started,
+        "contract": entry.key,
+        "target": target,
+        "run_id": step.run_id,
+        "recorded_at": step.at,
+        "dagster_run_id": step.run_id,
+        "backend": meta["name"],
+        "provider": meta["provider"],
+        "model": meta["model"],
+        "model_version": model_version,
+        "contract_hash": loaded.hash,
+        "dataset_hash": data.hash,
+        "dataset_path": str(data.path),
+        "n_cases": len(data),
+        "n_labeled": data.n_labeled,
+        "n_errored": int((~results.ok).sum()),
+        "health_status": health["status"],
+        "health_detail": health["detail"],
+        "backend_details_json": T.to_json(meta["details"]),
+        "started_at": started,
         "wall_s": wall,
-    }  # fmt: skip
-    wh.write("runs", [run], contract=entry.key, target=target, run_id=step.run_id,
-             recorded_at=step.at)  # fmt: skip
+    }
+    wh.write(
+        "runs", [run], contract=entry.key, target=target, run_id=step.run_id, recorded_at=step.at
+    )
     return Evaluated(results, run)
 
 
@@ -173,12 +220,16 @@ def score_target(entry: ContractEntry, target: str, step: Step) -> Scored:
     contract = loaded.contract
     metrics = metrics_for(evaluated.results, contract.evaluation)
     checks = checks_for("test", contract.requirements, contract.warnings, metrics)
-    common = {"contract": entry.key, "target": target, "run_id": step.run_id, "at": step.at,
-              "backend": evaluated.run["backend"],
-              "model_version": evaluated.run["model_version"]}  # fmt: skip
+    common = {
+        "contract": entry.key,
+        "target": target,
+        "run_id": step.run_id,
+        "at": step.at,
+        "backend": evaluated.run["backend"],
+        "model_version": evaluated.run["model_version"],
+    }
     wh = step.warehouse
-    where = {"contract": entry.key, "target": target, "run_id": step.run_id,
-             "recorded_at": step.at}  # fmt: skip
+    where = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
     wh.write("metrics", T.metrics_rows(metrics, **common), **where)
     wh.write("per_label_metrics", T.per_label_rows(metrics, **common), **where)
     wh.write("reliability_bins", T.reliability_rows(metrics, **common), **where)
@@ -187,9 +238,13 @@ def score_target(entry: ContractEntry, target: str, step: Step) -> Scored:
 
 
 def gate_result(
-    entry: ContractEntry, target: str, warehouse: Warehouse, gate: str, level: str,
+    entry: ContractEntry,
+    target: str,
+    warehouse: Warehouse,
+    gate: str,
+    level: str,
     source: str = "golden",
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """The newest check of one gate for a target (what an asset check reports)."""
     table = warehouse.read_latest("gate_results", entry.key, target)
     rows = [] if table is None else table.to_pylist()
@@ -204,9 +259,13 @@ def report_for(entry: ContractEntry, target: str, warehouse: Warehouse) -> Repor
     loaded = entry.require()
     evaluated = load_evaluated(entry, target, warehouse)
     run = evaluated.run
-    backend = {"name": run["backend"], "provider": run["provider"], "model": run["model"],
-               "model_version": run["model_version"],
-               "details": json.loads(run["backend_details_json"] or "{}")}  # fmt: skip
+    backend = {
+        "name": run["backend"],
+        "provider": run["provider"],
+        "model": run["model"],
+        "model_version": run["model_version"],
+        "details": json.loads(run["backend_details_json"] or "{}"),
+    }
     health = {"status": run["health_status"], "detail": run["health_detail"]}
     return build_report(
         loaded,
@@ -223,17 +282,31 @@ def write_report(entry: ContractEntry, target: str, step: Step) -> tuple[Path, R
     wh = step.warehouse
     stamp = step.at.strftime("%Y%m%dT%H%M%S%fZ")
     path = wh.partition_dir("report_files", entry.key, target) / f"{stamp}_{step.run_id}.json"
-    write_document(path, report.document, stream_key="results",
-                   items=result_records(report.results))  # fmt: skip
+    write_document(
+        path, report.document, stream_key="results", items=result_records(report.results)
+    )
     load_report(path)  # the file must verify exactly, as DecGuard would check it
     doc = report.document
     wh.write(
         "reports",
-        [{"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at,
-          "mode": doc["mode"], "status": doc["status"], "exit_code": doc["exit_code"],
-          "path": str(path), "report_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}],
-        contract=entry.key, target=target, run_id=step.run_id, recorded_at=step.at,
-    )  # fmt: skip
+        [
+            {
+                "contract": entry.key,
+                "target": target,
+                "run_id": step.run_id,
+                "recorded_at": step.at,
+                "mode": doc["mode"],
+                "status": doc["status"],
+                "exit_code": doc["exit_code"],
+                "path": str(path),
+                "report_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            }
+        ],
+        contract=entry.key,
+        target=target,
+        run_id=step.run_id,
+        recorded_at=step.at,
+    )
     return path, report
 
 

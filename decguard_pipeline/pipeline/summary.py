@@ -11,8 +11,13 @@ from decguard_pipeline.warehouse import Warehouse
 def summarise(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
     rows = []
     for outcome in result.outcomes:
-        row: dict[str, Any] = {"contract": outcome.contract, "target": outcome.target,
-                               "ran": True, "status": None, "failed": []}  # fmt: skip
+        row: dict[str, Any] = {
+            "contract": outcome.contract,
+            "target": outcome.target,
+            "ran": True,
+            "status": None,
+            "failed": [],
+        }
         metrics = warehouse.read_latest("metrics", outcome.contract, outcome.target)
         gates = warehouse.read_latest("gate_results", outcome.contract, outcome.target)
         if metrics is None or gates is None:
@@ -23,10 +28,12 @@ def summarise(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
         values = {m["metric"]: m["value"] for m in metrics.to_pylist()}
         checks = gates.to_pylist()
         row.update(
-            accuracy=values.get("accuracy"), ece=values.get("ece"), coverage=values.get("coverage"),
+            accuracy=values.get("accuracy"),
+            ece=values.get("ece"),
+            coverage=values.get("coverage"),
             failed=[c["gate"] for c in checks if c["status"] == "fail"],
             warned=[c["gate"] for c in checks if c["status"] == "warn"],
-        )  # fmt: skip
+        )
         row["status"] = "fail" if row["failed"] else ("warn" if row["warned"] else "pass")
         rows.append(row)
     return rows

@@ -22,7 +22,11 @@ def sanitise_version(version: str) -> str:
     clean = _UNSAFE.sub("-", version).strip("-.") or UNVERSIONED
     if clean != version or len(clean) > MAX_VERSION_CHARS:
         digest = hashlib.sha256(version.encode()).hexdigest()[:8]
-        clean = f"{clean[: MAX_VERSION_CHARS - 9]}-{digest}" if len(clean) > MAX_VERSION_CHARS else clean
+        clean = (
+            f"{clean[: MAX_VERSION_CHARS - 9]}-{digest}"
+            if len(clean) > MAX_VERSION_CHARS
+            else clean
+        )
     return clean
 
 
@@ -83,7 +87,9 @@ def discover_target(
     else:
         reported = version
     provider = loaded.contract.backend_config(backend_name).provider
-    return Target(target_key(backend_name, version), backend_name, provider, model, reported, source)
+    return Target(
+        target_key(backend_name, version), backend_name, provider, model, reported, source
+    )
 
 
 def discover_targets(

@@ -11,65 +11,156 @@ _S, _D, _I, _B, _TS = pa.string(), pa.float64(), pa.int64(), pa.bool_(), pa.time
 # Columns every per-run table starts with: which contract, target and run, and when.
 _KEYS = [("contract", _S), ("target", _S), ("run_id", _S), ("recorded_at", _TS)]
 
+
+def keyed(columns: list[tuple[str, pa.DataType]]) -> list[tuple[str, pa.DataType]]:
+    return [*_KEYS, *columns]
+
+
 TABLES: dict[str, pa.Schema] = {
     "contracts": pa.schema(
-        _KEYS
-        + [("contract_hash", _S), ("path", _S), ("decision", _S), ("decision_type", _S),
-           ("labels", pa.list_(_S)), ("schema_version", _S), ("backends", pa.list_(_S)),
-           ("providers", pa.list_(_S)), ("dataset", _S), ("contract_json", _S)]
+        keyed(
+            [
+                ("contract_hash", _S),
+                ("path", _S),
+                ("decision", _S),
+                ("decision_type", _S),
+                ("labels", pa.list_(_S)),
+                ("schema_version", _S),
+                ("backends", pa.list_(_S)),
+                ("providers", pa.list_(_S)),
+                ("dataset", _S),
+                ("contract_json", _S),
+            ]
+        )
     ),
     "datasets": pa.schema(
-        _KEYS + [("dataset_hash", _S), ("path", _S), ("n_cases", _I), ("n_labeled", _I)]
+        keyed([("dataset_hash", _S), ("path", _S), ("n_cases", _I), ("n_labeled", _I)])
     ),
     "cases": pa.schema(
-        _KEYS
-        + [("dataset_hash", _S), ("position", _I), ("case_id", _S), ("input_text", _S),
-           ("input_json", _S), ("expected", _S), ("metadata_json", _S)]
+        keyed(
+            [
+                ("dataset_hash", _S),
+                ("position", _I),
+                ("case_id", _S),
+                ("input_text", _S),
+                ("input_json", _S),
+                ("expected", _S),
+                ("metadata_json", _S),
+            ]
+        )
     ),
     "targets": pa.schema(
-        _KEYS
-        + [("backend", _S), ("provider", _S), ("model", _S), ("model_version", _S),
-           ("version_source", _S)]
+        keyed(
+            [
+                ("backend", _S),
+                ("provider", _S),
+                ("model", _S),
+                ("model_version", _S),
+                ("version_source", _S),
+            ]
+        )
     ),
     "runs": pa.schema(
-        _KEYS
-        + [("dagster_run_id", _S), ("backend", _S), ("provider", _S), ("model", _S),
-           ("model_version", _S), ("contract_hash", _S), ("dataset_hash", _S),
-           ("dataset_path", _S), ("n_cases", _I), ("n_labeled", _I), ("n_errored", _I),
-           ("health_status", _S), ("health_detail", _S), ("backend_details_json", _S),
-           ("started_at", _TS), ("wall_s", _D)]
+        keyed(
+            [
+                ("dagster_run_id", _S),
+                ("backend", _S),
+                ("provider", _S),
+                ("model", _S),
+                ("model_version", _S),
+                ("contract_hash", _S),
+                ("dataset_hash", _S),
+                ("dataset_path", _S),
+                ("n_cases", _I),
+                ("n_labeled", _I),
+                ("n_errored", _I),
+                ("health_status", _S),
+                ("health_detail", _S),
+                ("backend_details_json", _S),
+                ("started_at", _TS),
+                ("wall_s", _D),
+            ]
+        )
     ),
     "case_results": pa.schema(
-        _KEYS
-        + [("backend", _S), ("model_version", _S), ("position", _I), ("case_id", _S),
-           ("input_text", _S), ("input_json", _S), ("expected", _S), ("metadata_json", _S),
-           ("labels", pa.list_(_S)), ("probs", pa.list_(_D)),
-           ("probabilities", pa.map_(_S, _D)), ("selected", _S), ("confidence", _D),
-           ("correct", _B), ("latency_ms", _D), ("result_model", _S),
-           ("result_model_version", _S), ("result_metadata_json", _S), ("error_kind", _S),
-           ("error_message", _S)]
+        keyed(
+            [
+                ("backend", _S),
+                ("model_version", _S),
+                ("position", _I),
+                ("case_id", _S),
+                ("input_text", _S),
+                ("input_json", _S),
+                ("expected", _S),
+                ("metadata_json", _S),
+                ("labels", pa.list_(_S)),
+                ("probs", pa.list_(_D)),
+                ("probabilities", pa.map_(_S, _D)),
+                ("selected", _S),
+                ("confidence", _D),
+                ("correct", _B),
+                ("latency_ms", _D),
+                ("result_model", _S),
+                ("result_model_version", _S),
+                ("result_metadata_json", _S),
+                ("error_kind", _S),
+                ("error_message", _S),
+            ]
+        )
     ),
     "metrics": pa.schema(
-        _KEYS + [("backend", _S), ("model_version", _S), ("metric", _S), ("value", _D)]
+        keyed([("backend", _S), ("model_version", _S), ("metric", _S), ("value", _D)])
     ),
     "per_label_metrics": pa.schema(
-        _KEYS + [("backend", _S), ("model_version", _S), ("label", _S), ("precision", _D),
-                 ("recall", _D), ("f1", _D), ("support", _I)]
+        keyed(
+            [
+                ("backend", _S),
+                ("model_version", _S),
+                ("label", _S),
+                ("precision", _D),
+                ("recall", _D),
+                ("f1", _D),
+                ("support", _I),
+            ]
+        )
     ),
     "reliability_bins": pa.schema(
-        _KEYS + [("backend", _S), ("model_version", _S), ("bin", _I), ("lower", _D),
-                 ("upper", _D), ("count", _I), ("mean_confidence", _D), ("accuracy", _D)]
+        keyed(
+            [
+                ("backend", _S),
+                ("model_version", _S),
+                ("bin", _I),
+                ("lower", _D),
+                ("upper", _D),
+                ("count", _I),
+                ("mean_confidence", _D),
+                ("accuracy", _D),
+            ]
+        )
     ),
     "gate_results": pa.schema(
-        _KEYS + [("backend", _S), ("model_version", _S), ("source", _S), ("gate", _S),
-                 ("level", _S), ("metric", _S), ("comparison", _S), ("threshold", _D),
-                 ("value", _D), ("status", _S), ("message", _S)]
+        keyed(
+            [
+                ("backend", _S),
+                ("model_version", _S),
+                ("source", _S),
+                ("gate", _S),
+                ("level", _S),
+                ("metric", _S),
+                ("comparison", _S),
+                ("threshold", _D),
+                ("value", _D),
+                ("status", _S),
+                ("message", _S),
+            ]
+        )
     ),
     "reports": pa.schema(
-        _KEYS + [("mode", _S), ("status", _S), ("exit_code", _I), ("path", _S),
-                 ("report_sha256", _S)]
+        keyed(
+            [("mode", _S), ("status", _S), ("exit_code", _I), ("path", _S), ("report_sha256", _S)]
+        )
     ),
-}  # fmt: skip
+}
 
 # Contract-level tables use the target ``_``. ``latest_<table>`` views keep, per contract and
 # target, the rows of the newest write (``recorded_at``).

@@ -79,14 +79,16 @@ def case_results_table(
             "result_model": pa.array(results.model, pa.string()),
             "result_model_version": pa.array(results.model_version, pa.string()),
             "result_metadata_json": pa.array(
-                [to_json(m) if ok_i else None for m, ok_i in zip(results.result_metadata,
-                                                                  ok.tolist(), strict=True)],
+                [
+                    to_json(m) if ok_i else None
+                    for m, ok_i in zip(results.result_metadata, ok.tolist(), strict=True)
+                ],
                 pa.string(),
             ),
             "error_kind": pa.array(results.error_kind, pa.string()),
             "error_message": pa.array(results.error_message, pa.string()),
         }
-    )  # fmt: skip
+    )
 
 
 def case_results_from_table(
@@ -170,20 +172,38 @@ def flat_metrics(metrics: dict[str, Any]) -> dict[str, float | None]:
 
 
 def metrics_rows(
-    metrics: dict[str, Any], *, contract: str, target: str, run_id: str, at: datetime,
-    backend: str, model_version: str | None,
-) -> list[dict[str, Any]]:  # fmt: skip
-    base = {**_keys(contract, target, run_id, at), "backend": backend,
-            "model_version": model_version}  # fmt: skip
+    metrics: dict[str, Any],
+    *,
+    contract: str,
+    target: str,
+    run_id: str,
+    at: datetime,
+    backend: str,
+    model_version: str | None,
+) -> list[dict[str, Any]]:
+    base = {
+        **_keys(contract, target, run_id, at),
+        "backend": backend,
+        "model_version": model_version,
+    }
     return [{**base, "metric": k, "value": v} for k, v in flat_metrics(metrics).items()]
 
 
 def per_label_rows(
-    metrics: dict[str, Any], *, contract: str, target: str, run_id: str, at: datetime,
-    backend: str, model_version: str | None,
-) -> list[dict[str, Any]]:  # fmt: skip
-    base = {**_keys(contract, target, run_id, at), "backend": backend,
-            "model_version": model_version}  # fmt: skip
+    metrics: dict[str, Any],
+    *,
+    contract: str,
+    target: str,
+    run_id: str,
+    at: datetime,
+    backend: str,
+    model_version: str | None,
+) -> list[dict[str, Any]]:
+    base = {
+        **_keys(contract, target, run_id, at),
+        "backend": backend,
+        "model_version": model_version,
+    }
     return [
         {**base, "label": label, **scores}
         for label, scores in metrics["classification"]["per_label"].items()
@@ -191,28 +211,44 @@ def per_label_rows(
 
 
 def reliability_rows(
-    metrics: dict[str, Any], *, contract: str, target: str, run_id: str, at: datetime,
-    backend: str, model_version: str | None,
-) -> list[dict[str, Any]]:  # fmt: skip
-    base = {**_keys(contract, target, run_id, at), "backend": backend,
-            "model_version": model_version}  # fmt: skip
-    return [
-        {**base, "bin": i, **b} for i, b in enumerate(metrics["calibration"]["reliability"])
-    ]
+    metrics: dict[str, Any],
+    *,
+    contract: str,
+    target: str,
+    run_id: str,
+    at: datetime,
+    backend: str,
+    model_version: str | None,
+) -> list[dict[str, Any]]:
+    base = {
+        **_keys(contract, target, run_id, at),
+        "backend": backend,
+        "model_version": model_version,
+    }
+    return [{**base, "bin": i, **b} for i, b in enumerate(metrics["calibration"]["reliability"])]
 
 
 def gate_rows(
-    checks: list[dict[str, Any]], *, source: str, contract: str, target: str, run_id: str,
-    at: datetime, backend: str, model_version: str | None,
-) -> list[dict[str, Any]]:  # fmt: skip
-    base = {**_keys(contract, target, run_id, at), "backend": backend,
-            "model_version": model_version, "source": source}  # fmt: skip
+    checks: list[dict[str, Any]],
+    *,
+    source: str,
+    contract: str,
+    target: str,
+    run_id: str,
+    at: datetime,
+    backend: str,
+    model_version: str | None,
+) -> list[dict[str, Any]]:
+    base = {
+        **_keys(contract, target, run_id, at),
+        "backend": backend,
+        "model_version": model_version,
+        "source": source,
+    }
     return [{**base, **check} for check in checks]
 
 
-def contract_row(
-    key: str, loaded: LoadedContract, *, run_id: str, at: datetime
-) -> dict[str, Any]:
+def contract_row(key: str, loaded: LoadedContract, *, run_id: str, at: datetime) -> dict[str, Any]:
     c = loaded.contract
     return {
         **_keys(key, "_", run_id, at),
