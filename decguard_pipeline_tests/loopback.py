@@ -125,7 +125,8 @@ def serve(
     state: dict[str, Any] = {}
 
     async def start() -> None:
-        runner = web.AppRunner(make_app(behaviour), access_log=None)
+        # a short shutdown: a `hang` handler must not hold the teardown for a minute
+        runner = web.AppRunner(make_app(behaviour), access_log=None, shutdown_timeout=0.5)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()

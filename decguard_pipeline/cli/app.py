@@ -34,8 +34,11 @@ def cli() -> None:
     pass
 
 
-def emit_report(report: Any, fmt: str, output: Path | None, fail_on_warn: bool) -> None:
-    """Write/print a test/fuzz report and exit with its gate status."""
+def emit_report(
+    report: Any, fmt: str, output: Path | None, fail_on_warn: bool, guarded: Any = None
+) -> None:
+    """Write/print a test/fuzz report and exit with its gate status. ``guarded`` (a
+    guard_evaluation.GuardedRun) adds the sidecar, pictures and text sections after DecGuard's."""
     from decguard_pipeline.core.report.golden import result_records
     from decguard_pipeline.core.report.jsonio import print_document, write_document
     from decguard_pipeline.core.report.render import render_report
@@ -45,11 +48,15 @@ def emit_report(report: Any, fmt: str, output: Path | None, fail_on_warn: bool) 
             output, report.document, stream_key="results", items=result_records(report.results)
         )
         click.echo(f"report written to {output}", err=True)
+        for path in guarded.write_files(output) if guarded is not None else ():
+            click.echo(f"pipeline results written to {path}", err=True)
     if fmt == "json":
         print_document(report.document, stream_key="results", items=result_records(report.results))
     else:
         click.echo(render_report(report.document))
-    _exit_for(report.status, fail_on_warn)
+        if guarded is not None:
+            click.echo("\n" + guarded.render())
+    _exit_for(report.status if guarded is None else guarded.status, fail_on_warn)
 
 
 def _exit_for(status: str, fail_on_warn: bool) -> None:
@@ -72,12 +79,14 @@ def _run(
     mode: str, contract: Path, dataset: Path | None, backend: str | None, output: Path | None,
     fmt: str, max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool,
     seed: int | None, properties: tuple[str, ...], minimize: bool | None,
+    suite: str | None = None,
 ) -> None:  # fmt: skip
     with handled():
-        from decguard_pipeline.evaluation import run_test
+        from decguard_pipeline.guard_evaluation import run_guarded_test
 
-        report = run_test(
+        report, guarded = run_guarded_test(
             contract,
+            suite=suite,
             dataset=dataset,
             backend=backend,
             max_concurrency=max_concurrency,
@@ -87,7 +96,7 @@ def _run(
             properties=list(properties) or None,
             minimize=minimize,
         )
-        emit_report(report, fmt, output, fail_on_warn)
+        emit_report(report, fmt, output, fail_on_warn, guarded)
 
 
 @cli.command("test")
@@ -102,14 +111,16 @@ def _run(
 @click.option("--all", "all_checks", is_flag=True, default=False,
               help="Also check the contract's metamorphic properties (fuzz).")  # fmt: skip
 @fuzz_options
+@click.option("--suite", default=None,
+              help="Only this suite of the contract's pipeline.suites (default: all).")  # fmt: skip
 def test_command(
     contract: Path, dataset: Path | None, backend: str | None, output: Path | None, fmt: str,
     max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool, all_checks: bool,
-    seed: int | None, properties: tuple[str, ...], minimize: bool | None,
+    seed: int | None, properties: tuple[str, ...], minimize: bool | None, suite: str | None,
 ) -> None:  # fmt: skip
     """Run the golden dataset through a backend and check the contract's gates."""
     _run("all" if all_checks else "test", contract, dataset, backend, output, fmt,
-         max_concurrency, fail_on_warn, healthcheck, seed, properties, minimize)  # fmt: skip
+         max_concurrency, fail_on_warn, healthcheck, seed, properties, minimize, suite)  # fmt: skip
 
 
 @cli.command()
@@ -159,6 +170,7 @@ def _register_commands() -> None:
     from decguard_pipeline.cli import (  # noqa: F401
         check_cmd,
         diff_cmd,
+        list_cmd,
         pipeline_cmd,
         replay_cmd,
         run_cmd,
