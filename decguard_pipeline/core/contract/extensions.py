@@ -9,6 +9,14 @@ reference): they go to a ``<report>.pipeline.json`` sidecar, the warehouse and t
 from __future__ import annotations
 
 from decguard_pipeline.core.contract.baseline import BaselineSettings
+from decguard_pipeline.core.contract.guard_gates import GuardGates
+from decguard_pipeline.core.contract.guard_settings import (
+    CalibrationSettings,
+    GuardSettings,
+    PartialRunSettings,
+    RiskCoverageSettings,
+    Suites,
+)
 from decguard_pipeline.core.contract.statistics import StatisticsSettings
 from decguard_pipeline.core.validation import Strict
 
@@ -18,3 +26,10 @@ class PipelineSection(Strict):
 
     statistics: StatisticsSettings | None = None  # docs/statistics.md
     baseline: BaselineSettings | None = None  # which target a diff compares against
+    guard: GuardSettings | None = None
+    suites: Suites | None = None
+    calibration: CalibrationSettings | None = None
+    risk_coverage: RiskCoverageSettings | None = None
+    partial_runs: PartialRunSettings | None = None
+    requirements: GuardGates = GuardGates()
+    warnings: GuardGates = GuardGates()

@@ -1,0 +1,92 @@
+"""Every metric the pipeline reports, with a one-line definition (``list metrics``,
+docs/metrics.md). DecGuard's come first, in report order; then the guard extension's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    name: str
+    source: str  # "decguard" (the report) or "pipeline" (the sidecar)
+    where: str  # the JSON section that holds it
+    definition: str
+
+
+def _m(name: str, where: str, definition: str, source: str = "decguard") -> MetricInfo:
+    return MetricInfo(name, source, where, definition)
+
+
+def _p(name: str, where: str, definition: str) -> MetricInfo:
+    return MetricInfo(name, "pipeline", where, definition)
+
+
+CATALOG: tuple[MetricInfo, ...] = (
+    # DecGuard 0.1 (report "metrics")
+    _m("error_rate", "counts", "errored cases / all cases"),
+    _m("accuracy", "classification", "labeled decided cases whose selected label is the expected "
+       "one, as a share"),
+    _m("per_label.precision", "classification.per_label", "of the cases that selected the label, "
+       "the share expected to; 0 when none selected it"),
+    _m("per_label.recall", "classification.per_label", "of the cases expected to be the label, "
+       "the share that selected it; 0 when none are"),
+    _m("per_label.f1", "classification.per_label", "harmonic mean of the label's precision and "
+       "recall; 0 when both are 0"),
+    _m("macro_f1", "classification", "unweighted mean F1 over the labels that occur as expected "
+       "or selected"),
+    _m("ordinal_mae", "classification", "score decisions: mean number of scale steps between "
+       "selected and expected level"),
+    _m("ece", "calibration", "expected calibration error over equal-width confidence bins: "
+       "case-weighted mean |accuracy - mean confidence| per bin"),
+    _m("brier", "calibration", "mean over cases of the squared distance between the "
+       "probabilities and the one-hot expected label (0..2)"),
+    _m("nll", "calibration", "mean -ln(probability of the expected label), floored at 1e-15"),
+    _m("coverage", "selective", "decided cases with confidence >= evaluation.confidence_threshold, "
+       "as a share"),
+    _m("abstention_rate", "selective", "1 - coverage"),
+    _m("selective_accuracy", "selective", "accuracy over labeled cases at or above the "
+       "confidence threshold"),
+    _m("latency_p95_ms", "latency", "95th percentile of per-case latency (linear "
+       "interpolation); also mean, p50, p90, p99, max"),
+    # guard extension (sidecar "<report>.pipeline.json", evaluations[].metrics)
+    _p("drop_rate", "run", "errored cases / all cases; state normal below "
+       "partial_runs.warn_from, warning up to partial_above, partial beyond"),
+    _p("tp fp tn fn", "guard.labels.<label>", "confusion counts with positive = expected is "
+       "the label and predicted positive = its probability >= guard.threshold"),
+    _p("accuracy (guard)", "guard.labels.<label>", "(TP + TN) / labeled cases, at the threshold"),
+    _p("precision", "guard.labels.<label>", "TP / (TP + FP); undefined when nothing reaches the "
+       "threshold"),
+    _p("recall", "guard.labels.<label>", "TP / (TP + FN), the true-positive rate; undefined "
+       "without positive cases"),
+    _p("f1", "guard.labels.<label>", "2TP / (2TP + FP + FN); undefined only with no positives "
+       "expected or predicted"),
+    _p("fpr", "guard.labels.<label>", "FP / (FP + TN), false alarms among negatives; undefined "
+       "without negative cases"),
+    _p("fnr", "guard.labels.<label>", "FN / (FN + TP), misses among positives (1 - recall); "
+       "undefined without positive cases"),
+    _p("auroc", "guard.labels.<label>", "area under the ROC curve from the raw scores: the "
+       "chance a positive outscores a negative, ties counting half"),
+    _p("auprc", "guard.labels.<label>", "average precision from the raw scores: precision at "
+       "each distinct score weighted by the recall it adds"),
+    _p("mean_confidence", "calibration", "mean top-label confidence over labeled decided cases"),
+    _p("confidence_gap", "calibration", "mean confidence - accuracy; over-confident above "
+       "+gap_tolerance, under-confident below -gap_tolerance"),
+    _p("ece_equal_width", "calibration", "DecGuard's ECE (equal-width bins), repeated next to "
+       "the equal-mass one"),
+    _p("ece_equal_mass", "calibration", "ECE over bins holding about the same number of cases "
+       "each (tied confidences share a bin)"),
+    _p("coverage (sweep)", "risk_coverage.sweep", "per threshold: kept cases (confidence >= "
+       "threshold) / labeled decided cases"),
+    _p("selective_accuracy (sweep)", "risk_coverage.sweep", "per threshold: accuracy of the "
+       "kept cases; selective_risk = 1 - it"),
+    _p("handed_off", "risk_coverage.sweep", "per threshold: cases below it, handed to a person"),
+    _p("cost_per_1000", "risk_coverage.sweep", "1000 x (handed_off x escalation_cost + wrong "
+       "kept x error_cost) / cases"),
+    _p("aurc", "risk_coverage", "area under the risk-coverage curve (selective risk against "
+       "coverage, most confident first); lower is better"),
+    _p("optimal_aurc", "risk_coverage", "the AURC if every right decision outranked every "
+       "wrong one"),
+    _p("excess_aurc", "risk_coverage", "aurc - optimal_aurc: the cost of imperfect ranking "
+       "alone"),
+)  # fmt: skip
