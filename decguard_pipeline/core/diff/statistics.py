@@ -87,10 +87,6 @@ def paired_columns(diff: Diff) -> PairedColumns:
     )
 
 
-def _side(sums: np.ndarray, layout: dict[str, slice], n: int, coverage: bool) -> dict:
-    return metrics_from_sums(sums, layout, n, coverage=coverage)
-
-
 def _entry(value: float | None, interval: tuple[float, float] | None, method: str) -> dict:
     low, high = interval if interval is not None and value is not None else (None, None)
     return {"value": value, "low": low, "high": high, "method": method}
@@ -114,8 +110,7 @@ class Block:
     """Statistics of one set of matched pairs (all of them, or one segment)."""
 
     document: dict[str, Any]
-    regression: dict[str, np.ndarray]  # per metric: resampled "how much worse" (>0 = worse)
-    shift_samples: dict[str, np.ndarray]
+    shift_samples: dict[str, np.ndarray]  # resampled mean TV and mean |confidence shift|
 
 
 def block_statistics(
@@ -134,10 +129,10 @@ def block_statistics(
     n = len(rows)
     sums = bootstrap_sums(features, settings.bootstrap_resamples, [settings.seed, stream])
     observed = features.sum(axis=0, keepdims=True)
-    base_obs = _side(observed, cols.base, n, has_coverage)
-    cand_obs = _side(observed, cols.cand, n, has_coverage)
-    base_rs = _side(sums, cols.base, n, has_coverage)
-    cand_rs = _side(sums, cols.cand, n, has_coverage)
+    base_obs = metrics_from_sums(observed, cols.base, n, coverage=has_coverage)
+    cand_obs = metrics_from_sums(observed, cols.cand, n, coverage=has_coverage)
+    base_rs = metrics_from_sums(sums, cols.base, n, coverage=has_coverage)
+    cand_rs = metrics_from_sums(sums, cols.cand, n, coverage=has_coverage)
     totals = observed[0]
 
     def total(layout: dict[str, slice], name: str) -> int:
@@ -150,10 +145,10 @@ def block_statistics(
     comparison = diff.comparison
     newly = _count(comparison.newly_errored[rows])
     recovered = _count(comparison.recovered[rows])
-    errors = mcnemar_exact(recovered, newly)  # "baseline only correct" = only the baseline errored
+    # paired errors as a McNemar table: "only the baseline did well" = newly errored
+    errors = mcnemar_exact(newly, recovered)
 
     metrics: dict[str, Any] = {}
-    regression: dict[str, np.ndarray] = {}
     for name, higher_better in DELTA_METRICS.items():
         if name == "coverage" and not has_coverage:
             continue
@@ -164,7 +159,6 @@ def block_statistics(
             b_val, c_val = _point(base_obs[name]), _point(cand_obs[name])
         delta_samples = cand_rs[name] - base_rs[name]
         worse = -delta_samples if higher_better else delta_samples
-        regression[name] = worse
         if name in WILSON_METRICS:
             hits_name, pop_name = {
                 "accuracy": ("correct", "labeled"),
@@ -243,4 +237,4 @@ def block_statistics(
         "metrics": metrics,
         "shift": shift,
     }
-    return Block(document, regression, shift_samples)
+    return Block(document, shift_samples)
