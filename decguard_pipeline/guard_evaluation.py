@@ -21,7 +21,6 @@ from typing import Any
 
 from decguard_pipeline.backends import Backend
 from decguard_pipeline.core.contract import LoadedContract, load_contract
-from decguard_pipeline.core.contract.guard_settings import check_against_decision
 from decguard_pipeline.core.errors import ContractError
 from decguard_pipeline.core.gates import Check
 from decguard_pipeline.core.guard_extension import (
@@ -32,7 +31,6 @@ from decguard_pipeline.core.guard_extension import (
 )
 from decguard_pipeline.core.guard_gates import guard_checks
 from decguard_pipeline.core.guard_sidecar import (
-    SIDECAR_SUFFIX,
     build_sidecar,
     evaluation_entry,
     sidecar_path,
@@ -174,8 +172,7 @@ def run_guarded_test(
             **fuzz_args,
         )
         return report, None
-    check_against_decision(str(loaded.path), loaded.contract.pipeline.guard, loaded.contract.labels)  # type: ignore[union-attr]
-    config = guard_config(loaded.contract)
+    config = guard_config(loaded.contract, source=str(loaded.path))
     plan = plan_datasets(loaded, suite=suite, dataset=dataset)
     owned = not isinstance(backend, Backend)
     instance = make_backend(loaded, backend) if owned else backend  # type: ignore[arg-type]
@@ -203,13 +200,3 @@ def run_guarded_test(
             [(r.suite or "main", r.report.results, r.block, r.status) for r in runs], config
         )
     return runs[0].report, GuardedRun(loaded, config, runs, summary)
-
-
-__all__ = [
-    "SIDECAR_SUFFIX",
-    "GuardedRun",
-    "SuiteRun",
-    "measure",
-    "plan_datasets",
-    "run_guarded_test",
-]

@@ -19,7 +19,12 @@ from decguard_pipeline.core.calibration import (
 )
 from decguard_pipeline.core.contract import parse_contract
 from decguard_pipeline.core.guard import guard_metrics
-from decguard_pipeline.core.guard_extension import extension_metrics, guard_config
+from decguard_pipeline.core.guard_extension import (
+    extension_metrics,
+    guard_config,
+    guard_enabled,
+    metric_rows,
+)
 from decguard_pipeline.core.metrics import expected_calibration_error
 from decguard_pipeline_tests.test_guard import make_results
 
@@ -193,3 +198,48 @@ def test_splits_are_the_metrics_of_each_group():
     assert "splits" not in groups["hard"]
     config = guard_config(contract)
     assert config.bins == 5 and config.guarded == ("yes",)
+
+
+def test_metric_rows_flatten_the_block_for_the_warehouse():
+    probs = [[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.7, 0.3]]
+    metadata = [{"difficulty": d} for d in ("easy", "hard", "hard", "easy")]
+    results = make_results(probs, [0, 1, 0, 1], metadata=metadata)
+    contract = parse_contract(
+        {
+            "schema_version": "0.1",
+            "decision": {"name": "d", "type": "noul"},
+            "backend": {"provider": "mock"},
+            "pipeline": {"calibration": {"split_by": ["difficulty"]}},
+        }
+    )
+    block = extension_metrics(results, contract)
+    rows = metric_rows(block, suite="clear")
+    assert {r["suite"] for r in rows} == {"clear"}
+    parts = {(r["split_key"], r["split_value"]) for r in rows}
+    assert parts == {(None, None), ("difficulty", "easy"), ("difficulty", "hard")}
+
+    def value(metric, label=None, key=None, split=None):
+        (row,) = [
+            r for r in rows
+            if (r["metric"], r["label"], r["split_key"], r["split_value"])
+            == (metric, label, key, split)
+        ]  # fmt: skip
+        return row["value"]
+
+    assert value("accuracy") == 0.75  # selected yes, no, yes, yes: only row 3 is wrong
+    # yes-scores .9 .2 .6 .7 for truths yes no yes no: 3 of 4 pairs ranked right
+    assert value("auroc", "yes") == 0.75
+    assert value("auroc") == 0.75  # the headline takes the (only) guarded label
+    assert value("tp", "yes") == 2 and value("fp", "yes") == 1
+    assert value("accuracy", key="difficulty", split="hard") == 1.0  # rows 1 and 2
+    assert value("accuracy", key="difficulty", split="easy") == 0.5  # rows 0 and 3
+    assert value("auroc", "yes", "difficulty", "easy") == 1.0  # .9 (yes) above .7 (no)
+    assert value("drop_rate", key="difficulty", split="easy") == 0.0
+
+
+def test_empty_pipeline_section_is_not_the_guard_extension():
+    base = {"schema_version": "0.1", "decision": {"name": "d", "type": "noul"},
+            "backend": {"provider": "mock"}}  # fmt: skip
+    assert not guard_enabled(parse_contract(base))
+    assert not guard_enabled(parse_contract({**base, "pipeline": {}}))
+    assert guard_enabled(parse_contract({**base, "pipeline": {"warnings": {"max_aurc": 0.2}}}))

@@ -19,6 +19,7 @@ from decguard_pipeline.core.contract.guard_settings import (
     GuardSettings,
     PartialRunSettings,
     RiskCoverageSettings,
+    check_against_decision,
 )
 from decguard_pipeline.core.guard import default_guarded_labels, guard_metrics
 from decguard_pipeline.core.metrics import gate_values, golden_metrics
@@ -66,11 +67,14 @@ def guard_enabled(contract: Contract) -> bool:
     )
 
 
-def guard_config(contract: Contract) -> GuardConfig:
+def guard_config(contract: Contract, *, source: str = "<contract>") -> GuardConfig:
+    """Raises ``ContractError`` naming ``source`` (the contract file) and the field for
+    settings that do not fit the decision."""
     p = contract.pipeline
     guard = (p.guard if p else None) or GuardSettings()
     calibration = (p.calibration if p else None) or CalibrationSettings()
     spec = contract.spec()
+    check_against_decision(source, guard, spec.labels)
     return GuardConfig(
         guard=guard,
         guarded=guard.labels or default_guarded_labels(spec.type, spec.labels),
