@@ -21,6 +21,7 @@ from typing import Any
 
 from decguard_pipeline.backends import Backend
 from decguard_pipeline.core.contract import LoadedContract, load_contract
+from decguard_pipeline.core.dataset import load_dataset
 from decguard_pipeline.core.errors import ContractError
 from decguard_pipeline.core.gates import Check
 from decguard_pipeline.core.guard_extension import (
@@ -174,6 +175,10 @@ def run_guarded_test(
         return report, None
     config = guard_config(loaded.contract, source=str(loaded.path))
     plan = plan_datasets(loaded, suite=suite, dataset=dataset)
+    for _, path in plan[1:]:
+        # a broken suite file fails now, not after the main dataset went through the model
+        if path is not None:
+            load_dataset(path, loaded.contract.spec())
     owned = not isinstance(backend, Backend)
     instance = make_backend(loaded, backend) if owned else backend  # type: ignore[arg-type]
     assert isinstance(instance, Backend)
