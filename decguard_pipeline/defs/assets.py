@@ -131,7 +131,7 @@ def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
         scored = steps.score_target(
             entry, context.partition_key, steps.Step(wh, context.run.run_id)
         )
-        report = steps.report_for(entry, context.partition_key, wh)
+        report = steps.report_for(entry, context.partition_key, wh, scored.evaluated)
         m = scored.metrics
         return dg.MaterializeResult(
             metadata={

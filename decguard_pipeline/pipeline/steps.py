@@ -237,27 +237,22 @@ def score_target(entry: ContractEntry, target: str, step: Step) -> Scored:
     return Scored(metrics, checks, evaluated)
 
 
-def gate_result(
-    entry: ContractEntry,
-    target: str,
-    warehouse: Warehouse,
-    gate: str,
-    level: str,
-    source: str = "golden",
-) -> dict[str, Any]:
-    """The newest check of one gate for a target (what an asset check reports)."""
+def gate_results(
+    entry: ContractEntry, target: str, warehouse: Warehouse
+) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """The newest gate checks of a target by (source, gate, level): what asset checks report."""
     table = warehouse.read_latest("gate_results", entry.key, target)
-    rows = [] if table is None else table.to_pylist()
-    for row in rows:
-        if (row["source"], row["gate"], row["level"]) == (source, gate, level):
-            return row
-    raise DecGuardError(f"{entry.key}: no {level} {gate!r} result for target {target!r}")
+    if table is None:
+        raise DecGuardError(f"{entry.key}: target {target!r} has no gate results yet")
+    return {(r["source"], r["gate"], r["level"]): r for r in table.to_pylist()}
 
 
-def report_for(entry: ContractEntry, target: str, warehouse: Warehouse) -> Report:
+def report_for(
+    entry: ContractEntry, target: str, warehouse: Warehouse, evaluated: Evaluated | None = None
+) -> Report:
     """The DecGuard report of the newest evaluation, against the current contract."""
     loaded = entry.require()
-    evaluated = load_evaluated(entry, target, warehouse)
+    evaluated = evaluated or load_evaluated(entry, target, warehouse)
     run = evaluated.run
     backend = {
         "name": run["backend"],

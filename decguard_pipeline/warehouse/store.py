@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -32,6 +33,12 @@ def _segment(value: str) -> str:
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+@functools.lru_cache(maxsize=64)
+def read_file(path: Path) -> pa.Table:
+    """A warehouse file; cached, since files are never modified (a new write is a new file)."""
+    return pq.ParquetFile(path).read()
 
 
 class Warehouse:
@@ -87,12 +94,12 @@ class Warehouse:
     def read_latest(self, table: str, contract: str, target: str = NO_TARGET) -> pa.Table | None:
         """The rows of the newest write of ``table`` for one contract and target."""
         path = self.latest_file(table, contract, target)
-        return None if path is None else pq.read_table(path)
+        return None if path is None else read_file(path)
 
     def read_run(self, table: str, contract: str, target: str, run_id: str) -> pa.Table | None:
         directory = self.partition_dir(table, contract, target)
         files = sorted(directory.glob(f"*_{_segment(run_id)}.parquet"))
-        return pq.read_table(files[-1]) if files else None
+        return read_file(files[-1]) if files else None
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """An in-memory DuckDB connection with every table and ``latest_*`` view defined."""
