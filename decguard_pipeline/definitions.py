@@ -7,6 +7,7 @@ import warnings
 
 import dagster as dg
 
+from decguard_pipeline.defs import features
 from decguard_pipeline.defs.assets import contract_assets
 from decguard_pipeline.defs.checks import contract_checks
 from decguard_pipeline.defs.jobs import evaluate_job
@@ -26,12 +27,16 @@ def build_definitions(
     entries = discover_contracts() if entries is None else entries
     ok = [e for e in entries if e.ok]
     jobs = {e.key: evaluate_job(e) for e in ok}
+    extra = features.extras(entries, jobs)
     return dg.Definitions(
-        assets=[a for e in entries for a in contract_assets(e)],
-        asset_checks=[c for e in entries for c in contract_checks(e)],
-        jobs=list(jobs.values()),
-        schedules=[nightly_schedule(e, jobs[e.key]) for e in ok],
-        sensors=[model_versions_sensor(entries, list(jobs.values()))] if jobs else [],
+        assets=[a for e in entries for a in [*contract_assets(e), *features.assets(e)]],
+        asset_checks=[c for e in entries for c in [*contract_checks(e), *features.checks(e)]],
+        jobs=[*jobs.values(), *extra["jobs"]],
+        schedules=[*(nightly_schedule(e, jobs[e.key]) for e in ok), *extra["schedules"]],
+        sensors=[
+            *([model_versions_sensor(entries, list(jobs.values()))] if jobs else []),
+            *extra["sensors"],
+        ],
         resources={
             "warehouse": WarehouseResource(
                 root=warehouse_root or os.environ.get("DECGUARD_WAREHOUSE", "")

@@ -19,6 +19,13 @@ def asset_key(entry: ContractEntry, name: str) -> dg.AssetKey:
     return dg.AssetKey([entry.key, name])
 
 
+def report_inputs(entry: ContractEntry) -> list[dg.AssetKey]:
+    """Assets of other features the DecGuard report is built from (same partition)."""
+    from decguard_pipeline.defs.features import report_inputs as feature_inputs
+
+    return feature_inputs(entry)
+
+
 def broken_contract_asset(entry: ContractEntry) -> dg.AssetsDefinition:
     """A contract that does not load: one asset that explains why, so the others still load."""
 
@@ -112,6 +119,7 @@ def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
                 "model_version": run["model_version"] or "-",
                 "health": f"{run['health_status']}: {run['health_detail']}",
                 "wall_s": run["wall_s"],
+                "results": md.results_table(results),
             },
         )
 
@@ -168,10 +176,11 @@ def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
 
     @dg.asset(
         key=asset_key(entry, "report"),
+        # features add inputs (e.g. property results) by asset key
+        deps=[golden_metrics, *report_inputs(entry)],
         group_name=group,
         code_version=version,
         partitions_def=parts,
-        deps=[golden_metrics],
         kinds={"python", "json"},
         description="DecGuard 0.1 report file, verified as the reference verifies it.",
     )

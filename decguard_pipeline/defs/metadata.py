@@ -72,3 +72,26 @@ def checks_table(checks: list[dict[str, Any]]) -> dg.MetadataValue:
             ("message", "string"),
         ],
     )
+
+
+def results_table(results: Any, limit: int = MAX_ROWS) -> dg.MetadataValue:
+    """The first cases of a run: what was expected, selected, how confident, how fast."""
+    labels = results.labels
+    rows = []
+    for i in range(min(limit, len(results))):
+        chosen = int(results.selected[i])
+        rows.append(
+            {
+                "case_id": results.case_ids[i],
+                "expected": results.expected[i],
+                "selected": labels[chosen] if chosen >= 0 else None,
+                "confidence": None if chosen < 0 else float(results.confidence[i]),
+                "latency_ms": None if chosen < 0 else float(results.latency_ms[i]),
+                "error": results.error_kind[i],
+                "input": preview(results.inputs[i], 60),
+            }
+        )
+    columns = [("case_id", "string"), ("expected", "string"), ("selected", "string"),
+               ("confidence", "float"), ("latency_ms", "float"), ("error", "string"),
+               ("input", "string")]  # fmt: skip
+    return table(rows, columns, limit=limit)

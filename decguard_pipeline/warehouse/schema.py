@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from decguard_pipeline.warehouse.columns import _B, _D, _I, _S, _TS, keyed
+
 SCHEMA_VERSION = 1
-
-_S, _D, _I, _B, _TS = pa.string(), pa.float64(), pa.int64(), pa.bool_(), pa.timestamp("us", "UTC")
-
-# Columns every per-run table starts with: which contract, target and run, and when.
-_KEYS = [("contract", _S), ("target", _S), ("run_id", _S), ("recorded_at", _TS)]
-
-
-def keyed(columns: list[tuple[str, pa.DataType]]) -> list[tuple[str, pa.DataType]]:
-    return [*_KEYS, *columns]
-
 
 TABLES: dict[str, pa.Schema] = {
     "contracts": pa.schema(
@@ -161,6 +153,17 @@ TABLES: dict[str, pa.Schema] = {
         )
     ),
 }
+
+# Feature tables (diffs, properties, production, guard metrics) live in their own modules.
+from decguard_pipeline.warehouse import (  # noqa: E402
+    schema_diff,
+    schema_guard,
+    schema_production,
+    schema_properties,
+)
+
+for _feature in (schema_properties, schema_diff, schema_guard, schema_production):
+    TABLES.update(_feature.TABLES)
 
 # Contract-level tables use the target ``_``. ``latest_<table>`` views keep, per contract and
 # target, the rows of the newest write (``recorded_at``).

@@ -1,0 +1,5 @@
+"""Warehouse tables of the production feature (documented in docs/warehouse.md)."""
+
+import pyarrow as pa
+
+TABLES: dict[str, pa.Schema] = {}
