@@ -132,6 +132,11 @@ class Warehouse:
                 f"SELECT *, dense_rank() OVER (PARTITION BY contract, target "
                 f"ORDER BY recorded_at DESC, run_id DESC) AS _rank FROM {table}) WHERE _rank = 1"
             )
+        # every gate of every feature in one place: golden gates plus each feature's
+        # ``<feature>_checks`` table (same columns as gate_results)
+        check_tables = ["gate_results", *(t for t in TABLES if t.endswith("_checks"))]
+        union = " UNION ALL BY NAME ".join(f"SELECT * FROM latest_{t}" for t in check_tables)
+        statements.append(f"CREATE OR REPLACE VIEW latest_all_checks AS {union}")
         return statements
 
     def _seed_empty_tables(self) -> None:
