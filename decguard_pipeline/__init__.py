@@ -8,3 +8,12 @@ __version__ = "0.1.0"
 
 # What reports record in DecGuard's ``decguard_version`` field: the producer and its version.
 PRODUCER_VERSION = f"pipeline-{__version__}"
+
+
+def __getattr__(name: str) -> object:
+    # ``decguard_pipeline.DecGuard`` without importing the backends on every package import
+    if name == "DecGuard":
+        from decguard_pipeline.sdk import DecGuard
+
+        return DecGuard
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

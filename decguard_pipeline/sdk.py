@@ -1,0 +1,95 @@
+"""The embeddable Python API: one decision from a backend, routed by the contract's policy.
+
+    with DecGuard.from_contract("decguard.yaml") as guard:
+        decision = guard.decide("The parcel never arrived")
+        if decision["action"] == "fallback":
+            ...  # ask decision["fallback_backend"]: the caller decides, DecGuard never does
+
+``decide`` returns DecGuard's PolicyDecision as a plain dict (``result``, ``action``,
+``fallback_backend``, ``route_index``); a failing backend raises its ``BackendError``
+subclass (timeout, unavailable, invalid_response, backend_error).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from decguard_pipeline.backends import Backend
+from decguard_pipeline.core.contract import LoadedContract, load_contract
+from decguard_pipeline.core.decision import DecisionInput, DecisionRequest
+from decguard_pipeline.core.errors import ContractError, DecGuardError
+from decguard_pipeline.core.policy import apply_policy
+
+NO_POLICY = "the contract has no 'policy' section"
+
+
+class DecGuard:
+    """A contract's backend plus its runtime policy."""
+
+    def __init__(
+        self, loaded: LoadedContract, backend: Backend, *, owned_backend: bool = False
+    ) -> None:
+        if loaded.contract.policy is None:
+            raise ContractError(NO_POLICY)
+        self.loaded = loaded
+        self.backend = backend
+        self._owned = owned_backend
+
+    @classmethod
+    def from_contract(
+        cls,
+        contract: LoadedContract | str | Path,
+        *,
+        backend: str | Backend | None = None,
+        check_health: bool = False,
+    ) -> Self:
+        """Load the contract and build (or adopt) the backend; no request is sent unless
+        ``check_health``. A backend passed in stays the caller's to close."""
+        # imported here: evaluation pulls in the batch runner, which single calls never need
+        from decguard_pipeline.evaluation import make_backend
+
+        loaded = contract if isinstance(contract, LoadedContract) else load_contract(contract)
+        if loaded.contract.policy is None:
+            raise ContractError(NO_POLICY)
+        if isinstance(backend, Backend):
+            instance, owned = backend, False
+        else:
+            instance, owned = make_backend(loaded, backend), True
+        if check_health:
+            try:
+                status = instance.healthcheck()
+                if status["status"] == "unhealthy":
+                    raise DecGuardError(
+                        f"backend {instance.name!r} is unhealthy: {status['detail']}"
+                    )
+            except BaseException:
+                if owned:
+                    instance.close()
+                raise
+        return cls(loaded, instance, owned_backend=owned)
+
+    def decide(self, input: DecisionInput, *, case_id: str = "sdk") -> dict[str, Any]:
+        """Ask the backend once and route its validated result."""
+        contract = self.loaded.contract
+        assert contract.policy is not None
+        request = DecisionRequest(case_id=case_id, decision=contract.spec(), input=input)
+        result = self.backend.decide(request, tolerance=contract.evaluation.probability_tolerance)
+        return apply_policy(contract.policy, result)
+
+    def close(self) -> None:
+        """Close the backend if this object built it."""
+        if self._owned:
+            self.backend.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
