@@ -18,6 +18,7 @@ from decguard_pipeline.core.contract.guard_settings import (
     Suites,
 )
 from decguard_pipeline.core.contract.statistics import StatisticsSettings
+from decguard_pipeline.core.production.settings import ProductionExtension
 from decguard_pipeline.core.validation import Strict
 
 
@@ -33,3 +34,4 @@ class PipelineSection(Strict):
     partial_runs: PartialRunSettings | None = None
     requirements: GuardGates = GuardGates()
     warnings: GuardGates = GuardGates()
+    production: ProductionExtension | None = None  # check extensions, docs/production.md

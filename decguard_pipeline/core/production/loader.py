@@ -1,0 +1,249 @@
+"""Loading a production record set (``.jsonl``, ``.json`` or an Arrow table) into columns.
+
+Semantics are DecGuard's (spec §11.1): every record is checked, the first invalid one stops
+the load with its line (``.jsonl``), record number (``.json``) or row (table) and field, ids
+must be unique, an empty set is an error, and the hash is sha256 of the file's bytes.
+
+A JSONL file is read in blocks of whole lines: blocks pyarrow can take whole are checked
+column-wise (:mod:`arrow_batches`), the rest record by record (:mod:`records`), so memory
+holds the columns plus one block. The first error in file order wins, as in DecGuard, whose
+loader stops at the first bad record: a block's first bad record is compared with the first
+repeated id before it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.dataset import iter_items, read_text
+from decguard_pipeline.core.errors import DatasetError
+from decguard_pipeline.core.production import jsonl_blocks
+from decguard_pipeline.core.production.arrow_batches import table_batch
+from decguard_pipeline.core.production.columns import Columns, ColumnsBuilder
+from decguard_pipeline.core.production.normalized import normalized_record
+from decguard_pipeline.core.production.records import Item, check_items
+
+WHAT = "production dataset"
+ITEMS_PER_CHECK = 50_000
+
+
+@dataclass
+class RecordSet:
+    """Validated records: columns for the metrics, and a way back to the normalised records
+    (streamed from the source again) for the report's ``records``."""
+
+    path: str
+    hash: str
+    columns: Columns
+    spec: DecisionSpec
+    _items: Callable[[], Iterator[Item]]
+    columnar: int = 0  # records checked on the Arrow path (the rest went record by record)
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    @property
+    def n_outcomes(self) -> int:
+        return int(np.count_nonzero(self.columns.outcome >= 0))
+
+    @property
+    def n_correctness(self) -> int:
+        return int(np.count_nonzero(self.columns.correct >= 0))
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """The normalised records, in order, as DecGuard stores them in a check report."""
+        for item in self._items():
+            yield normalized_record(item.value, item.position, self.spec)
+
+
+class _Loader:
+    """Shared bookkeeping: the columns so far and DecGuard's first-error rule."""
+
+    def __init__(
+        self, path: str, spec: DecisionSpec, tolerance: float, segment_keys: tuple[str, ...]
+    ) -> None:
+        self.path = path
+        self.spec = spec
+        self.tolerance = tolerance
+        self.keys = segment_keys
+        self.builder = ColumnsBuilder(spec, segment_keys)
+        self.columnar = 0
+
+    @property
+    def count(self) -> int:
+        return self.builder.n
+
+    def add_items(self, items: list[Item], locate: Callable[[int], str]) -> None:
+        """Check items (positions continue the record count) and keep their columns."""
+        checked = check_items(
+            items, self.spec, self.tolerance, self.keys,
+            self.builder.versions, self.builder.segment_values,
+        )  # fmt: skip
+        if checked.batch is not None:
+            self.builder.add(checked.batch)
+        if checked.first_bad is not None:
+            index, problem = checked.first_bad
+            self.fail_at(items[index].position, problem, locate)
+
+    def add_table(self, table: pa.Table) -> bool:
+        batch = table_batch(
+            table, self.spec, self.tolerance, first_position=self.count + 1,
+            segment_keys=self.keys, versions=self.builder.versions,
+            segment_values=self.builder.segment_values,
+        )  # fmt: skip
+        if batch is None:
+            return False
+        self.builder.add(batch)
+        self.columnar += table.num_rows
+        return True
+
+    def fail_at(self, position: int, problem: str, locate: Callable[[int], str]) -> None:
+        """Raise the error of the record at ``position``, unless an id repeated earlier."""
+        self.check_unique(locate, before=position)
+        raise DatasetError(f"{self.path}: {locate(position)}: {problem}")
+
+    def check_unique(self, locate: Callable[[int], str], before: int | None = None) -> None:
+        ids = pa.chunked_array(self.builder.parts.get("ids", []), type=pa.string())
+        if before is not None:
+            ids = ids.slice(0, before - 1)
+        if not len(ids) or pc.count_distinct(ids).as_py() == len(ids):
+            return
+        first: dict[str, int] = {}
+        for position, record_id in enumerate(ids.to_pylist(), start=1):
+            if record_id in first:
+                raise DatasetError(
+                    f"{self.path}: {locate(position)}: duplicate record id {record_id!r} "
+                    f"(first at {locate(first[record_id])})"
+                )
+            first[record_id] = position
+
+    def finish(self, locate: Callable[[int], str]) -> Columns:
+        if not self.count:
+            raise DatasetError(f"{self.path}: {WHAT} contains no records")
+        self.check_unique(locate)
+        return self.builder.build()
+
+
+def _cannot_read(path: Path, exc: OSError) -> DatasetError:
+    return DatasetError(f"{path}: cannot read {WHAT}: {exc.strerror or exc}")
+
+
+def _jsonl_line_of(path: Path) -> Callable[[int], str]:
+    """Locates a record position by reading the file again (error paths only)."""
+
+    def locate(position: int) -> str:
+        with path.open("rb") as stream:
+            for number, (lineno, _) in enumerate(jsonl_blocks.read_lines(stream), start=1):
+                if number == position:
+                    return f"line {lineno}"
+        return f"record {position}"
+
+    return locate
+
+
+def _jsonl_items(path: Path) -> Iterator[Item]:
+    with path.open("rb") as stream:
+        for position, (_, raw) in enumerate(jsonl_blocks.read_lines(stream), start=1):
+            yield Item(jsonl_blocks.json_value(raw), position)
+
+
+def load_jsonl(
+    path: Path, spec: DecisionSpec, tolerance: float, segment_keys: tuple[str, ...]
+) -> RecordSet:
+    loader = _Loader(str(path), spec, tolerance, segment_keys)
+    reader = jsonl_blocks.ArrowReader(spec, segment_keys)
+    locate = _jsonl_line_of(path)
+    digest = hashlib.sha256()
+    line = 1
+    try:
+        with path.open("rb") as stream:
+            for block in jsonl_blocks.blocks(stream):
+                digest.update(block)
+                table = reader.fast_table(block)
+                if table is None or not loader.add_table(table):
+                    items, _ = jsonl_blocks.python_items(block, line, loader.count + 1)
+                    for start in range(0, len(items), ITEMS_PER_CHECK):
+                        loader.add_items(items[start : start + ITEMS_PER_CHECK], locate)
+                line += block.count(b"\n")
+    except OSError as exc:
+        raise _cannot_read(path, exc) from exc
+    columns = loader.finish(locate)
+    digest_text = "sha256:" + digest.hexdigest()
+    items = lambda: _jsonl_items(path)  # noqa: E731
+    return RecordSet(str(path), digest_text, columns, spec, items, loader.columnar)
+
+
+def load_json(
+    path: Path, spec: DecisionSpec, tolerance: float, segment_keys: tuple[str, ...]
+) -> RecordSet:
+    raw, text = read_text(path, WHAT)
+    values = [value for _, value in iter_items(path, text, what=WHAT)]
+    loader = _Loader(str(path), spec, tolerance, segment_keys)
+    locate = lambda position: f"record {position}"  # noqa: E731
+    for start in range(0, len(values), ITEMS_PER_CHECK):
+        chunk = values[start : start + ITEMS_PER_CHECK]
+        loader.add_items([Item(v, start + i + 1) for i, v in enumerate(chunk)], locate)
+    columns = loader.finish(locate)
+
+    def items() -> Iterator[Item]:
+        return (Item(v, i) for i, v in enumerate(values, start=1))
+
+    return RecordSet(str(path), "sha256:" + hashlib.sha256(raw).hexdigest(), columns, spec, items)
+
+
+def load_records(
+    path: str | Path, spec: DecisionSpec, *, tolerance: float, segment_keys: tuple[str, ...] = ()
+) -> RecordSet:
+    """Load and check a ``.jsonl``/``.json`` records file (DecGuard's rules and messages)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return load_jsonl(path, spec, tolerance, segment_keys)
+    if suffix == ".json":
+        return load_json(path, spec, tolerance, segment_keys)
+    raise DatasetError(f"{path}: unsupported {WHAT} format (use .jsonl or .json)")
+
+
+def table_rows(table: pa.Table, start: int = 0) -> Iterator[Item]:
+    """A table's rows as record items; a null reads as an absent field."""
+    for batch in table.to_batches(max_chunksize=ITEMS_PER_CHECK):
+        for row in batch.to_pylist():
+            start += 1
+            yield Item({k: v for k, v in row.items() if v is not None}, start)
+
+
+def load_table(
+    table: pa.Table,
+    spec: DecisionSpec,
+    *,
+    tolerance: float,
+    segment_keys: tuple[str, ...] = (),
+    path: str = "<table>",
+    hash: str | None = None,
+) -> RecordSet:
+    """Records held in an Arrow table (columns named like the record fields; ``input`` and
+    ``metadata`` may be structs). Null means absent. The hash defaults to sha256 of the
+    table's Arrow IPC stream."""
+    loader = _Loader(path, spec, tolerance, segment_keys)
+    locate = lambda position: f"row {position}"  # noqa: E731
+    for batch in table.to_batches(max_chunksize=1 << 20):
+        part = pa.Table.from_batches([batch])
+        if not loader.add_table(part):
+            loader.add_items(list(table_rows(part, loader.count)), locate)
+    columns = loader.finish(locate)
+    if hash is None:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        hash = "sha256:" + hashlib.sha256(sink.getvalue()).hexdigest()
+    items = lambda: table_rows(table)  # noqa: E731
+    return RecordSet(path, hash, columns, spec, items, loader.columnar)

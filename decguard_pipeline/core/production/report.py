@@ -1,0 +1,140 @@
+"""The production check report (``check_version`` 0.1, spec §11.5).
+
+A report is a JSON-ready dict in DecGuard's field order (``document``, everything but the
+records) plus an iterable of the normalised records, streamed into ``records`` when the
+report is written: a check of ten million records never holds them as one object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from decguard_pipeline import PRODUCER_VERSION
+from decguard_pipeline.core.contract import LoadedContract
+from decguard_pipeline.core.gates import EXIT_CODES, overall_status
+from decguard_pipeline.core.production.checks import aggregate_checks
+from decguard_pipeline.core.production.columns import Columns
+from decguard_pipeline.core.production.drift import compute_drift
+from decguard_pipeline.core.production.loader import RecordSet
+from decguard_pipeline.core.production.metrics import production_metrics
+from decguard_pipeline.core.production.segments import build_segments
+from decguard_pipeline.core.report.jsonio import print_document, write_document
+
+CHECK_VERSION = "0.1"
+
+
+@dataclass
+class Baseline:
+    """What a check compares against: DecGuard's ``baseline`` section, and the baseline's
+    columns for the extension drift measures."""
+
+    info: dict[str, Any]
+    columns: Columns
+
+
+@dataclass
+class ProductionReport:
+    document: dict[str, Any]  # every field but "records", in DecGuard's order
+    columns: Columns
+    records: Callable[[], Iterable[dict[str, Any]]]  # streams the normalised records
+    baseline: Baseline | None = None
+    extensions: dict[str, Any] | None = field(default=None)
+
+    @property
+    def status(self) -> str:
+        return str(self.document["status"])
+
+    def full(self) -> dict[str, Any]:
+        """The whole report as one dict (small reports, tests)."""
+        return {**self.document, "records": list(self.records())}
+
+    def write(self, path: str | Path) -> None:
+        write_document(
+            path, self.document, stream_key="records", items=self.records(),
+            what="production report",
+        )  # fmt: skip
+
+    def print_json(self) -> None:
+        print_document(self.document, stream_key="records", items=self.records())
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def evaluate(
+    loaded: LoadedContract, columns: Columns, baseline_metrics: dict[str, Any] | None
+) -> dict[str, Any]:
+    """metrics, drift, segments, checks, status and exit code of a record set."""
+    contract = loaded.contract
+    metrics = production_metrics(columns, contract.evaluation)
+    drift = compute_drift(metrics, baseline_metrics)
+    segments = build_segments(columns, contract.production, contract.evaluation)
+    checks = aggregate_checks(contract.production, metrics, drift)
+    checks += [check for segment in segments for check in segment["checks"]]
+    status = overall_status(checks)
+    return {
+        "metrics": metrics,
+        "drift": drift,
+        "segments": segments,
+        "checks": checks,
+        "status": status,
+        "exit_code": EXIT_CODES[status],
+    }
+
+
+def contract_info(loaded: LoadedContract) -> dict[str, Any]:
+    contract = loaded.contract
+    spec = contract.spec()
+    return {
+        "name": spec.name,
+        "type": spec.type,
+        "labels": list(spec.labels),
+        "schema_version": contract.schema_version,
+        "hash": loaded.hash,
+        "path": str(loaded.path),
+    }
+
+
+def build_report(
+    loaded: LoadedContract,
+    data: RecordSet,
+    *,
+    baseline: Baseline | None = None,
+    created_at: str | None = None,
+) -> ProductionReport:
+    """Evaluate a record set against the contract's production section."""
+    contract = loaded.contract
+    result = evaluate(loaded, data.columns, baseline.info["metrics"] if baseline else None)
+    document = {
+        "check_version": CHECK_VERSION,
+        "decguard_version": PRODUCER_VERSION,
+        "created_at": created_at or now_iso(),
+        "status": result["status"],
+        "exit_code": result["exit_code"],
+        "contract": contract_info(loaded),
+        "evaluation": contract.evaluation.model_dump(),
+        "config": contract.production.model_dump(mode="json"),
+        "dataset": {
+            "path": data.path,
+            "hash": data.hash,
+            "n_records": len(data),
+            "n_outcomes": data.n_outcomes,
+            "n_correctness": data.n_correctness,
+        },
+        "baseline": None if baseline is None else baseline.info,
+        "metrics": result["metrics"],
+        "drift": result["drift"],
+        "segments": result["segments"],
+        "checks": result["checks"],
+        "records": None,  # streamed when written
+    }
+    return ProductionReport(document, data.columns, data.records, baseline)
+
+
+def records_of(items: list[dict[str, Any]]) -> Callable[[], Iterator[dict[str, Any]]]:
+    return lambda: iter(items)
