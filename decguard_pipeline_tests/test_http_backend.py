@@ -186,7 +186,7 @@ def test_retry_backoff_doubles(workdir, loopback, ours):
     doc = json.loads(ran.stdout)
     flaky2, flaky3 = doc["results"]
     # latency covers the whole request, retries and their 0.1 s + 0.2 s of backoff included
-    assert 300 <= flaky2["result"]["latency_ms"] < 1000
+    assert 300 <= flaky2["result"]["latency_ms"] < 3000
     assert flaky3["error"]["kind"] == "unavailable"
     assert server.behaviour.attempts == {"flaky=2": 3, "flaky=3": 3}
 

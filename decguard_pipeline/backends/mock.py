@@ -82,7 +82,13 @@ class MockBackend(Backend):
         super().__init__(name=name, model=model)
         self.settings = settings or MockSettings()
         self._rules = [(normalise(r.contains), r.probabilities) for r in self.settings.rules]
-        self._mapped: dict[tuple[int, tuple[str, ...]], dict[str, float]] = {}
+        self._default = self.settings.default
+        self._version = self.settings.model_version
+        # Per presentation (the shown labels): each configured answer as a finished, shared
+        # (read-only) prediction, keyed by the shown labels with position_bias applied, and
+        # the label meanings the hash uses. A run asks the same few questions 100k times.
+        self._answers: dict[tuple[int, tuple[str, ...]], Prediction] = {}
+        self._meanings: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     @classmethod
     def from_config(cls, config: BackendConfig, *, name: str, decision: DecisionSpec) -> Self:
@@ -101,29 +107,27 @@ class MockBackend(Backend):
         text = input_text(request.input)
         shown = request.decision.labels
         folded = normalise(text)
-        answer = self.settings.default
+        answer = self._default
         for contains, probabilities in self._rules:
             if contains in folded:
                 answer = probabilities
                 break
-        if answer is None:
+        if answer is not None:
+            key = (id(answer), shown)
+            shared = self._answers.get(key)
+            if shared is None:
+                mapped = self._biased(_map_to_shown(answer, shown), shown)
+                shared = self._answers[key] = Prediction(mapped, None, self._version)
+            return shared
+        meanings = self._meanings.get(shown)
+        if meanings is None:
             meanings = tuple(semantic_label(label) for label in shown)
             if len(set(meanings)) != len(meanings):
                 meanings = shown
-            probabilities = dict(
-                zip(shown, hashed_distribution(text, meanings, self.settings.seed), strict=True)
-            )
-        else:
-            probabilities = self._keyed_by_shown(answer, shown)
-        return Prediction(self._biased(probabilities, shown), None, self.settings.model_version)
-
-    def _keyed_by_shown(self, answer: dict[str, float], shown: tuple[str, ...]) -> dict[str, float]:
-        """A configured answer keyed by the labels as presented (cached per presentation)."""
-        key = (id(answer), shown)
-        cached = self._mapped.get(key)
-        if cached is None:
-            cached = self._mapped[key] = _map_to_shown(answer, shown)
-        return dict(cached)
+            self._meanings[shown] = meanings
+        values = hashed_distribution(text, meanings, self.settings.seed)
+        hashed = self._biased(dict(zip(shown, values, strict=True)), shown)
+        return Prediction(hashed, None, self._version)
 
     def _biased(self, probabilities: dict[str, float], shown: tuple[str, ...]) -> dict[str, Any]:
         bias = self.settings.position_bias

@@ -53,27 +53,31 @@ def result_records(results: CaseResults) -> Iterator[dict[str, Any]]:
     """The report's ``results`` entries, in dataset order."""
     spec = results.spec
     labels = list(spec.labels)
+    name, kind, backend, provider = spec.name, spec.type, results.backend, results.provider
     ids = results.result_ids or results.case_ids
     probs = results.probs.tolist()
     selected = results.selected.tolist()
     confidence = results.confidence.tolist()
     latency = results.latency_ms.tolist()
+    model, version, result_meta = results.model, results.model_version, results.result_metadata
+    inputs, expected, metadata = results.inputs, results.expected, results.metadata
     for i, case_id in enumerate(results.case_ids):
-        if selected[i] >= 0:
+        chosen = selected[i]
+        if chosen >= 0:
             result: dict[str, Any] | None = {
                 "case_id": ids[i],
-                "decision": spec.name,
-                "decision_type": spec.type,
+                "decision": name,
+                "decision_type": kind,
                 "labels": labels,
                 "probabilities": dict(zip(labels, probs[i], strict=True)),
-                "selected": labels[selected[i]],
+                "selected": labels[chosen],
                 "confidence": confidence[i],
-                "backend": results.backend,
-                "provider": results.provider,
-                "model": results.model[i],
-                "model_version": results.model_version[i],
+                "backend": backend,
+                "provider": provider,
+                "model": model[i],
+                "model_version": version[i],
                 "latency_ms": latency[i],
-                "metadata": results.result_metadata[i],
+                "metadata": result_meta[i],
             }
             error = None
         else:
@@ -81,9 +85,9 @@ def result_records(results: CaseResults) -> Iterator[dict[str, Any]]:
             error = {"kind": results.error_kind[i], "message": results.error_message[i]}
         yield {
             "case_id": case_id,
-            "input": results.inputs[i],
-            "expected": results.expected[i],
-            "metadata": results.metadata[i],
+            "input": inputs[i],
+            "expected": expected[i],
+            "metadata": metadata[i],
             "result": result,
             "error": error,
         }

@@ -29,13 +29,33 @@ def dumps(document: Any) -> str:
         return json.dumps(document, indent=2, ensure_ascii=False)
 
 
+CHUNK = 2048  # records dumped by one orjson call
+
+
+def _dump_list(items: list[Any]) -> str:
+    """A list as its indented JSON elements, each line indented for a list nested one level
+    inside the document (``[`` and ``]`` left out)."""
+    try:
+        text = orjson.dumps(items, option=_OPTS).decode("utf-8")
+    except orjson.JSONEncodeError:
+        text = json.dumps(items, indent=2, ensure_ascii=False)
+    return "  " + text[2:-2].replace("\n", "\n  ")
+
+
 def _chunks(document: dict[str, Any], key: str, items: Iterable[Any]) -> Iterator[str]:
     head, _, tail = dumps({**document, key: _MARK}).partition(f'"{_MARK}"')
     yield head
     first = True
+    batch: list[Any] = []
+    # one orjson call per batch of records instead of one per record, then the batch's
+    # lines are shifted as a whole
     for item in items:
-        text = dumps(item).replace("\n", "\n    ")
-        yield ("[\n    " if first else ",\n    ") + text
+        batch.append(item)
+        if len(batch) == CHUNK:
+            yield ("[\n" if first else ",\n") + _dump_list(batch)
+            first, batch = False, []
+    if batch:
+        yield ("[\n" if first else ",\n") + _dump_list(batch)
         first = False
     yield "[]" if first else "\n  ]"
     yield tail
