@@ -251,6 +251,8 @@ BAD_ANSWERS: dict[str, Any] = {
     "metadata-list": {"probabilities": {"yes": 0.5, "no": 0.5}, "metadata": []},
     "tie": {"probabilities": {"no": 0.5, "yes": 0.5}, "model": "served", "model_version": "7"},
     "ints": {"probabilities": {"yes": 0, "no": 1}},
+    "huge int": b'{"probabilities": {"yes": 1' + b"0" * 400 + b', "no": 0}}',
+    "exponent": b'{"probabilities": {"yes": 1e400, "no": 0}}',
     "empty-body": b"",
     "html": b"<html>oops</html>",
     "redirect": None,
@@ -285,6 +287,11 @@ def test_invalid_answers_match_reference(workdir, ours, ref):
     assert outcome["redirect"]["message"] == "backend 'default' returned HTTP 302"
     assert outcome["accepted"]["selected"] == "yes"  # any 2xx is an answer
     assert outcome["html"]["message"] == "backend 'default' returned invalid JSON"
+    assert outcome["huge int"] == {
+        "kind": "exception",
+        "message": "OverflowError: int too large to convert to float",
+    }
+    assert outcome["exponent"]["message"] == "probability for 'yes' is not finite: inf"
 
 
 def test_contract_tolerance_applies_to_answers(workdir, ours, ref):
@@ -558,3 +565,18 @@ def test_defaults_match_reference():
 
     url = "https://models.internal/decide"
     assert HttpSettings(url=url).model_dump() == RefSettings(url=url).model_dump()
+
+
+def test_input_that_is_not_json_compliant(workdir, loopback, ours, ref):
+    """NaN in an input is valid in a dataset but cannot be sent: that case errors alone."""
+    server = loopback()
+    Path("cases.jsonl").write_text(
+        '{"id": "nan", "input": {"x": NaN}}\n{"id": "ok", "input": {"x": 1.5}}\n'
+    )
+    Path("c.yaml").write_text(_contract(server.url))
+    _, _, mine, theirs = _both(ours, ref, "test", "c.yaml")
+    assert mine is not None and theirs is not None
+    assert comparable(mine) == comparable(theirs)
+    assert mine["results"][0]["error"]["kind"] == "exception"
+    assert mine["results"][0]["error"]["message"].startswith("ValueError: Out of range float")
+    assert ours("report", "ours.json").exit_code == ref("report", "ours.json").exit_code == 1

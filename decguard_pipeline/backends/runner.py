@@ -116,9 +116,9 @@ class Collector:
             rows = [i for i, _ in items]
             batch = validate_many(labels, [raw for _, raw in items], tolerance=self.tolerance)
             self.probs[rows] = batch.probs
-            for i, error in zip(rows, batch.errors, strict=True):
+            for i, error, kind in zip(rows, batch.errors, batch.kinds, strict=True):
                 if error is not None:
-                    self.fail(i, "invalid_response", error)
+                    self.fail(i, kind or "invalid_response", error)
                     self.latency[i] = np.nan
                     self.model[i] = self.model_version[i] = None
                     self.metadata[i] = _EMPTY

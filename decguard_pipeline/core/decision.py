@@ -101,6 +101,9 @@ class ValidatedBatch:
 
     probs: np.ndarray  # (n, k); NaN rows where invalid
     errors: list[str | None]
+    # error kind per invalid row: invalid_response, or exception for a value no float can
+    # hold (a 400-digit integer), which DecGuard reports as an unexpected exception
+    kinds: list[str | None] = field(default_factory=list)
 
     @property
     def ok(self) -> np.ndarray:
@@ -114,13 +117,14 @@ def validate_many(
     k = len(labels)
     probs = np.full((len(raws), k), np.nan)
     errors: list[str | None] = [None] * len(raws)
+    kinds: list[str | None] = [None] * len(raws)
     label_tuple = tuple(labels)
     label_set = frozenset(labels)
     filled: list[int] = []
     rows: list[list[float]] = []
     # Backends may hand back the same (read-only) mapping for many cases, as the mock does
     # for its configured answers: such a mapping is read once per batch.
-    seen: dict[int, list[float] | str] = {}
+    seen: dict[int, list[float] | tuple[str, str]] = {}
     for i, raw in enumerate(raws):
         known = seen.get(id(raw))
         if known is None:
@@ -133,10 +137,12 @@ def validate_many(
                 try:
                     known = _row_values(label_tuple, raw)
                 except InvalidResponse as exc:
-                    known = str(exc)
+                    known = (InvalidResponse.kind, str(exc))
+                except OverflowError as exc:
+                    known = ("exception", f"OverflowError: {exc}")
             seen[id(raw)] = known
-        if type(known) is str:
-            errors[i] = known
+        if type(known) is tuple:
+            kinds[i], errors[i] = known
         else:
             filled.append(i)
             rows.append(known)  # type: ignore[arg-type]
@@ -148,8 +154,9 @@ def validate_many(
         outside = np.abs(totals - 1.0) > tolerance
         for i, total in zip(valid[outside].tolist(), totals[outside].tolist(), strict=True):
             errors[i] = _sum_message(total, tolerance)
+            kinds[i] = InvalidResponse.kind
             probs[i] = np.nan
-    return ValidatedBatch(probs, errors)
+    return ValidatedBatch(probs, errors, kinds)
 
 
 def select_many(probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
