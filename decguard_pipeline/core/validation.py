@@ -74,6 +74,8 @@ _strict_decoder = json.JSONDecoder(object_pairs_hook=unique_pairs)
 
 def loads_strict(text: str) -> Any:
     """Parse JSON, rejecting duplicate keys (raises ``ValueError``)."""
+    if text.startswith("\ufeff"):  # what json.loads says (the decoder alone does not check)
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
     return _strict_decoder.decode(text)
 
 
