@@ -1,0 +1,185 @@
+"""The command line: entry points, usage errors, output files, error handling and
+DECGUARD_DEBUG, compared with decguard==0.1.1 where DecGuard defines the behaviour."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from decguard_pipeline import __version__
+from decguard_pipeline_tests.conftest import EXAMPLES, ROOT
+
+REFUND = EXAMPLES / "refund" / "decguard.yaml"
+
+
+def test_module_entry_point_and_version():
+    ran = subprocess.run(
+        [sys.executable, "-m", "decguard_pipeline", "--version"],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+    )  # fmt: skip
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, f"decguard-pipeline {__version__}\n", "")
+
+
+def test_module_runs_a_test_end_to_end(tmp_path, ref):
+    out = tmp_path / "nested" / "dir" / "report.json"
+    ran = subprocess.run(
+        [sys.executable, "-m", "decguard_pipeline", "test", str(REFUND), "-o", str(out)],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stderr == f"report written to {out}\n"
+    assert ran.stdout.startswith(f"DecGuard pipeline-{__version__} · refund_request (choice) · ")
+    assert ref("report", out).exit_code == 0
+
+
+def test_no_arguments_prints_help(ours):
+    ran = ours()
+    assert ran.exit_code in (0, 2)
+    assert "Usage: decguard-pipeline" in ran.stdout + ran.stderr
+    assert "validate" in ran.stdout + ran.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["test", str(REFUND), "--format", "xml"],
+        ["test", str(REFUND), "--max-concurrency", "0"],
+        ["test", str(REFUND), "--max-concurrency", "257"],
+        ["test", str(REFUND), "--max-concurrency", "many"],
+        ["test", str(REFUND), "--all", "--seed", "-1"],
+        ["test"],
+        ["test", str(REFUND), "--no-such-flag"],
+        ["validate", str(REFUND), "--format", "json"],
+        ["report"],
+        ["frobnicate"],
+    ],
+    ids=lambda a: " ".join(a[:1] + a[2:]) or "none",
+)
+def test_usage_errors_exit_2(args, ours, ref):
+    a, b = ours(*args), ref(*args)
+    assert a.exit_code == b.exit_code == 2
+    assert "Traceback" not in a.stderr and a.stdout == ""
+
+
+def test_concurrency_bounds_are_accepted(ours):
+    for value in ("1", "256"):
+        assert ours("test", REFUND, "--max-concurrency", value).exit_code == 0
+
+
+def test_unknown_backend_name(ours, ref):
+    a, b = ours("test", REFUND, "-b", "nope"), ref("test", REFUND, "-b", "nope")
+    assert (a.exit_code, a.stderr) == (b.exit_code, b.stderr) == (2, b.stderr)
+    assert a.stderr == (
+        "error: unknown backend 'nope'; the contract defines: default, order_sensitive, "
+        "strong_model, staging\n"
+    )
+
+
+def test_unwritable_output(tmp_path, ours, ref):
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    target = blocker / "report.json"
+    a, b = ours("test", REFUND, "-o", target), ref("test", REFUND, "-o", target)
+    assert (a.exit_code, a.stderr) == (b.exit_code, b.stderr) == (2, b.stderr)
+    assert a.stderr.startswith(f"error: {target}: cannot write report: ")
+
+
+def test_json_output_is_the_written_report(tmp_path, ours):
+    out = tmp_path / "r.json"
+    ran = ours("test", REFUND, "-b", "order_sensitive", "-f", "json", "-o", out)
+    assert ran.exit_code == 1
+    assert ran.stdout == out.read_text()
+    doc = json.loads(ran.stdout)
+    assert [c["gate"] for c in doc["checks"] if c["status"] == "fail"] == ["max_ece"]
+
+
+@pytest.mark.parametrize("n", [1, 2048, 2049, 4500])
+def test_streamed_report_is_the_document_indented(n, tmp_path, monkeypatch, ours, ref):
+    """The streamed writer writes exactly what one indented dump of the whole report is,
+    across chunk boundaries, and the reference reads it."""
+    monkeypatch.chdir(tmp_path)
+    Path("c.yaml").write_text(
+        'schema_version: "0.1"\ndecision: {name: d, type: choice, options: [a, "b ü"]}\n'
+        "backend: {provider: mock}\ndataset: cases.jsonl\n"
+    )
+    Path("cases.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "input": f"t{i}" if i % 3 else {"x": [i, None], "ü": "é"},
+                    "expected": "a",
+                    "metadata": {"i": i},
+                }
+            )
+            + "\n"
+            for i in range(n)
+        )
+    )
+    assert ours("test", "c.yaml", "-o", "r.json").exit_code == 0
+    text = Path("r.json").read_bytes()
+    assert text == orjson.dumps(orjson.loads(text), option=orjson.OPT_INDENT_2) + b"\n"
+    assert ref("report", "r.json").exit_code == 0
+
+
+# -- internal errors and DECGUARD_DEBUG ----------------------------------------------------
+
+CRASHING_PLUGIN = """
+from decguard_pipeline.backends import Backend
+
+
+class Crashing(Backend):
+    provider = "crashing"
+
+    @classmethod
+    def from_config(cls, config, *, name, decision):
+        return cls(name=name, model=config.model)
+
+    def healthcheck(self):
+        raise RuntimeError("health probe crashed")
+"""
+
+
+@pytest.fixture
+def crashing(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    (site / "dg_pipeline_test_crash-1.0.dist-info").mkdir(parents=True)
+    (site / "dg_pipeline_test_crash.py").write_text(CRASHING_PLUGIN)
+    info = site / "dg_pipeline_test_crash-1.0.dist-info"
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dg-pipeline-test-crash\n")
+    (info / "entry_points.txt").write_text(
+        "[decguard.backends]\ncrashing = dg_pipeline_test_crash:Crashing\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.chdir(tmp_path)
+    Path("c.yaml").write_text(
+        'schema_version: "0.1"\ndecision: {name: d, type: noul}\n'
+        "backend: {provider: crashing}\ndataset: cases.jsonl\n"
+    )
+    Path("cases.jsonl").write_text('{"input": "x"}\n')
+
+
+def test_internal_error_without_debug(crashing, ours, monkeypatch):
+    monkeypatch.delenv("DECGUARD_DEBUG", raising=False)
+    ran = ours("test", "c.yaml")
+    assert ran.exit_code == 2
+    assert ran.stderr == (
+        "internal error: RuntimeError: health probe crashed (set DECGUARD_DEBUG=1 for a "
+        "traceback)\n"
+    )
+
+
+def test_internal_error_with_debug(crashing, ours, monkeypatch):
+    monkeypatch.setenv("DECGUARD_DEBUG", "1")
+    ran = ours("test", "c.yaml")
+    assert ran.exit_code == 2
+    assert ran.stderr.startswith("Traceback (most recent call last):\n")
+    assert 'raise RuntimeError("health probe crashed")' in ran.stderr
+    assert ran.stderr.endswith(
+        "internal error: RuntimeError: health probe crashed (set DECGUARD_DEBUG=1 for a "
+        "traceback)\n"
+    )
