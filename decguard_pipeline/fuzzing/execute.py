@@ -8,7 +8,7 @@ canonical order before the selected label and confidence are recomputed (DecGuar
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -47,6 +47,7 @@ class Decided:
     metadata: list[dict[str, Any]]
     error_kind: list[str | None]
     error_message: list[str | None]
+    _columns: tuple[list[Any], ...] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.request_ids)
@@ -63,21 +64,28 @@ class Decided:
         """DecGuard's DecisionResult (over contract labels) for example ``i``."""
         if not self.ok(i):
             return None
+        if self._columns is None:  # Python values once, not one NumPy conversion per field
+            self._columns = (
+                self.probs.tolist(),
+                self.selected.tolist(),
+                self.confidence.tolist(),
+                self.latency_ms.tolist(),
+            )
+        probs, selected, confidence, latency = self._columns
         labels = list(self.spec.labels)
-        selected = labels[int(self.selected[i])]
         return {
             "case_id": self.request_ids[i],
             "decision": self.spec.name,
             "decision_type": self.spec.type,
             "labels": labels,
-            "probabilities": dict(zip(labels, self.probs[i].tolist(), strict=True)),
-            "selected": selected,
-            "confidence": float(self.confidence[i]),
+            "probabilities": dict(zip(labels, probs[i], strict=True)),
+            "selected": labels[selected[i]],
+            "confidence": confidence[i],
             "backend": self.backend,
             "provider": self.provider,
             "model": self.model[i],
             "model_version": self.model_version[i],
-            "latency_ms": float(self.latency_ms[i]),
+            "latency_ms": latency[i],
             "metadata": self.metadata[i],
         }
 

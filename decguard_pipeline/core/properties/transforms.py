@@ -68,12 +68,8 @@ def is_no_op(original: DecisionInput, mutation: Mutation) -> bool:
 
 def canonical_or(presentation: Presentation, labels: Sequence[str]) -> Presentation | None:
     """``None`` when the presentation is just the contract labels in canonical order."""
-    if len(presentation) == len(labels) and all(
-        shown == label == canonical
-        for (shown, label), canonical in zip(presentation, labels, strict=True)
-    ):
-        return None
-    return presentation
+    identity = tuple((label, label) for label in labels)
+    return None if presentation == identity else presentation
 
 
 def _drop_one(steps: Steps) -> Iterator[Steps]:
@@ -168,9 +164,16 @@ class OptionOrderTransform(Transform):
 class LabelFormatTransform(Transform):
     name = "label_format"
     config: LabelFormat
+    _variants: list[Steps] | None = None
 
     def variants(self) -> list[Steps]:
-        """Every style that changes some label, then one variant per alias rank."""
+        """Every style that changes some label, then one variant per alias rank (the same
+        for every case: computed once)."""
+        if self._variants is None:
+            self._variants = self._all_variants()
+        return self._variants
+
+    def _all_variants(self) -> list[Steps]:
         labels = self.spec.labels
         found: list[Steps] = []
         for style in self.config.styles:
