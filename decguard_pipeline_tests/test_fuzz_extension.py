@@ -85,3 +85,29 @@ def test_backend_calls_are_the_requests_the_model_received(ours, tmp_path, loopb
     pairs = json.loads(report.read_text())["properties"]["pairs"]
     sent = Counter(p["property"] for p in pairs if p["error"] is None or p["result"] is not None)
     assert {name: c["transformed"] for name, c in calls.items() if c["transformed"]} == dict(sent)
+
+
+def test_outcome_unpacks_like_a_pair_and_survives_pickling():
+    """What a Dagster asset gets from run_properties: DecGuard's (section, checks), with the
+    sidecar section alongside, through an IO manager's pickle."""
+    import pickle
+
+    from decguard_pipeline.core.contract import load_contract
+    from decguard_pipeline.evaluation import decide_dataset, make_backend, resolve_dataset
+    from decguard_pipeline.fuzzing import plan_properties, run_properties
+
+    loaded = load_contract(REFUND)
+    plan = plan_properties(loaded, ["option_order"], seed=None, minimize=None)
+    backend = make_backend(loaded, "order_sensitive")
+    golden = decide_dataset(loaded, resolve_dataset(loaded, None), backend)
+    outcome = run_properties(plan, loaded, backend, golden, max_concurrency=4)
+    section, checks = pickle.loads(pickle.dumps(outcome))
+    assert [c["gate"] for c in checks] == [
+        "option_order.max_error_rate",
+        "option_order.max_violation_rate",
+        "option_order.max_flip_rate",
+    ]
+    assert section == outcome.section
+    again = pickle.loads(pickle.dumps(outcome))
+    assert again.pipeline == outcome.pipeline
+    assert again.pipeline["summaries"][0]["backend_calls"]["transformed"] == 33

@@ -52,6 +52,9 @@ class PropertyOutcome(tuple):  # type: ignore[type-arg]
         outcome.pipeline = pipeline
         return outcome
 
+    def __getnewargs__(self) -> tuple[Any, ...]:  # pickling (e.g. a Dagster IO manager)
+        return (self[0], self[1], self.pipeline)
+
     @property
     def section(self) -> dict[str, Any]:
         return self[0]  # type: ignore[no-any-return]
