@@ -357,3 +357,43 @@ def test_invalid_statistics_section(tmp_path, ours, section, message):
     assert ran.exit_code == 2 and ran.stdout == ""
     assert ran.stderr.startswith(f"error: {contract}: invalid contract:\n")
     assert message in ran.stderr
+
+
+@pytest.mark.parametrize(
+    ("overlap", "p_error", "p_unlabeled", "mode"),
+    [
+        (0.0, (0.1, 0.1), 0.2, "significant"),  # nothing matched
+        (1.0, (0.0, 1.0), 0.2, "interval"),  # the candidate errored on every case
+        (1.0, (0.1, 0.1), 1.0, "significant"),  # nothing labeled
+        (0.5, (0.2, 0.0), 0.3, "interval"),
+    ],
+)
+def test_degenerate_pairs_keep_decguards_verdict_shape(
+    tmp_path, ours, ref, overlap, p_error, p_unlabeled, mode
+):
+    base, cand = generated_pair(
+        tmp_path, 36, "choice", n=30, overlap=overlap, p_error=p_error, p_unlabeled=p_unlabeled
+    )
+    body = (
+        "regression:\n" + gates_yaml(ALL_GATES) + "  segment_by: [locale]\n  min_segment_size: 1\n"
+    )
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(contract_text("choice", extra=body), encoding="utf-8")
+    stats = f"pipeline:\n  statistics: {{gate_mode: {mode}, bootstrap_resamples: 200}}\n"
+    extended = tmp_path / "extended.yaml"
+    extended.write_text(contract_text("choice", extra=body + stats), encoding="utf-8")
+    a = ours("diff", base, cand, "-c", extended, "-f", "json", "-o", tmp_path / "d.json")
+    b = ref("diff", base, cand, "-c", plain, "-f", "json")
+    assert a.exit_code in (0, 1) and b.exit_code in (0, 1), a.stderr
+    mine, theirs = _normal_json(a.stdout), _normal_json(b.stdout)
+    # everything but the checks is DecGuard's; checks keep gate, level, metric, value
+    for key in theirs:
+        if key not in ("checks", "status", "exit_code"):
+            assert mine[key] == theirs[key], key
+    keep = ("gate", "level", "metric", "comparison", "threshold", "value")
+    assert [{k: c[k] for k in keep} for c in mine["checks"]] == [
+        {k: c[k] for k in keep} for c in theirs["checks"]
+    ]
+    side = json.loads((tmp_path / "d.pipeline.json").read_text(encoding="utf-8"))
+    assert len(side["segments"]) == len(theirs["segments"])
+    assert [g["gate"] for g in side["gates"]] == [c["gate"] for c in theirs["checks"]]

@@ -25,7 +25,7 @@ from decguard_pipeline.core.stats import (
     metric_features,
     metrics_from_sums,
     percentile_interval,
-    resample_blocks,
+    resample_counts,
     wilson_interval,
 )
 
@@ -165,14 +165,25 @@ def test_mcnemar_matches_scipy_binomtest():
 # --- the bootstrap engine ------------------------------------------------------------------------
 
 
-def test_bootstrap_sums_equal_an_explicit_loop():
+@pytest.mark.parametrize("n", [37, 5000])  # both ways of counting draws
+def test_bootstrap_sums_equal_an_explicit_loop(n):
     rng = np.random.default_rng(1)
-    features = rng.normal(size=(37, 5))
+    features = rng.normal(size=(n, 5))
     sums = bootstrap_sums(features, 250, 99)
-    expected = []
-    for _, idx in resample_blocks(37, 250, np.random.default_rng(99)):
-        expected += [features[row].sum(axis=0) for row in idx]
-    np.testing.assert_allclose(sums, np.array(expected), rtol=1e-12, atol=1e-12)
+    draws = np.random.default_rng(99)
+    expected = [features[draws.integers(0, n, size=n)].sum(axis=0) for _ in range(250)]
+    np.testing.assert_allclose(sums, np.array(expected), rtol=1e-10, atol=1e-10)
+
+
+def test_resample_counts_do_not_depend_on_blocks():
+    whole = resample_counts(100, 12, np.random.default_rng(4))
+    rng = np.random.default_rng(4)
+    parts = np.vstack([resample_counts(100, 5, rng), resample_counts(100, 7, rng)])
+    assert np.array_equal(whole, parts) and (whole.sum(axis=1) == 100).all()
+    # the row-by-row way (large n) makes the same draws as one call for the whole block
+    draws = np.random.default_rng(4).integers(0, 5000, size=(3, 5000))
+    expected = np.stack([np.bincount(row, minlength=5000) for row in draws])
+    assert np.array_equal(resample_counts(5000, 3, np.random.default_rng(4)), expected)
 
 
 def test_bootstrap_is_deterministic_for_a_seed():

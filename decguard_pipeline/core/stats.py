@@ -9,7 +9,6 @@ references: docs/statistics.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from statistics import NormalDist
 from typing import Any
 
@@ -18,8 +17,10 @@ import numpy as np
 from decguard_pipeline.core.results import CaseResults
 
 NLL_FLOOR = 1e-15  # as in the golden NLL
-# int64 indices drawn per bootstrap block: bounds memory (~64 MB) whatever the case count
+# counts per bootstrap block (float64): bounds memory (~64 MB) whatever the case count
 BLOCK_ELEMENTS = 8_000_000
+# from this many cases on, resamples are counted one by one (cache-friendly bincount)
+ROW_BY_ROW_N = 4096
 # below this many trials a p = 1/2 tail is summed in integers (correctly rounded)
 EXACT_HALF_MAX_N = 5000
 
@@ -129,33 +130,37 @@ def mcnemar_exact(baseline_only: int, candidate_only: int) -> dict[str, Any]:
 # --- the bootstrap engine ---------------------------------------------------------------------
 
 
-def resample_blocks(
-    n: int, n_resamples: int, rng: np.random.Generator
-) -> Iterator[tuple[int, np.ndarray]]:
-    """``(start, indices)`` blocks of resamples with replacement, ``indices`` of shape
-    ``(rows, n)``. The block size depends only on ``n``, so results depend only on the seed."""
-    rows = max(1, min(n_resamples, BLOCK_ELEMENTS // max(n, 1)))
-    for start in range(0, n_resamples, rows):
-        size = min(rows, n_resamples - start)
-        yield start, rng.integers(0, n, size=(size, n))
+def resample_counts(n: int, rows: int, rng: np.random.Generator) -> np.ndarray:
+    """How often each of ``n`` cases is drawn in each of ``rows`` resamples, shape (rows, n).
+
+    Each resample draws ``n`` indices with one ``rng.integers`` call per resample, so the
+    counts depend only on the seed, never on how resamples are grouped into blocks."""
+    if n >= ROW_BY_ROW_N:
+        # one resample at a time keeps the bincount target (n counts) in cache
+        counts = np.empty((rows, n))
+        for r in range(rows):
+            counts[r] = np.bincount(rng.integers(0, n, size=n), minlength=n)
+        return counts
+    # same draws as the loop above (the generator's stream does not depend on the call shape)
+    idx = rng.integers(0, n, size=(rows, n))
+    idx += (np.arange(rows, dtype=np.int64) * n)[:, None]
+    return np.bincount(idx.ravel(), minlength=rows * n).reshape(rows, n).astype(np.float64)
 
 
 def bootstrap_sums(features: np.ndarray, n_resamples: int, seed: Any) -> np.ndarray:
-    """Column sums of ``features`` (n, f) over ``n_resamples`` bootstrap resamples of its rows.
-
-    Each block of resampled indices becomes a count matrix (how often each row was drawn),
-    and one matrix product gives every column sum of every resample in the block."""
+    """Column sums of ``features`` (n, f) over ``n_resamples`` bootstrap resamples of its rows
+    (drawn with replacement, ``n`` each): one count matrix per block of resamples, and one
+    matrix product gives every column sum of every resample in the block."""
     n, f = features.shape
     out = np.zeros((n_resamples, f))
     if n == 0:
         return out
     rng = np.random.default_rng(seed)
     features = np.ascontiguousarray(features, dtype=np.float64)
-    for start, idx in resample_blocks(n, n_resamples, rng):
-        rows = idx.shape[0]
-        idx += (np.arange(rows, dtype=np.int64) * n)[:, None]
-        counts = np.bincount(idx.ravel(), minlength=rows * n).reshape(rows, n)
-        out[start : start + rows] = counts.astype(np.float64) @ features
+    block = max(1, min(n_resamples, BLOCK_ELEMENTS // n))
+    for start in range(0, n_resamples, block):
+        rows = min(block, n_resamples - start)
+        out[start : start + rows] = resample_counts(n, rows, rng) @ features
     return out
 
 
@@ -271,9 +276,6 @@ def metrics_from_sums(
             else np.full(len(sums), np.nan)
         )
     return out
-
-
-BOOTSTRAP_METRICS = ("macro_f1", "ece", "brier", "nll")
 
 
 def golden_intervals(
