@@ -19,7 +19,7 @@ from pydantic import Field, ValidationError, field_validator
 from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.decision import DecisionInput
 from decguard_pipeline.core.errors import DatasetError
-from decguard_pipeline.core.validation import Strict, format_errors, loads_strict
+from decguard_pipeline.core.validation import Strict, format_errors, loads_strict, strict_scanner
 
 CASE_KEYS = frozenset({"id", "input", "expected", "metadata"})
 
@@ -79,14 +79,27 @@ def _fast_case(item: Any) -> tuple[str | None, DecisionInput, str | None, dict[s
     return case_id, value, expected, metadata
 
 
+_JSON_SPACE = " \t\n\r"
+
+
 def _jsonl_items(path: Path, lines: list[str]) -> Iterator[tuple[str, Any]]:
+    scan = strict_scanner()
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        # the decoder's own scanner on the trimmed line; anything unusual (a syntax error,
+        # trailing data, a BOM) goes through the full parse for its exact message
+        text = line.strip(_JSON_SPACE)
         try:
-            yield f"line {lineno}", loads_strict(line)
-        except ValueError as exc:
-            raise DatasetError(f"{path}: line {lineno}: invalid JSON: {exc}") from exc
+            item, end = scan(text, 0)
+        except (StopIteration, ValueError):
+            end = -1
+        if end != len(text) or text[:1] == "\ufeff":
+            try:
+                item = loads_strict(line)
+            except ValueError as exc:
+                raise DatasetError(f"{path}: line {lineno}: invalid JSON: {exc}") from exc
+        yield f"line {lineno}", item
 
 
 def iter_items(path: Path, text: str, *, what: str = "dataset") -> Iterator[tuple[str, Any]]:

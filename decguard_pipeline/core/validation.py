@@ -72,6 +72,12 @@ def unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 _strict_decoder = json.JSONDecoder(object_pairs_hook=unique_pairs)
 
 
+def strict_scanner() -> Any:
+    """The duplicate-refusing decoder's ``scan_once(text, index) -> (value, end)``, for
+    callers that parse many small documents (it raises StopIteration or ValueError)."""
+    return _strict_decoder.scan_once
+
+
 def loads_strict(text: str) -> Any:
     """Parse JSON, rejecting duplicate keys (raises ``ValueError``)."""
     if text.startswith("\ufeff"):  # what json.loads says (the decoder alone does not check)
