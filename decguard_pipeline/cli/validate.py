@@ -45,4 +45,14 @@ def validate_text(contract_path: Path, dataset: Path | None) -> str:
         "    policy     " + (f"{len(c.policy.routes)} routes" if c.policy is not None else "none"),
         f"    hash      {loaded.hash}",
     ]
+    from decguard_pipeline.core.guard_extension import guard_config, guard_enabled
+
+    if guard_enabled(c):  # the extension only: a DecGuard contract prints DecGuard's lines
+        g = guard_config(c, source=str(contract_path))
+        lines.append(
+            f"    guard     {', '.join(g.guarded)} at threshold {g.guard.threshold:g}; "
+            f"suites: {', '.join(g.suites) or 'none'}; "
+            f"gates: requirements {len(g.requirements.configured())}, "
+            f"warnings {len(g.warnings.configured())}"
+        )
     return "\n".join(lines)
