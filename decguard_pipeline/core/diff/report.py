@@ -46,7 +46,7 @@ class Diff:
     document: dict[str, Any]  # the DecGuard diff, keys in DecGuard's order
     pairs: Pairs
     comparison: Comparison
-    segments: list[Segment]
+    groups: list[Segment]  # the rows of each segment, in the order of document["segments"]
     evaluation: Evaluation
     regression: Regression
     values: dict[str, float | None]  # what each regression gate limits
@@ -140,7 +140,7 @@ def diff_reports(
         document={},
         pairs=pairs,
         comparison=comparison,
-        segments=groups,
+        groups=groups,
         evaluation=evaluation,
         regression=regression,
         values=values,

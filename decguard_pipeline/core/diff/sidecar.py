@@ -51,7 +51,7 @@ def diff_statistics(
     overall = block_statistics(cols, every_row, diff, settings, 0, exact)
     blocks = [
         block_statistics(cols, group.rows, diff, settings, 1 + i)
-        for i, group in enumerate(diff.segments)
+        for i, group in enumerate(diff.groups)
     ]
     gated = [
         (entry, block)
