@@ -471,3 +471,15 @@ def test_random_configurations(tmp_path, ours, ref, seed):
     contract = write_contract(tmp_path, "c.yaml", kind, body)
     assert_same_diff(ours, ref, base, cand, "-c", contract)
     assert_same_diff(ours, ref, base, cand, "-c", contract, "--fail-on-warn")
+
+
+def test_fuzz_mode_reports_of_both_clis(tmp_path, ours, ref):
+    """Reports with a ``properties`` section (``test --all``) are diffed the same way."""
+    from decguard_pipeline_tests.conftest import EXAMPLES
+
+    contract = EXAMPLES / "refund" / "decguard.yaml"
+    mine, theirs = tmp_path / "ours-all.json", tmp_path / "ref-all.json"
+    assert ours("test", contract, "--all", "-o", mine).exit_code == 0
+    assert ref("test", contract, "--all", "-b", "order_sensitive", "-o", theirs).exit_code == 1
+    assert assert_same_diff(ours, ref, mine, theirs, "-c", contract) == 1
+    assert assert_same_diff(ours, ref, theirs, mine) == 0

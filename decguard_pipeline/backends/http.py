@@ -17,6 +17,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
@@ -116,7 +117,7 @@ class Reply:
 
     status: int
     body: bytes
-    headers: dict[str, str]  # lowercased names
+    headers: Mapping[str, str]  # case-insensitive (the client's own header mapping)
 
     @property
     def ok(self) -> bool:
@@ -276,7 +277,7 @@ class HttpBackend(Backend):
                     return Reply(
                         response.status_code,
                         response.content,
-                        {k.lower(): v for k, v in response.headers.items()},
+                        response.headers,
                     )
             time.sleep(self.settings.retry_backoff_s * 2**attempt)
         raise AssertionError("unreachable")
@@ -363,9 +364,7 @@ class HttpBackend(Backend):
                     status = response.status
                     if status not in self.retryable or last:
                         content = await response.read()
-                        return Reply(
-                            status, content, {k.lower(): v for k, v in response.headers.items()}
-                        )
+                        return Reply(status, content, response.headers)
                     await response.read()
             except aiohttp.ConnectionTimeoutError as exc:
                 if last:
