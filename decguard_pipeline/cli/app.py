@@ -50,6 +50,10 @@ def emit_report(
         click.echo(f"report written to {output}", err=True)
         for path in guarded.write_files(output) if guarded is not None else ():
             click.echo(f"pipeline results written to {path}", err=True)
+        if "properties" in report.extensions:  # after the guard's sidecar: merged into it
+            from decguard_pipeline.fuzzing.sidecar import write_properties_sidecar
+
+            write_properties_sidecar(output, report.document, report.extensions["properties"])
     if fmt == "json":
         print_document(report.document, stream_key="results", items=result_records(report.results))
     else:
