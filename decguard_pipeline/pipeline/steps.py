@@ -57,15 +57,24 @@ def load_golden(entry: ContractEntry) -> Dataset:
 
 
 def dataset_hash(entry: ContractEntry) -> str | None:
-    """sha256 of the contract's dataset file (cheap; what sensors compare)."""
+    """sha256 over the contract's golden dataset and its suite files (cheap; what the sensor
+    compares to decide whether evaluations are stale)."""
     loaded = entry.loaded
-    if loaded is None or loaded.contract.dataset is None:
+    if loaded is None:
         return None
-    path = loaded.resolve(loaded.contract.dataset)
-    try:
-        return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
+    named = [loaded.contract.dataset] if loaded.contract.dataset is not None else []
+    pipeline = loaded.contract.pipeline
+    if pipeline is not None and pipeline.suites:
+        named += [pipeline.suites[name] for name in sorted(pipeline.suites)]
+    if not named:
         return None
+    digest = hashlib.sha256()
+    for name in named:
+        try:
+            digest.update(loaded.resolve(name).read_bytes())
+        except OSError:
+            digest.update(b"<missing>")
+    return "sha256:" + digest.hexdigest()
 
 
 def record_dataset(entry: ContractEntry, step: Step) -> tuple[Dataset, dict[str, Any]]:
