@@ -17,6 +17,7 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ import numpy as np
 
 from decguard_pipeline.backends.base import Backend
 from decguard_pipeline.core.contract import DecisionSpec
+from decguard_pipeline.core.dataset import gc_paused
 from decguard_pipeline.core.decision import (
     DecisionRequest,
     Prediction,
@@ -85,16 +87,23 @@ class Collector:
         latencies: list[float],
         default_model: str | None,
     ) -> None:
-        """``answer`` for a batch (the inline loop): one column write instead of n."""
+        """``answer`` for a batch (the inline loop): column writes instead of n."""
         if not rows:
             return
         self.latency[rows] = latencies
+        models = [p.model or default_model for p in predictions]
+        versions = [p.model_version for p in predictions]
+        first, last = rows[0], rows[-1]
+        if last - first == len(rows) - 1:  # consecutive rows: slice writes
+            self.model[first : last + 1] = models
+            self.model_version[first : last + 1] = versions
+        else:
+            for i, model, version in zip(rows, models, versions, strict=True):
+                self.model[i], self.model_version[i] = model, version
         for i, prediction in zip(rows, predictions, strict=True):
-            self.model[i] = prediction.model or default_model
-            self.model_version[i] = prediction.model_version
             if prediction.metadata:
                 self.metadata[i] = redact(dict(prediction.metadata))
-            self._pending.append((i, prediction.probabilities))
+        self._pending.extend(zip(rows, [p.probabilities for p in predictions], strict=True))
         self.flush()
 
     def fail(self, i: int, kind: str, message: str) -> None:
@@ -234,6 +243,15 @@ def run_cases(
     tolerance: float,
 ) -> CaseResults:
     """Decide every case of a dataset in canonical label order; results in dataset order."""
+    # in-process backends only: a network run may hold reference cycles (exceptions,
+    # client internals) for the collector to clear while it waits on the network anyway
+    with gc_paused() if backend.inline else nullcontext():
+        return _run_cases(backend, spec, cases, max_concurrency, tolerance)
+
+
+def _run_cases(
+    backend: Backend, spec: DecisionSpec, cases: Any, max_concurrency: int, tolerance: float
+) -> CaseResults:
     requests = [
         DecisionRequest(case_id, spec, value)
         for case_id, value in zip(cases.ids, cases.inputs, strict=True)

@@ -98,25 +98,26 @@ def failures(results: CaseResults) -> list[dict[str, Any]]:
     labels = results.labels
     exp = results.expected_index
     wrong = results.ok & (exp >= 0) & (results.selected != exp)
-    rows = np.flatnonzero(~results.ok | wrong).tolist()
+    rows = np.flatnonzero(~results.ok | wrong)
+    selected = results.selected[rows].tolist()
+    confidence = results.confidence[rows].tolist()
+    ids, inputs, expected = results.case_ids, results.inputs, results.expected
     out = []
-    for i in rows:
-        base = {
-            "case_id": results.case_ids[i],
-            "kind": "error",
-            "input": results.inputs[i],
-            "expected": results.expected[i],
-            "selected": None,
-            "confidence": None,
-            "error": None,
-        }
-        if results.selected[i] < 0:
-            base["error"] = f"{results.error_kind[i]}: {results.error_message[i]}"
-        else:
-            base["kind"] = "mismatch"
-            base["selected"] = labels[int(results.selected[i])]
-            base["confidence"] = float(results.confidence[i])
-        out.append(base)
+    for i, chosen, conf in zip(rows.tolist(), selected, confidence, strict=True):
+        errored = chosen < 0
+        out.append(
+            {
+                "case_id": ids[i],
+                "kind": "error" if errored else "mismatch",
+                "input": inputs[i],
+                "expected": expected[i],
+                "selected": None if errored else labels[chosen],
+                "confidence": None if errored else conf,
+                "error": f"{results.error_kind[i]}: {results.error_message[i]}"
+                if errored
+                else None,
+            }
+        )
     return out
 
 

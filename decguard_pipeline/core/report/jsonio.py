@@ -29,7 +29,7 @@ def dumps(document: Any) -> str:
         return json.dumps(document, indent=2, ensure_ascii=False)
 
 
-CHUNK = 2048  # records dumped by one orjson call
+CHUNK = 64  # records per orjson call: few calls, yet too few objects held to wake the GC
 
 
 def _dump_list(items: list[Any]) -> str:
