@@ -8,7 +8,6 @@ thread-safe) and may implement ``apredict`` for native asyncio I/O.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from abc import ABC
 from types import TracebackType
@@ -59,6 +58,8 @@ class Backend(ABC):
 
     async def apredict(self, request: DecisionRequest) -> Prediction:
         """Async variant; by default ``predict`` on a worker thread."""
+        import asyncio  # only async runs need it; a mock run never imports asyncio
+
         return await asyncio.to_thread(self.predict, request)
 
     @property

@@ -8,7 +8,7 @@ name import paths.
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.metadata import entry_points
+from typing import Any
 
 from decguard_pipeline.backends.base import Backend
 from decguard_pipeline.core.contract import BackendConfig, DecisionSpec
@@ -22,6 +22,14 @@ BUILTIN: dict[str, tuple[str, str]] = {
     "http": ("decguard_pipeline.backends.http", "HttpBackend"),
     "systemone": ("decguard_pipeline.backends.systemone", "SystemOneBackend"),
 }
+
+
+def entry_points(*, group: str, name: str | None = None) -> tuple[Any, ...]:
+    """Installed plugins of ``group`` (importlib.metadata is imported only when needed)."""
+    from importlib.metadata import entry_points as installed
+
+    found = installed(group=group) if name is None else installed(group=group, name=name)
+    return tuple(found)
 
 
 def available_providers() -> list[str]:

@@ -13,10 +13,8 @@ order. A configuration error (say, an unset credential variable) aborts the whol
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -159,6 +157,9 @@ def _run_inline(backend: Backend, requests: Sequence[DecisionRequest], out: Coll
 async def _run_async(
     backend: Backend, requests: Sequence[DecisionRequest], out: Collector, concurrency: int
 ) -> None:
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
     clock = time.perf_counter
     model = backend.model
     native = backend.has_native_async
@@ -219,6 +220,8 @@ def decide_all(
     if backend.inline or not requests:
         _run_inline(backend, requests, out)
     else:
+        import asyncio  # imported here: in-process runs never need an event loop
+
         asyncio.run(_run_async(backend, requests, out, max_concurrency))
     out.flush()
     return out

@@ -15,6 +15,7 @@ import numpy as np
 
 from decguard_pipeline import PRODUCER_VERSION
 from decguard_pipeline.core.contract import Contract, Evaluation, Gates, LoadedContract
+from decguard_pipeline.core.dataset import gc_paused
 from decguard_pipeline.core.gates import EXIT_CODES, golden_checks, overall_status
 from decguard_pipeline.core.metrics import gate_values, golden_metrics
 from decguard_pipeline.core.results import CaseResults
@@ -159,7 +160,9 @@ def build_report(
     """Evaluate results against a contract; pure apart from the timestamp."""
     contract = loaded.contract
     spec = contract.spec()
-    metrics = metrics_for(results, contract.evaluation)
+    with gc_paused():  # a failure dict per mistake, 60k of them in a large run
+        metrics = metrics_for(results, contract.evaluation)
+        failed = failures(results)
     checks = checks_for(mode, contract.requirements, contract.warnings, metrics, property_checks)
     status = overall_status(checks)
     document: dict[str, Any] = {
@@ -185,7 +188,7 @@ def build_report(
         "warnings": contract.warnings.model_dump(),
         "metrics": metrics,
         "checks": checks,
-        "failures": failures(results),
+        "failures": failed,
         "results": None,  # streamed from the columns when written
         "properties": properties,
     }

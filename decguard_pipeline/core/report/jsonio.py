@@ -63,9 +63,12 @@ def _chunks(document: dict[str, Any], key: str, items: Iterable[Any]) -> Iterato
 
 def write_stream(out: IO[str], document: dict[str, Any], key: str, items: Iterable[Any]) -> None:
     """Write ``document`` with ``document[key]`` replaced by the streamed ``items``."""
-    for chunk in _chunks(document, key, items):
-        out.write(chunk)
-    out.write("\n")
+    from decguard_pipeline.core.dataset import gc_paused
+
+    with gc_paused():  # a record per item, none kept: nothing for the collector but walks
+        for chunk in _chunks(document, key, items):
+            out.write(chunk)
+        out.write("\n")
 
 
 def write_document(
