@@ -182,6 +182,9 @@ def table_batch(
         confidence = chosen.copy()
         defaulted = np.ones(n, dtype=bool)
     else:
+        kind = confidence_column.type
+        if not (kind == pa.float64() or pa.types.is_integer(kind)):
+            return None
         confidence, _ = _floats(confidence_column, n)
         defaulted = ~confidence_column.is_valid().to_numpy(zero_copy_only=False)
         confidence[defaulted] = chosen[defaulted]

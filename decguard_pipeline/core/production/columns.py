@@ -92,25 +92,8 @@ class Columns:
     def __len__(self) -> int:
         return len(self.selected)
 
-    def take(self, rows: np.ndarray) -> Columns:
-        """The records of ``rows`` (dataset order kept by the caller)."""
-        return Columns(
-            ids=self.ids.take(pa.array(rows)),
-            selected=self.selected[rows],
-            confidence=self.confidence[rows],
-            outcome=self.outcome[rows],
-            correct=self.correct[rows],
-            action=self.action[rows],
-            fallback=self.fallback[rows],
-            latency_ms=self.latency_ms[rows],
-            cost=self.cost[rows],
-            brier=self.brier[rows],
-            nll=self.nll[rows],
-            model_version=self.model_version[rows],
-            versions=self.versions,
-            segments={k: v[rows] for k, v in self.segments.items()},
-            segment_values=self.segment_values,
-        )
+    # values derived once and shared by every grouping (exact-sum decompositions, bins)
+    derived: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 def outcome_terms(probs: np.ndarray, outcome: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -128,6 +111,53 @@ def outcome_terms(probs: np.ndarray, outcome: np.ndarray) -> tuple[np.ndarray, n
         p = np.maximum(sub[np.arange(len(rows)), outcome[rows]], NLL_FLOOR).tolist()
         nll[rows] = [-v for v in map(math.log, p)]
     return brier, nll
+
+
+_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+
+
+def id_hashes(ids: pa.Array) -> np.ndarray:
+    """A 64-bit hash of each id, read eight bytes at a time from the Arrow buffers; equal ids
+    hash alike, and a collision only costs an exact comparison (:func:`first_repeat`)."""
+    ids = ids.cast(pa.large_string()) if ids.type != pa.large_string() else ids
+    n = len(ids)
+    offsets = np.frombuffer(ids.buffers()[1], dtype=np.int64)[ids.offset : ids.offset + n + 1]
+    raw = ids.buffers()[2]
+    data = np.zeros((0 if raw is None else raw.size) + 8, dtype=np.uint8)
+    if raw is not None:
+        data[: raw.size] = np.frombuffer(raw, dtype=np.uint8)
+    # every 8-byte window of the data, as one unsigned word (an overlapping strided view)
+    words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    hashes = lengths.astype(np.uint64) * _MULTIPLIER
+    longest = int(lengths.max()) if n else 0
+    with np.errstate(over="ignore"):
+        for step in range(0, longest, 8):
+            left = np.clip(lengths - step, 0, 8).astype(np.uint64)
+            mask = np.where(left == 8, np.uint64(0xFFFFFFFFFFFFFFFF),
+                            (np.uint64(1) << (left * np.uint64(8))) - np.uint64(1))  # fmt: skip
+            word = words[np.minimum(starts + step, len(words) - 1)] & mask
+            hashes = (hashes ^ word) * _MULTIPLIER
+            hashes ^= hashes >> np.uint64(29)
+    return hashes
+
+
+def first_repeat(hashes: np.ndarray, ids: pa.ChunkedArray) -> tuple[int, int] | None:
+    """(first position, repeated position), 1-based, of the earliest record whose id was
+    already used, or None when all ids are distinct."""
+    order = np.argsort(hashes, kind="stable")
+    ranked = hashes[order]
+    same = np.flatnonzero(ranked[1:] == ranked[:-1])
+    if not len(same):
+        return None
+    rows = np.unique(np.concatenate((order[same], order[same + 1])))
+    texts = ids.take(pa.array(rows)).to_pylist()
+    first: dict[str, int] = {}
+    for row, text in zip(rows.tolist(), texts, strict=True):
+        if text in first:
+            return first[text] + 1, row + 1
+        first[text] = row
+    return None
 
 
 @dataclass
@@ -170,6 +200,7 @@ class ColumnsBuilder:
         )
         fields = {
             "ids": batch.ids,
+            "id_hashes": id_hashes(batch.ids),
             "selected": batch.selected.astype(np.int16),
             "confidence": confidence,
             "outcome": batch.outcome.astype(np.int16),
@@ -189,11 +220,13 @@ class ColumnsBuilder:
         self.n += n
 
     def _cat(self, name: str, dtype: Any) -> np.ndarray:
-        parts = self.parts.get(name)
+        # parts are released as each column is joined: the peak is one column, not all
+        parts = self.parts.pop(name, None)
         return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
     def build(self) -> Columns:
-        ids = pa.chunked_array(self.parts.get("ids", []), type=pa.string())
+        ids = pa.chunked_array(self.parts.pop("ids", []), type=pa.string())
+        self.parts.pop("id_hashes", None)
         return Columns(
             ids=ids,
             selected=self._cat("selected", np.int16),

@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 
 from decguard_pipeline import PRODUCER_VERSION
-from decguard_pipeline.core.contract import LoadedContract
-from decguard_pipeline.core.metrics import expected_calibration_error, reliability
+from decguard_pipeline.core.contract import Evaluation, LoadedContract
 from decguard_pipeline.core.production.columns import Columns, identity
-from decguard_pipeline.core.production.report import ProductionReport
-from decguard_pipeline.core.production.segments import groups
+from decguard_pipeline.core.production.metrics import grouped_metrics
+from decguard_pipeline.core.production.report import ProductionReport, version_partition
+from decguard_pipeline.core.production.segments import partition
 from decguard_pipeline.core.production.settings import ProductionExtension
 from decguard_pipeline.core.stats import wilson_interval
 
@@ -42,41 +42,51 @@ def settings_of(loaded: LoadedContract) -> ProductionExtension | None:
     return None if pipeline is None else pipeline.production
 
 
-def pending(columns: Columns, rows: np.ndarray | None = None) -> dict[str, Any]:
-    """Records still waiting for their outcome (no correctness known) and for a label."""
-    correct = columns.correct if rows is None else columns.correct[rows]
-    outcome = columns.outcome if rows is None else columns.outcome[rows]
-    total = len(correct)
-    waiting = int(np.count_nonzero(correct < 0))
-    unlabelled = int(np.count_nonzero(outcome < 0))
-    return {
-        "total": total,
-        "with_correctness": total - waiting,
-        "with_outcome": total - unlabelled,
-        "pending": waiting,
-        "pending_rate": waiting / total if total else None,
-        "pending_label": unlabelled,
-        "pending_label_rate": unlabelled / total if total else None,
-    }
+def pending(columns: Columns, groups: np.ndarray | None = None, n: int = 1) -> list[dict[str, Any]]:
+    """Per group, records still waiting for their outcome (no correctness known) and for a
+    label outcome."""
+    g = np.zeros(len(columns), dtype=np.int64) if groups is None else groups
+    total = np.bincount(g, minlength=n).tolist()
+    waiting = np.bincount(g[columns.correct < 0], minlength=n).tolist()
+    unlabelled = np.bincount(g[columns.outcome < 0], minlength=n).tolist()
+    return [
+        {
+            "total": total[i],
+            "with_correctness": total[i] - waiting[i],
+            "with_outcome": total[i] - unlabelled[i],
+            "pending": waiting[i],
+            "pending_rate": waiting[i] / total[i] if total[i] else None,
+            "pending_label": unlabelled[i],
+            "pending_label_rate": unlabelled[i] / total[i] if total[i] else None,
+        }
+        for i in range(n)
+    ]
 
 
-def accuracy_interval(
-    columns: Columns, confidence: float, rows: np.ndarray | None = None
-) -> dict[str, Any]:
-    """Wilson score interval on accuracy over the records whose correctness is known."""
-    correct = columns.correct if rows is None else columns.correct[rows]
-    known = correct[correct >= 0]
-    n, hits = len(known), int(np.count_nonzero(known == 1))
-    bounds = wilson_interval(hits, n, confidence)
-    return {
-        "method": "wilson",
-        "confidence": confidence,
-        "n": n,
-        "correct": hits,
-        "accuracy": hits / n if n else None,
-        "low": None if bounds is None else bounds[0],
-        "high": None if bounds is None else bounds[1],
-    }
+def accuracy_intervals(
+    columns: Columns, confidence: float, groups: np.ndarray | None = None, n: int = 1
+) -> list[dict[str, Any]]:
+    """Per group, the Wilson score interval on accuracy over records with known
+    correctness."""
+    g = np.zeros(len(columns), dtype=np.int64) if groups is None else groups
+    known = columns.correct >= 0
+    sizes = np.bincount(g[known], minlength=n).tolist()
+    hits = np.bincount(g[known & (columns.correct == 1)], minlength=n).tolist()
+    out = []
+    for size, hit in zip(sizes, hits, strict=True):
+        bounds = wilson_interval(hit, size, confidence)
+        out.append(
+            {
+                "method": "wilson",
+                "confidence": confidence,
+                "n": size,
+                "correct": hit,
+                "accuracy": hit / size if size else None,
+                "low": None if bounds is None else bounds[0],
+                "high": None if bounds is None else bounds[1],
+            }
+        )
+    return out
 
 
 def label_shares(columns: Columns, n_labels: int) -> tuple[list[int], list[float]]:
@@ -122,42 +132,41 @@ def label_drift(
     return out
 
 
-def _calibration(columns: Columns, rows: np.ndarray, n_bins: int) -> dict[str, Any]:
-    correct = columns.correct[rows]
-    known = correct >= 0
-    confidence = columns.confidence[rows][known]
-    hits = correct[known] == 1
-    n = int(np.count_nonzero(known))
+def _by_version(
+    columns: Columns, n_bins: int, measured: list[dict[str, Any]] | None = None
+) -> dict[Any, dict[str, Any]]:
+    """Calibration per model_version of a record set (``measured``: its metrics per version
+    present, when the report already has them)."""
+    groups, n = version_partition(columns)
+    if measured is None:
+        measured = grouped_metrics(columns, Evaluation(calibration_bins=n_bins), groups, n)
+    book = columns.versions
+    present = np.flatnonzero(np.bincount(columns.model_version, minlength=len(book.values)))
     return {
-        "n": len(rows),
-        "n_correctness": n,
-        "accuracy": int(np.count_nonzero(hits)) / n if n else None,
-        "mean_confidence": math.fsum(confidence.tolist()) / n if n else None,
-        "ece": expected_calibration_error(reliability(confidence, hits, n_bins)),
-    }
-
-
-def _by_version(columns: Columns) -> dict[Any, np.ndarray]:
-    codes = columns.model_version
-    return {
-        columns.versions.values[int(code)]: np.flatnonzero(codes == code)
-        for code in np.unique(codes).tolist()
+        book.values[code]: {
+            "n": m["counts"]["total"],
+            "n_correctness": m["outcomes"]["n"],
+            "accuracy": m["outcomes"]["accuracy"],
+            "mean_confidence": m["confidence"]["mean"],
+            "ece": m["calibration"]["ece"],
+        }
+        for code, m in zip(present.tolist(), measured, strict=True)
     }
 
 
 def calibration_by_version(
-    columns: Columns, baseline: Columns | None, n_bins: int
+    columns: Columns,
+    baseline: Columns | None,
+    n_bins: int,
+    measured: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Per model_version (absent last), its calibration now and in the baseline."""
-    current = _by_version(columns)
-    before = _by_version(baseline) if baseline is not None else {}
+    current = _by_version(columns, n_bins, measured)
+    before = _by_version(baseline, n_bins) if baseline is not None else {}
     out = []
     for version in sorted(current, key=lambda v: (v is None, identity(v))):
-        entry = {"model_version": version, **_calibration(columns, current[version], n_bins)}
-        base = None
-        if baseline is not None and version in before:
-            base = _calibration(baseline, before[version], n_bins)
-        entry["baseline"] = base
+        entry = {"model_version": version, **current[version], "baseline": before.get(version)}
+        base = entry["baseline"]
         ece, base_ece = entry["ece"], None if base is None else base["ece"]
         entry["ece_increase"] = None if ece is None or base_ece is None else ece - base_ece
         out.append(entry)
@@ -179,14 +188,13 @@ def extension_results(loaded: LoadedContract, report: ProductionReport) -> dict[
         baseline_info = {k: base.info[k] for k in ("source", "path", "hash", "n_records")}
     segments = []
     for key in loaded.contract.production.segments:
-        for value, rows in groups(columns, key):
+        values, groups = partition(columns, key)
+        n = len(values)
+        waiting = pending(columns, groups, n)
+        intervals = accuracy_intervals(columns, settings.confidence, groups, n)
+        for value, outcomes, interval in zip(values, waiting, intervals, strict=True):
             segments.append(
-                {
-                    "key": key,
-                    "value": value,
-                    "outcomes": pending(columns, rows),
-                    "accuracy_interval": accuracy_interval(columns, settings.confidence, rows),
-                }
+                {"key": key, "value": value, "outcomes": outcomes, "accuracy_interval": interval}
             )
     return {
         "sidecar_version": SIDECAR_VERSION,
@@ -197,11 +205,11 @@ def extension_results(loaded: LoadedContract, report: ProductionReport) -> dict[
         "baseline": baseline_info,
         "status": document["status"],
         "settings": settings.model_dump(),
-        "outcomes": pending(columns),
-        "accuracy_interval": accuracy_interval(columns, settings.confidence),
+        "outcomes": pending(columns)[0],
+        "accuracy_interval": accuracy_intervals(columns, settings.confidence)[0],
         "label_drift": label_drift(columns, before, labels, settings.psi_epsilon),
         "calibration_by_model_version": calibration_by_version(
-            columns, before, evaluation.calibration_bins
+            columns, before, evaluation.calibration_bins, report.by_version
         ),
         "segments": segments,
     }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -31,34 +32,33 @@ _NULL_SENSITIVE = ("id", "confidence", "metadata")
 _LETTER_ESCAPES = (b"\\u006", b"\\u007")
 
 
-def blocks(path_stream: object, size: int | None = None) -> Iterator[bytes]:
-    """Successive chunks of a binary stream, each ending at a newline (except the last)."""
-    read = path_stream.read  # type: ignore[attr-defined]
+def block_ranges(data: Any, size: int | None = None) -> Iterator[tuple[int, int]]:
+    """(start, end) of successive stretches of ``data`` (bytes or an mmap), each ending at a
+    newline except the last; no stretch is empty."""
     size = size or BLOCK_BYTES
-    carry = b""
-    while True:
-        data = read(size)
-        if not data:
-            if carry:
-                yield carry
-            return
-        data = carry + data
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            carry = data
-            continue
-        carry = data[cut + 1 :]
-        yield data[: cut + 1]
+    start, total = 0, len(data)
+    while start < total:
+        end = min(start + size, total)
+        if end < total:
+            cut = data.rfind(b"\n", start, end)
+            end = cut + 1 if cut >= 0 else _next_newline(data, end, total)
+        yield start, end
+        start = end
 
 
-def line_starts(block: bytes) -> np.ndarray:
+def _next_newline(data: Any, at: int, total: int) -> int:
+    found = data.find(b"\n", at, total)
+    return total if found < 0 else found + 1
+
+
+def line_starts(block: Any) -> np.ndarray:
     """Offsets where the block's lines start (a final newline opens no new line)."""
     ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
     starts = np.concatenate(([0], ends + 1))
     return starts[starts < len(block)] if len(block) else starts[:0]
 
 
-def nonblank_lines(block: bytes, starts: np.ndarray) -> np.ndarray:
+def nonblank_lines(block: Any, starts: np.ndarray) -> np.ndarray:
     """Indices (into ``starts``) of the lines DecGuard reads: not empty after strip()."""
     data = np.frombuffer(block, dtype=np.uint8)
     if not len(starts):
@@ -68,7 +68,7 @@ def nonblank_lines(block: bytes, starts: np.ndarray) -> np.ndarray:
     keep = np.ones(len(starts), dtype=bool)
     bounds = np.append(starts, len(block))
     for i in candidates.tolist():
-        keep[i] = bool(block[bounds[i] : bounds[i + 1]].strip())
+        keep[i] = bool(bytes(block[bounds[i] : bounds[i + 1]]).strip())
     return np.flatnonzero(keep)
 
 
@@ -109,9 +109,11 @@ def _schemas(spec: DecisionSpec, segment_keys: tuple[str, ...]) -> list[pa.Schem
     numbers as score labels or segment values)."""
     text, number, flag = pa.string(), pa.float64(), pa.bool_()
     probabilities = pa.struct([(label, number) for label in spec.labels])
+    # 'confidence' is left to inference: its column then exists only if some record writes
+    # the key, which tells "absent everywhere" from "null somewhere" without a byte search
     common = [
         ("id", text), ("timestamp", text), ("decision", text), ("probabilities", probabilities),
-        ("confidence", number), ("backend", text), ("model", text), ("model_version", text),
+        ("backend", text), ("model", text), ("model_version", text),
         ("outcome_correct", flag), ("latency_ms", number), ("cost", number), ("action", text),
         ("fallback", flag),
     ]  # fmt: skip
@@ -128,61 +130,96 @@ class ArrowReader:
             pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
             for schema in _schemas(spec, segment_keys)
         ]
-        self.read_options = pj.ReadOptions(use_threads=True, block_size=1 << 20)
+        # one thread per block: blocks are parsed on a worker thread beside the checks
+        self.read_options = pj.ReadOptions(use_threads=False, block_size=1 << 22)
 
-    def _parse(self, block: bytes) -> pa.Table | None:
+    def _parse(self, block: Any) -> pa.Table | None:
+        source = pa.py_buffer(block)
         for options in self.options:
             try:
                 return pj.read_json(
-                    pa.BufferReader(block), read_options=self.read_options, parse_options=options
+                    pa.BufferReader(source), read_options=self.read_options, parse_options=options
                 )
             except (pa.ArrowException, UnicodeDecodeError, ValueError):
                 continue
         return None
 
-    def fast_table(self, block: bytes) -> pa.Table | None:
-        """The block as an Arrow table whose rows are exactly its records, or None."""
-        if b"\r" in block and block.count(b"\r") != block.count(b"\r\n"):
-            return None  # Arrow would split a line at a lone CR; DecGuard does not
-        if b"\xef\xbb\xbf" in block:
-            return None  # Arrow skips a byte order mark; Python's json refuses it
+    def fast_table(self, block: Any, source: Any = None) -> tuple[pa.Table | None, int]:
+        """The block (bytes or a memoryview) as an Arrow table whose rows are exactly its
+        records (or None), and the number of lines it spans. ``source`` is an object with
+        ``find(sub, start, end)`` over the block's bytes (an mmap and the block's offset) to
+        search without copying."""
+        finder = _Finder(block, source)
+        table, starts = self._table(block, finder)
+        return table, len(line_starts(block) if starts is None else starts)
+
+    def _table(self, block: Any, finder: _Finder) -> tuple[pa.Table | None, np.ndarray | None]:
+        # single-byte searches run at memchr speed
+        if finder.find(b"\r") >= 0:
+            data = np.frombuffer(block, dtype=np.uint8)
+            if np.count_nonzero(data == 0x0D) != _crlf_count(data):
+                return None, None  # Arrow would split a line at a lone CR; DecGuard does not
+        if finder.find(b"\xef") >= 0 and finder.find(b"\xef\xbb\xbf") >= 0:
+            return None, None  # Arrow skips a byte order mark; Python's json refuses it
         table = self._parse(block)
         if table is None:
-            return None
+            return None, None
         starts = line_starts(block)
         records = nonblank_lines(block, starts)
         if table.num_rows != len(records):
-            return None  # e.g. two objects on one line
-        if not self._nulls_are_absences(block, table, starts[records]):
-            return None
-        return table
+            return None, starts  # e.g. two objects on one line
+        escaped = finder.find(b"\\") >= 0
+        if not self._nulls_are_absences(finder, table, starts[records], escaped=escaped):
+            return None, starts
+        return table, starts
 
     @staticmethod
-    def _nulls_are_absences(block: bytes, table: pa.Table, starts: np.ndarray) -> bool:
+    def _nulls_are_absences(
+        finder: _Finder, table: pa.Table, starts: np.ndarray, *, escaped: bool
+    ) -> bool:
         """True when no record writes ``null`` for a field whose absence means a default."""
-        escaped = any(hint in block for hint in _LETTER_ESCAPES)
         for key in _NULL_SENSITIVE:
-            if key in table.column_names:
-                missing = ~table.column(key).is_valid().to_numpy(zero_copy_only=False)
-            else:
-                missing = np.ones(table.num_rows, dtype=bool)
+            if key not in table.column_names:
+                continue  # an inferred column is missing only when no record writes the key
+            missing = ~table.column(key).is_valid().to_numpy(zero_copy_only=False)
             if not missing.any():
                 continue
-            if escaped:
+            # an escaped spelling of the key hides from the byte search below
+            if escaped and any(finder.find(hint) >= 0 for hint in _LETTER_ESCAPES):
                 return False
             literal = f'"{key}"'.encode()
-            if literal not in block:
-                continue
-            # rows without a value whose line still mentions the key: maybe "key": null
             hits = []
-            at = block.find(literal)
+            at = finder.find(literal)
             while at >= 0:
                 hits.append(at)
-                at = block.find(literal, at + 1)
+                at = finder.find(literal, at + 1)
+            if not hits:
+                continue  # the key is never written: absent everywhere
+            # rows without a value whose line still mentions the key: maybe "key": null
             rows = np.searchsorted(starts, np.array(hits), side="right") - 1
             if missing[rows[rows >= 0]].any():
                 return False
         return True
+
+
+class _Finder:
+    """Substring search in a block, in place when the block lies in a searchable source."""
+
+    def __init__(self, block: Any, source: Any) -> None:
+        if source is None:
+            self.data, self.offset, self.end = bytes(block), 0, len(block)
+        else:
+            self.data, self.offset = source
+            self.end = self.offset + len(block)
+
+    def find(self, sub: bytes, start: int = 0) -> int:
+        at = self.data.find(sub, self.offset + start, self.end)
+        return at - self.offset if at >= 0 else -1
+
+
+def _crlf_count(data: np.ndarray) -> int:
+    cr = np.flatnonzero(data[:-1] == 0x0D)
+    return int(np.count_nonzero(data[cr + 1] == 0x0A))
 
 
 def read_lines(path_stream: object) -> Iterator[tuple[int, bytes]]:

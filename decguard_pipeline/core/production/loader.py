@@ -14,26 +14,31 @@ repeated id before it.
 from __future__ import annotations
 
 import hashlib
+import mmap
+import os
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.dataset import iter_items, read_text
 from decguard_pipeline.core.errors import DatasetError
 from decguard_pipeline.core.production import jsonl_blocks
 from decguard_pipeline.core.production.arrow_batches import table_batch
-from decguard_pipeline.core.production.columns import Columns, ColumnsBuilder
+from decguard_pipeline.core.production.columns import Columns, ColumnsBuilder, first_repeat
 from decguard_pipeline.core.production.normalized import normalized_record
 from decguard_pipeline.core.production.records import Item, check_items
 
 WHAT = "production dataset"
 ITEMS_PER_CHECK = 50_000
+PARSERS = 2  # threads parsing blocks with Arrow
+AHEAD = 3  # blocks parsed ahead of the checks (bounds memory to a few blocks)
 
 
 @dataclass
@@ -112,19 +117,19 @@ class _Loader:
         raise DatasetError(f"{self.path}: {locate(position)}: {problem}")
 
     def check_unique(self, locate: Callable[[int], str], before: int | None = None) -> None:
-        ids = pa.chunked_array(self.builder.parts.get("ids", []), type=pa.string())
+        parts = self.builder.parts
+        hashes = np.concatenate(parts["id_hashes"]) if parts.get("id_hashes") else np.zeros(0)
+        ids = pa.chunked_array(parts.get("ids", []), type=pa.string())
         if before is not None:
-            ids = ids.slice(0, before - 1)
-        if not len(ids) or pc.count_distinct(ids).as_py() == len(ids):
-            return
-        first: dict[str, int] = {}
-        for position, record_id in enumerate(ids.to_pylist(), start=1):
-            if record_id in first:
-                raise DatasetError(
-                    f"{self.path}: {locate(position)}: duplicate record id {record_id!r} "
-                    f"(first at {locate(first[record_id])})"
-                )
-            first[record_id] = position
+            hashes, ids = hashes[: before - 1], ids.slice(0, before - 1)
+        repeat = first_repeat(hashes, ids)
+        if repeat is not None:
+            first, position = repeat
+            record_id = ids[position - 1].as_py()
+            raise DatasetError(
+                f"{self.path}: {locate(position)}: duplicate record id {record_id!r} "
+                f"(first at {locate(first)})"
+            )
 
     def finish(self, locate: Callable[[int], str]) -> Columns:
         if not self.count:
@@ -156,6 +161,27 @@ def _jsonl_items(path: Path) -> Iterator[Item]:
             yield Item(jsonl_blocks.json_value(raw), position)
 
 
+def _mapped(path: Path, stream: Any) -> Any:
+    """The file's bytes without copying them (an mmap), or b"" for an empty file."""
+    size = os.fstat(stream.fileno()).st_size
+    if not size:
+        return b""
+    mapped = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
+    if hasattr(mmap, "MADV_SEQUENTIAL"):
+        mapped.madvise(mmap.MADV_SEQUENTIAL)
+    return mapped
+
+
+def _release(data: Any, end: int) -> None:
+    """Let the kernel drop the mapped pages before ``end`` from this process (they stay in
+    the page cache; a page still wanted is simply read again), so resident memory stays at
+    a few blocks whatever the file size."""
+    if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        upto = end - end % mmap.PAGESIZE
+        if upto:
+            data.madvise(mmap.MADV_DONTNEED, 0, upto)
+
+
 def load_jsonl(
     path: Path, spec: DecisionSpec, tolerance: float, segment_keys: tuple[str, ...]
 ) -> RecordSet:
@@ -163,17 +189,34 @@ def load_jsonl(
     reader = jsonl_blocks.ArrowReader(spec, segment_keys)
     locate = _jsonl_line_of(path)
     digest = hashlib.sha256()
-    line = 1
+
     try:
-        with path.open("rb") as stream:
-            for block in jsonl_blocks.blocks(stream):
-                digest.update(block)
-                table = reader.fast_table(block)
+        with path.open("rb") as stream, ThreadPoolExecutor(PARSERS) as parsers, \
+                ThreadPoolExecutor(1) as hasher:  # fmt: skip
+            data = _mapped(path, stream)
+            view = memoryview(data)
+            ranges = list(jsonl_blocks.block_ranges(data))
+
+            def submit(a: int, b: int) -> Future[tuple[pa.Table | None, int]]:
+                # worker threads: hashing (in order, on its own thread) and Arrow parsing
+                # release the GIL while the main thread checks the previous block
+                hasher.submit(digest.update, view[a:b])
+                return parsers.submit(reader.fast_table, view[a:b], (data, a))
+
+            pending = deque(submit(a, b) for a, b in ranges[:AHEAD])
+            line = 1
+            for index, (start, end) in enumerate(ranges):
+                table, n_lines = pending.popleft().result()
+                if index + AHEAD < len(ranges):
+                    pending.append(submit(*ranges[index + AHEAD]))
                 if table is None or not loader.add_table(table):
+                    block = bytes(view[start:end])
                     items, _ = jsonl_blocks.python_items(block, line, loader.count + 1)
-                    for start in range(0, len(items), ITEMS_PER_CHECK):
-                        loader.add_items(items[start : start + ITEMS_PER_CHECK], locate)
-                line += block.count(b"\n")
+                    for first in range(0, len(items), ITEMS_PER_CHECK):
+                        loader.add_items(items[first : first + ITEMS_PER_CHECK], locate)
+                line += n_lines
+                _release(data, end)
+            hasher.shutdown(wait=True)
     except OSError as exc:
         raise _cannot_read(path, exc) from exc
     columns = loader.finish(locate)

@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from decguard_pipeline import PRODUCER_VERSION
 from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
@@ -20,8 +22,7 @@ from decguard_pipeline.core.production.checks import aggregate_checks
 from decguard_pipeline.core.production.columns import Columns
 from decguard_pipeline.core.production.drift import compute_drift
 from decguard_pipeline.core.production.loader import RecordSet
-from decguard_pipeline.core.production.metrics import production_metrics
-from decguard_pipeline.core.production.segments import build_segments
+from decguard_pipeline.core.production.segments import measure
 from decguard_pipeline.core.report.jsonio import print_document, write_document
 
 CHECK_VERSION = "0.1"
@@ -43,6 +44,8 @@ class ProductionReport:
     records: Callable[[], Iterable[dict[str, Any]]]  # streams the normalised records
     baseline: Baseline | None = None
     extensions: dict[str, Any] | None = field(default=None)
+    # metrics per model_version present (in code order of columns.versions), for extensions
+    by_version: list[dict[str, Any]] | None = field(default=None)
 
     @property
     def status(self) -> str:
@@ -66,14 +69,27 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def version_partition(columns: Columns) -> tuple[np.ndarray, int]:
+    """Each record's model_version as an index into the versions present."""
+    book = columns.versions
+    present = np.flatnonzero(np.bincount(columns.model_version, minlength=len(book.values)))
+    lookup = np.zeros(max(len(book.values), 1), dtype=np.int32)
+    lookup[present] = np.arange(len(present))
+    return lookup[columns.model_version], len(present)
+
+
 def evaluate(
     loaded: LoadedContract, columns: Columns, baseline_metrics: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """metrics, drift, segments, checks, status and exit code of a record set."""
+    """metrics, drift, segments, checks, status and exit code of a record set (and, for
+    the extensions, the metrics per model_version)."""
     contract = loaded.contract
-    metrics = production_metrics(columns, contract.evaluation)
+    versions = version_partition(columns)
+    metrics, later, (by_version,) = measure(
+        columns, contract.production, contract.evaluation, [versions]
+    )
     drift = compute_drift(metrics, baseline_metrics)
-    segments = build_segments(columns, contract.production, contract.evaluation)
+    segments = later()
     checks = aggregate_checks(contract.production, metrics, drift)
     checks += [check for segment in segments for check in segment["checks"]]
     status = overall_status(checks)
@@ -84,6 +100,7 @@ def evaluate(
         "checks": checks,
         "status": status,
         "exit_code": EXIT_CODES[status],
+        "by_version": by_version,
     }
 
 
@@ -133,7 +150,9 @@ def build_report(
         "checks": result["checks"],
         "records": None,  # streamed when written
     }
-    return ProductionReport(document, data.columns, data.records, baseline)
+    report = ProductionReport(document, data.columns, data.records, baseline)
+    report.by_version = result["by_version"]
+    return report
 
 
 def records_of(items: list[dict[str, Any]]) -> Callable[[], Iterator[dict[str, Any]]]:

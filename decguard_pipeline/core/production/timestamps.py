@@ -41,9 +41,48 @@ def _ints(parts: pa.StructArray, name: str) -> np.ndarray:
     return pc.cast(digits, pa.int32()).to_numpy(zero_copy_only=False)
 
 
+_DIGITS = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
+_SEPARATORS = {4: b"-", 7: b"-", 10: b"T", 13: b":", 16: b":"}
+
+
+def _fixed_shape(values: pa.Array) -> np.ndarray | None:
+    """Fast accept for the commonest spelling, ``YYYY-MM-DDTHH:MM:SSZ`` (20 bytes), read
+    straight from the Arrow buffers as a byte matrix; None when the array has nulls or other
+    lengths (the general path decides)."""
+    if values.null_count or values.type != pa.string() or not len(values):
+        return None
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32)[
+        values.offset : values.offset + len(values) + 1
+    ]
+    if not np.all(np.diff(offsets) == 20):
+        return None
+    data = np.frombuffer(values.buffers()[2], dtype=np.uint8)
+    grid = data[offsets[0] : offsets[0] + 20 * len(values)].reshape(-1, 20)
+    digits = grid[:, _DIGITS].astype(np.int32) - 48
+    ok = np.all((digits >= 0) & (digits <= 9), axis=1) & (grid[:, 19] == ord("Z"))
+    for column, char in _SEPARATORS.items():
+        ok &= grid[:, column] == char[0]
+    number = lambda i, j: digits[:, i] * 10 + digits[:, j]  # noqa: E731
+    year = number(0, 1) * 100 + number(2, 3)
+    month, day = number(4, 5), number(6, 7)
+    return ok & _calendar_ok(year, month, day) & (number(8, 9) <= 23) & (
+        number(10, 11) <= 59
+    ) & (number(12, 13) <= 59)  # fmt: skip
+
+
+def _calendar_ok(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np.ndarray:
+    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
+    month_ok = (month >= 1) & (month <= 12)
+    days = _DAYS[np.where(month_ok, month, 0)] + ((month == 2) & leap)
+    return (year >= 1) & month_ok & (day >= 1) & (day <= days)
+
+
 def timestamps_ok(values: pa.Array) -> np.ndarray:
     """Per non-null string value whether it is a valid timestamp (nulls count as valid)."""
     n = len(values)
+    fixed = _fixed_shape(values)
+    if fixed is not None and fixed.all():
+        return fixed
     ok = np.ones(n, dtype=bool)
     present = ~pc.is_null(values).to_numpy(zero_copy_only=False)
     if not present.any():
@@ -51,15 +90,9 @@ def timestamps_ok(values: pa.Array) -> np.ndarray:
     parts = pc.extract_regex(pc.fill_null(values, ""), _SHAPE)
     shaped = parts.is_valid().to_numpy(zero_copy_only=False) & present
     year, month, day = _ints(parts, "y"), _ints(parts, "mo"), _ints(parts, "d")
-    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
-    month_ok = (month >= 1) & (month <= 12)
-    days = _DAYS[np.where(month_ok, month, 0)] + ((month == 2) & leap)
     fast = (
         shaped
-        & (year >= 1)
-        & month_ok
-        & (day >= 1)
-        & (day <= days)
+        & _calendar_ok(year, month, day)
         & (_ints(parts, "h") <= 23)
         & (_ints(parts, "mi") <= 59)
         & (_ints(parts, "s") <= 59)

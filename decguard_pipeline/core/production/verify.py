@@ -25,7 +25,6 @@ from decguard_pipeline.core.production import schema
 from decguard_pipeline.core.production.checks import aggregate_checks
 from decguard_pipeline.core.production.columns import Columns, ColumnsBuilder
 from decguard_pipeline.core.production.drift import compute_drift
-from decguard_pipeline.core.production.metrics import production_metrics
 from decguard_pipeline.core.production.records import (
     RECORD_KEYS,
     Item,
@@ -33,7 +32,7 @@ from decguard_pipeline.core.production.records import (
     plain_record,
 )
 from decguard_pipeline.core.production.report import CHECK_VERSION
-from decguard_pipeline.core.production.segments import build_segments
+from decguard_pipeline.core.production.segments import measure
 from decguard_pipeline.core.validation import format_errors
 
 
@@ -181,7 +180,7 @@ def _recompute(document: dict[str, Any], records: list[dict[str, Any]]) -> Colum
     dataset = document["dataset"]
     if counts != (dataset["n_records"], dataset["n_outcomes"], dataset["n_correctness"]):
         raise Invalid("dataset counts do not match stored production records")
-    metrics = production_metrics(columns, evaluation)
+    metrics, segments_of, _ = measure(columns, config, evaluation)
     if metrics != document["metrics"]:
         raise Invalid("metrics do not match stored production records")
     baseline = document["baseline"]
@@ -193,7 +192,7 @@ def _recompute(document: dict[str, Any], records: list[dict[str, Any]]) -> Colum
     drift = compute_drift(metrics, None if baseline is None else baseline["metrics"])
     if drift != document["drift"]:
         raise Invalid("drift does not match current and baseline metrics")
-    segments = build_segments(columns, config, evaluation)
+    segments = segments_of()
     if segments != document["segments"]:
         raise Invalid("segments do not match stored production records")
     checks = aggregate_checks(config, metrics, drift)
