@@ -257,12 +257,25 @@ def gate_results(
 
 
 def report_for(
-    entry: ContractEntry, target: str, warehouse: Warehouse, evaluated: Evaluated | None = None
+    entry: ContractEntry,
+    target: str,
+    warehouse: Warehouse,
+    evaluated: Evaluated | None = None,
+    *,
+    with_properties: bool = False,
 ) -> Report:
-    """The DecGuard report of the newest evaluation, against the current contract."""
+    """The DecGuard report of the newest evaluation, against the current contract.
+
+    ``with_properties``: when the contract enables properties, the mode ``all`` report with the
+    stored section and checks of ``property_results`` (``pipeline/property_steps.py``)."""
     loaded = entry.require()
     evaluated = evaluated or load_evaluated(entry, target, warehouse)
     run = evaluated.run
+    stored = None
+    if with_properties:
+        from decguard_pipeline.pipeline.property_steps import stored_for_report
+
+        stored = stored_for_report(entry, target, warehouse, run)
     backend = {
         "name": run["backend"],
         "provider": run["provider"],
@@ -271,18 +284,26 @@ def report_for(
         "details": json.loads(run["backend_details_json"] or "{}"),
     }
     health = {"status": run["health_status"], "detail": run["health_detail"]}
-    return build_report(
+    report = build_report(
         loaded,
         dataset_info(run["dataset_path"], run["dataset_hash"], run["n_cases"], run["n_labeled"]),
         backend,
         evaluated.results,
         health=health,
+        **(
+            {"mode": "all", "properties": stored.section, "property_checks": stored.checks}
+            if stored is not None
+            else {}
+        ),
     )
+    if stored is not None:
+        report.extensions["properties"] = stored.pipeline  # sidecar section, as `test --all`
+    return report
 
 
 def write_report(entry: ContractEntry, target: str, step: Step) -> tuple[Path, Report]:
     """Write the report file (verified by loading it back) and its ``reports`` row."""
-    report = report_for(entry, target, step.warehouse)
+    report = report_for(entry, target, step.warehouse, with_properties=True)
     wh = step.warehouse
     stamp = step.at.strftime("%Y%m%dT%H%M%S%fZ")
     path = wh.partition_dir("report_files", entry.key, target) / f"{stamp}_{step.run_id}.json"
@@ -290,6 +311,10 @@ def write_report(entry: ContractEntry, target: str, step: Step) -> tuple[Path, R
         path, report.document, stream_key="results", items=result_records(report.results)
     )
     load_report(path)  # the file must verify exactly, as DecGuard would check it
+    if "properties" in report.extensions:  # <stem>.pipeline.json, as `test --all -o` writes
+        from decguard_pipeline.fuzzing.sidecar import write_properties_sidecar
+
+        write_properties_sidecar(path, report.document, report.extensions["properties"])
     doc = report.document
     wh.write(
         "reports",
