@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
@@ -120,12 +119,10 @@ def test_contract_is_a_directory(corpus, ours, ref):
     assert message.startswith("error: contracts: cannot read contract: ")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads unreadable files")
-def test_unreadable_dataset(corpus, ours, ref):
-    Path("locked.jsonl").write_text('{"input": "x"}\n')
-    Path("locked.jsonl").chmod(0)
-    message = _same_error(ours, ref, "validate", "datasets/contract.yaml", "-d", "locked.jsonl")
-    assert message == "error: locked.jsonl: cannot read dataset: Permission denied\n"
+def test_dataset_that_cannot_be_read(corpus, ours, ref):
+    Path("cases.jsonl").mkdir()  # a directory where the file should be
+    message = _same_error(ours, ref, "validate", "datasets/contract.yaml", "-d", "cases.jsonl")
+    assert message == "error: cases.jsonl: cannot read dataset: Is a directory\n"
 
 
 def test_too_many_problems_are_summarised(corpus, ours):
