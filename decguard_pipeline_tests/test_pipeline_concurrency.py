@@ -56,6 +56,13 @@ def test_parallel_writers_with_a_reader_holding_the_catalog(tmp_path: Path):
     )  # fmt: skip
     assert reader.stdout is not None and reader.stdin is not None
     assert reader.stdout.readline().strip() == "0"
+    # the instance exists before runs start, as with `make run` or `dagster dev`: two
+    # processes creating a fresh SQLite instance at the same moment would race on its schema
+    subprocess.run(
+        [sys.executable, "-c", "import dagster; dagster.DagsterInstance.get().get_runs()"],
+        env=env,
+        check=True,
+    )
     targets = ["default@refund-mock-v1", "order_sensitive@refund-mock-v2"]
     writers = [
         subprocess.Popen(

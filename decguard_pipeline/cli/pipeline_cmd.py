@@ -36,7 +36,7 @@ from decguard_pipeline.cli.errors import EXIT_ERROR, EXIT_GATE_FAILED, handled
     "--fail-on-gate",
     is_flag=True,
     default=False,
-    help="Exit 1 when a requirement gate of any target fails.",
+    help="Exit 1 when a requirement gate (or regression gate) of any target fails.",
 )
 def evaluate(
     contracts: str | None, backends: tuple[str, ...], warehouse: Path | None, fail_on_gate: bool
@@ -72,7 +72,8 @@ def evaluate(
         click.echo(f"\nwarehouse {wh.root}  ·  dagster home {home}  ·  `make ui` to browse runs")
         if result.broken or any(not r["ran"] for r in rows):
             raise SystemExit(EXIT_ERROR)
-        if fail_on_gate and any(r["status"] == "fail" for r in rows):
+        failing = [r for r in rows if r["status"] == "fail" or r["regression"].startswith("FAIL")]
+        if fail_on_gate and failing:
             raise SystemExit(EXIT_GATE_FAILED)
 
 

@@ -1,4 +1,6 @@
-"""The summary table the main job prints: contract, target, accuracy, ECE, coverage, gates."""
+"""The summary table the main job prints: per contract and target, the headline metrics, the
+gates of the evaluation itself (golden, properties, guard) and the regression diff against the
+chosen baseline."""
 
 from __future__ import annotations
 
@@ -7,54 +9,87 @@ from typing import Any
 from decguard_pipeline.core.report.render import num
 from decguard_pipeline.warehouse import Warehouse
 
+# Check tables of the target's own evaluation; regression checks are shown apart.
+EVALUATION_CHECKS = ("gate_results", "property_checks", "guard_checks")
+
+
+def _checks(warehouse: Warehouse, table: str, contract: str, target: str) -> list[dict[str, Any]]:
+    rows = warehouse.read_latest(table, contract, target)
+    return [] if rows is None else rows.to_pylist()
+
+
+def _names(checks: list[dict[str, Any]], status: str) -> list[str]:
+    names: list[str] = []
+    for check in checks:
+        if check["status"] == status and check["gate"] not in names:
+            names.append(check["gate"])
+    return names
+
+
+def _status(failed: list[str], warned: list[str]) -> str:
+    return "fail" if failed else ("warn" if warned else "pass")
+
 
 def summarise(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
     rows = []
     for outcome in result.outcomes:
-        row: dict[str, Any] = {
-            "contract": outcome.contract,
-            "target": outcome.target,
-            "ran": True,
-            "status": None,
-            "failed": [],
-        }
-        metrics = warehouse.read_latest("metrics", outcome.contract, outcome.target)
-        gates = warehouse.read_latest("gate_results", outcome.contract, outcome.target)
-        if metrics is None or gates is None:
+        contract, target = outcome.contract, outcome.target
+        row: dict[str, Any] = {"contract": contract, "target": target, "ran": True}
+        metrics = warehouse.read_latest("metrics", contract, target)
+        if metrics is None:
             row["ran"] = False
             row["error"] = ", ".join(outcome.failed_steps) or "no results"
             rows.append(row)
             continue
         values = {m["metric"]: m["value"] for m in metrics.to_pylist()}
-        checks = gates.to_pylist()
+        checks = [c for t in EVALUATION_CHECKS for c in _checks(warehouse, t, contract, target)]
         row.update(
             accuracy=values.get("accuracy"),
             ece=values.get("ece"),
             coverage=values.get("coverage"),
-            failed=[c["gate"] for c in checks if c["status"] == "fail"],
-            warned=[c["gate"] for c in checks if c["status"] == "warn"],
+            failed=_names(checks, "fail"),
+            warned=_names(checks, "warn"),
         )
-        row["status"] = "fail" if row["failed"] else ("warn" if row["warned"] else "pass")
+        row["status"] = _status(row["failed"], row["warned"])
+        diff = warehouse.read_latest("diffs", contract, target)
+        regression = _checks(warehouse, "regression_checks", contract, target)
+        if diff is None or diff.num_rows == 0:
+            row["regression"] = "-"
+        elif not diff.to_pylist()[-1]["baseline_target"]:
+            row["regression"] = "no baseline"
+        else:
+            baseline = diff.to_pylist()[-1]["baseline_target"]
+            failed, warned = _names(regression, "fail"), _names(regression, "warn")
+            verdict = _status(failed, warned).upper()
+            detail = failed or warned
+            row["regression"] = f"{verdict} vs {baseline}" + (
+                f" ({', '.join(detail)})" if detail else ""
+            )
         rows.append(row)
     return rows
+
+
+def _gates(row: dict[str, Any]) -> str:
+    detail = row["failed"] or row["warned"]
+    return row["status"].upper() + (f" ({', '.join(detail)})" if detail else "")
 
 
 def render_summary(rows: list[dict[str, Any]], result: Any) -> str:
     width = max([len(r["target"]) for r in rows] + [6])
     cwidth = max([len(r["contract"]) for r in rows] + [8])
-    lines = [f"{'contract':<{cwidth}}  {'target':<{width}}  accuracy  ECE    coverage  gates"]
+    gwidth = max([len(_gates(r)) for r in rows if r["ran"]] + [5])
+    lines = [
+        f"{'contract':<{cwidth}}  {'target':<{width}}  accuracy  ECE    coverage  "
+        f"{'gates':<{gwidth}}  regression"
+    ]
     for r in rows:
         head = f"{r['contract']:<{cwidth}}  {r['target']:<{width}}  "
         if not r["ran"]:
             lines.append(head + f"ERROR: run failed ({r['error']})")
             continue
-        gates = r["status"].upper()
-        if r["failed"]:
-            gates += f" ({', '.join(r['failed'])})"
-        elif r["warned"]:
-            gates += f" ({', '.join(r['warned'])})"
         lines.append(
-            head + f"{num(r['accuracy']):<8}  {num(r['ece']):<5}  {num(r['coverage']):<8}  {gates}"
+            head + f"{num(r['accuracy']):<8}  {num(r['ece']):<5}  {num(r['coverage']):<8}  "
+            f"{_gates(r):<{gwidth}}  {r['regression']}"
         )
     for contract, backend, why in result.skipped:
         lines.append(f"skipped  {contract}/{backend}: {why}")
