@@ -114,49 +114,57 @@ class ValidatedBatch:
 def validate_many(
     labels: Sequence[str], raws: Sequence[Any], *, tolerance: float = DEFAULT_TOLERANCE
 ) -> ValidatedBatch:
-    """Validate many raw probability mappings; sum checks are vectorised and exact."""
+    """Validate many raw probability mappings; sum checks are vectorised and exact.
+
+    Backends may hand back the same (read-only) mapping for many cases, as the mock does
+    for its configured answers: each distinct mapping is read and summed once, and its row
+    copied to every case that got it."""
     k = len(labels)
     probs = np.full((len(raws), k), np.nan)
     errors: list[str | None] = [None] * len(raws)
     kinds: list[str | None] = [None] * len(raws)
     label_tuple = tuple(labels)
     label_set = frozenset(labels)
+    slot_of: dict[int, int | tuple[str, str]] = {}  # id(mapping) -> row of `table` or error
+    table: list[list[float]] = []
     filled: list[int] = []
-    rows: list[list[float]] = []
-    # Backends may hand back the same (read-only) mapping for many cases, as the mock does
-    # for its configured answers: such a mapping is read once per batch.
-    seen: dict[int, list[float] | tuple[str, str]] = {}
+    slots: list[int] = []
     for i, raw in enumerate(raws):
-        known = seen.get(id(raw))
-        if known is None:
+        slot = slot_of.get(id(raw))
+        if slot is None:
+            row: list[float] | None = None
             # fast path: a plain dict with exactly the labels and float values
             if type(raw) is dict and len(raw) == k and raw.keys() == label_set:
                 row = [raw[label] for label in label_tuple]
-                if all(type(v) is float and v >= 0.0 and v != math.inf for v in row):
-                    known = row
-            if known is None:
+                if not all(type(v) is float and v >= 0.0 and v != math.inf for v in row):
+                    row = None
+            if row is None:
                 try:
-                    known = _row_values(label_tuple, raw)
+                    row = _row_values(label_tuple, raw)
                 except InvalidResponse as exc:
-                    known = (InvalidResponse.kind, str(exc))
-                except OverflowError as exc:
-                    known = ("exception", f"OverflowError: {exc}")
-            seen[id(raw)] = known
-        if type(known) is tuple:
-            kinds[i], errors[i] = known
+                    slot = (InvalidResponse.kind, str(exc))
+                except OverflowError as exc:  # a 400-digit integer: DecGuard's "exception"
+                    slot = ("exception", f"OverflowError: {exc}")
+            if slot is None:
+                slot = len(table)
+                table.append(row)  # type: ignore[arg-type]
+            slot_of[id(raw)] = slot
+        if type(slot) is tuple:
+            kinds[i], errors[i] = slot
         else:
             filled.append(i)
-            rows.append(known)  # type: ignore[arg-type]
-    if filled:
-        probs[filled] = rows
-    valid = np.flatnonzero([e is None for e in errors])
-    if len(valid):
-        totals = row_fsum(probs[valid])
+            slots.append(slot)  # type: ignore[arg-type]
+    if table:
+        rows = np.array(table, dtype=np.float64)
+        totals = row_fsum(rows)
         outside = np.abs(totals - 1.0) > tolerance
-        for i, total in zip(valid[outside].tolist(), totals[outside].tolist(), strict=True):
-            errors[i] = _sum_message(total, tolerance)
+        where = np.asarray(filled, dtype=np.intp)
+        which = np.asarray(slots, dtype=np.intp)
+        bad = outside[which]
+        probs[where[~bad]] = rows[which[~bad]]
+        for i, slot in zip(where[bad].tolist(), which[bad].tolist(), strict=True):
+            errors[i] = _sum_message(float(totals[slot]), tolerance)
             kinds[i] = InvalidResponse.kind
-            probs[i] = np.nan
     return ValidatedBatch(probs, errors, kinds)
 
 
