@@ -96,6 +96,52 @@ class NotABackend:
     pass
 
 
+# A plugin written for DecGuard 0.1 itself: the same entry point serves both tools.
+from decguard.backends.base import BackendMetadata, DecisionBackend, HealthStatus
+from decguard.backends.base import validate_settings
+from decguard.decisions import Prediction as TheirPrediction
+from decguard.errors import BackendUnavailable, ContractError as TheirContractError
+
+
+class TheirSettings(BaseModel):
+    model_config = {"extra": "forbid"}
+    lean: str
+
+
+class DecGuardStyle(DecisionBackend):
+    provider = "dg-style"
+
+    def __init__(self, settings, *, name, model):
+        super().__init__(name=name, model=model)
+        self.settings = settings
+
+    @classmethod
+    def from_config(cls, config, *, name, decision):
+        return cls(validate_settings(TheirSettings, config, name=name), name=name,
+                   model=config.model)
+
+    def predict(self, request):
+        text = request.input if isinstance(request.input, str) else str(request.input)
+        if "down" in text:
+            raise BackendUnavailable("upstream is down")
+        if "boom" in text:
+            raise KeyError("boom")
+        if "config" in text:
+            raise TheirContractError("dg-style: no credentials")
+        labels = request.decision.labels
+        probabilities = {label: 0.1 / (len(labels) - 1) for label in labels}
+        probabilities[self.settings.lean if self.settings.lean in labels else labels[-1]] = 0.9
+        return TheirPrediction(probabilities=probabilities, model_version="dg-1",
+                               metadata={"api_key": "k", "n": len(text)})
+
+    def metadata(self):
+        return BackendMetadata(name=self.name, provider=self.provider, model=self.model,
+                               details={"lean": self.settings.lean, "token": "t"})
+
+    def healthcheck(self):
+        return HealthStatus(status="ok", detail="dg-style plugin")
+
+
 class NoConfig(Backend):
     provider = "no-config"
 '''
@@ -108,6 +154,7 @@ not-a-backend = dg_pipeline_test_plugins:NotABackend
 no-config = dg_pipeline_test_plugins:NoConfig
 broken = dg_pipeline_test_missing_module:Backend
 mock = dg_pipeline_test_plugins:SyncEcho
+dg-style = dg_pipeline_test_plugins:DecGuardStyle
 """
 
 
@@ -261,8 +308,8 @@ def test_builtins_cannot_be_shadowed(plugins, ours):
         ),
         (
             "quantum",
-            "unknown backend provider 'quantum'; available: broken, echo-async, echo-sync, http, "
-            "mock, no-config, not-a-backend, systemone",
+            "unknown backend provider 'quantum'; available: broken, dg-style, echo-async, "
+            "echo-sync, http, mock, no-config, not-a-backend, systemone",
         ),
     ],
 )
@@ -272,3 +319,30 @@ def test_unusable_providers_exit_2(provider, message, plugins, ours, ref):
     assert (ran.exit_code, ran.stderr) == (2, f"error: {message}\n")
     if provider in ("broken", "quantum"):  # the reference reads the same entry points
         assert ref("validate", "c.yaml").stderr == ran.stderr
+
+
+def test_a_decguard_plugin_runs_as_in_decguard(plugins, ours, ref):
+    """A plugin written for DecGuard 0.1 (a decguard DecisionBackend) runs here unchanged,
+    with the same results, errors, metadata and redaction as in the reference."""
+    from decguard_pipeline_tests.test_differential_golden import comparable
+
+    _cases(["fine", "down here", "boom", {"text": "object"}, "another fine one"])  # type: ignore[list-item]
+    _contract("dg-style", lean="b")
+    a, b = ours("test", "c.yaml", "-o", "ours.json"), ref("test", "c.yaml", "-o", "ref.json")
+    assert a.exit_code == b.exit_code == 1, (a.stderr, b.stderr)
+    mine = json.loads(Path("ours.json").read_text())
+    assert comparable(mine) == comparable(json.loads(Path("ref.json").read_text()))
+    assert mine["backend"]["details"] == {"lean": "b", "token": "[REDACTED]"}
+    errors = [r["error"] for r in mine["results"] if r["error"]]
+    assert errors == [
+        {"kind": "unavailable", "message": "upstream is down"},
+        {"kind": "exception", "message": "KeyError: 'boom'"},
+    ]
+    _contract("dg-style", leen="b")
+    a, b = ours("validate", "c.yaml"), ref("validate", "c.yaml")
+    assert (a.exit_code, a.stderr) == (b.exit_code, b.stderr) == (2, b.stderr)
+    _cases(["config please"])
+    _contract("dg-style", lean="b")
+    a, b = ours("test", "c.yaml"), ref("test", "c.yaml")
+    assert (a.exit_code, a.stderr) == (b.exit_code, b.stderr)
+    assert a.stderr == "error: dg-style: no credentials\n"

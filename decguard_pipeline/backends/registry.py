@@ -2,7 +2,8 @@
 
 Built-ins cannot be shadowed. Third-party providers are installed packages exposing a
 :class:`Backend` subclass in the ``decguard.backends`` entry-point group: contracts never
-name import paths.
+name import paths. The group is DecGuard's own, so a plugin written for DecGuard 0.1 (a
+``decguard`` ``DecisionBackend`` subclass) is found there too, and is run through an adapter.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from decguard_pipeline.backends.base import Backend
+from decguard_pipeline.backends.base import Backend, backend_metadata, health
 from decguard_pipeline.core.contract import BackendConfig, DecisionSpec
-from decguard_pipeline.core.errors import ContractError
+from decguard_pipeline.core.decision import DecisionRequest, Prediction
+from decguard_pipeline.core.errors import BackendError, ContractError
 
 ENTRY_POINT_GROUP = "decguard.backends"
 # provider -> (module, class); imported when first used, so a mock run never loads the
@@ -40,9 +42,9 @@ def available_providers() -> list[str]:
 def backend_class(provider: str) -> type[Backend]:
     if provider in BUILTIN:
         module, name = BUILTIN[provider]
-        found: type[Backend] = getattr(import_module(module), name)
-        return found
-    found = tuple(entry_points(group=ENTRY_POINT_GROUP, name=provider))
+        builtin: type[Backend] = getattr(import_module(module), name)
+        return builtin
+    found = entry_points(group=ENTRY_POINT_GROUP, name=provider)
     if not found:
         raise ContractError(
             f"unknown backend provider {provider!r}; available: {', '.join(available_providers())}"
@@ -54,12 +56,96 @@ def backend_class(provider: str) -> type[Backend]:
         raise ContractError(
             f"cannot load backend provider {provider!r} from {entry_point.value}: {exc}"
         ) from exc
-    if not (isinstance(loaded, type) and issubclass(loaded, Backend)):
+    if isinstance(loaded, type) and issubclass(loaded, Backend):
+        return loaded
+    adapted = _decguard_plugin(loaded)
+    if adapted is None:
         raise ContractError(
             f"backend provider {provider!r} ({entry_point.value}) is not a decguard_pipeline "
             "Backend"
         )
-    return loaded
+    return adapted
+
+
+def _decguard_plugin(plugin: Any) -> type[Backend] | None:
+    """A backend class written for DecGuard itself, wrapped so that it speaks this
+    project's interface; None when ``plugin`` is not one (or DecGuard is not installed,
+    which such a plugin needs anyway)."""
+    try:
+        from decguard.backends.base import DecisionBackend
+        from decguard.contracts.models import BackendConfig as TheirConfig
+        from decguard.decisions import DecisionRequest as TheirRequest
+        from decguard.decisions import DecisionSpec as TheirSpec
+        from decguard.errors import BackendError as TheirBackendError
+        from decguard.errors import DecGuardError as TheirError
+    except ImportError:
+        return None
+    if not (isinstance(plugin, type) and issubclass(plugin, DecisionBackend)):
+        return None
+
+    def ours(exc: Exception) -> Exception:
+        """DecGuard's per-case errors keep their kind; its other errors abort the run."""
+        if isinstance(exc, TheirBackendError):
+            error = BackendError(str(exc))
+            error.kind = exc.kind  # type: ignore[misc]
+            return error
+        return ContractError(str(exc))
+
+    def their_spec(spec: DecisionSpec) -> Any:
+        return TheirSpec(
+            name=spec.name, type=spec.type, labels=spec.labels, description=spec.description
+        )
+
+    class DecGuardPlugin(Backend):
+        provider = plugin.provider
+
+        def __init__(self, inner: Any) -> None:
+            super().__init__(name=inner.name, model=inner.model)
+            self.inner = inner
+            self._specs: dict[DecisionSpec, Any] = {}
+
+        @classmethod
+        def from_config(
+            cls, config: BackendConfig, *, name: str, decision: DecisionSpec
+        ) -> DecGuardPlugin:
+            try:
+                inner = plugin.from_config(
+                    TheirConfig.model_validate(config.model_dump()),
+                    name=name,
+                    decision=their_spec(decision),
+                )
+            except TheirError as exc:
+                raise ours(exc) from exc
+            return cls(inner)
+
+        def predict(self, request: DecisionRequest) -> Prediction:
+            spec = self._specs.get(request.decision)
+            if spec is None:
+                spec = self._specs[request.decision] = their_spec(request.decision)
+            asked = TheirRequest(case_id=request.case_id, decision=spec, input=request.input)
+            try:
+                answer = self.inner.predict(asked)
+            except TheirError as exc:
+                raise ours(exc) from exc
+            return Prediction(
+                answer.probabilities, answer.model, answer.model_version, dict(answer.metadata)
+            )
+
+        def healthcheck(self) -> dict[str, str]:
+            status = self.inner.healthcheck()
+            return health(status.status, status.detail)
+
+        def metadata(self) -> dict[str, Any]:
+            about = self.inner.metadata()
+            return backend_metadata(
+                about.name, about.provider, about.model, about.model_version, about.details
+            )
+
+        def close(self) -> None:
+            self.inner.close()
+
+    DecGuardPlugin.__name__ = DecGuardPlugin.__qualname__ = f"DecGuardPlugin_{plugin.__name__}"
+    return DecGuardPlugin
 
 
 def create_backend(
