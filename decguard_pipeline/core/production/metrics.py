@@ -62,11 +62,9 @@ def _flags(columns: Columns, threshold: float | None) -> np.ndarray:
 
 
 def _exact(columns: Columns, name: str) -> ExactColumn:
-    key = ("exact", name)
-    if key not in columns.derived:
-        values = getattr(columns, name)
-        columns.derived[key] = ExactColumn(np.where(np.isnan(values), 0.0, values))
-    return columns.derived[key]
+    # built per use and dropped after: five decomposed columns would double the memory
+    values = getattr(columns, name)
+    return ExactColumn(np.where(np.isnan(values), 0.0, values))
 
 
 def _bins(columns: Columns, n_bins: int) -> np.ndarray:
@@ -75,7 +73,7 @@ def _bins(columns: Columns, n_bins: int) -> np.ndarray:
     if key not in columns.derived:
         edges = (np.arange(n_bins) + 1) / n_bins
         which = np.searchsorted(edges, columns.confidence, side="left")
-        columns.derived[key] = np.minimum(which, n_bins - 1).astype(np.int64)
+        columns.derived[key] = np.minimum(which, n_bins - 1).astype(np.int16)
     return columns.derived[key]
 
 
@@ -164,12 +162,17 @@ class _Cells:
         found = np.bincount(full, minlength=self.size * width + 1)[: self.size * width]
         return found.reshape(self.size, width)
 
-    def totals(self, name: str, rows: np.ndarray | None, key: np.ndarray | None = None,
-               width: int = 1) -> tuple[list[int], int]:  # fmt: skip
-        """Exact integer sums of a column per (cell, key) and their power-of-two scale."""
+    def totals(
+        self, name: str, uses: list[tuple[np.ndarray | None, np.ndarray | None, int]]
+    ) -> list[tuple[list[int], int]]:
+        """Exact integer sums of a column per (cell, key) over rows, for each ``(rows, key,
+        width)`` use, with their power-of-two scale; the column is decomposed once."""
         column = _exact(self.columns, name)
-        groups = self.codes if key is None else self.codes * width + key
-        return column.totals(groups, self.size * width, rows), column.base
+        out = []
+        for rows, key, width in uses:
+            groups = self.codes if key is None else self.codes * width + key
+            out.append((column.totals(groups, self.size * width, rows), column.base))
+        return out
 
 
 def _per_group(table: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
@@ -202,23 +205,25 @@ def partition_metrics(
     has_cost = (flags & _BIT["cost"]) > 0
     bins = _bins(columns, n_bins)
 
-    flag_table = cells.counts(flags.astype(np.int64), _SPAN)
+    flag_table = cells.counts(flags, _SPAN)
     bin_counts = cells.counts(bins, n_bins, known)
     bin_hits = cells.counts(bins, n_bins, known & (columns.correct == 1))
     histogram = cells.counts(bins, n_bins)
-    sums = {
-        "bin_confidence": cells.totals("confidence", known, bins, n_bins),
-        "brier": cells.totals("brier", labelled),
-        "nll": cells.totals("nll", labelled),
-        "confidence": cells.totals("confidence", None),
-        "latency_ms": cells.totals("latency_ms", has_latency),
-        "cost": cells.totals("cost", has_cost),
-    }
+    sums = dict(
+        zip(
+            ("bin_confidence", "confidence"),
+            cells.totals("confidence", [(known, bins, n_bins), (None, None, 1)]),
+            strict=True,
+        )
+    )
+    for name, rows in (("brier", labelled), ("nll", labelled), ("latency_ms", has_latency),
+                       ("cost", has_cost)):  # fmt: skip
+        (sums[name],) = cells.totals(name, [(rows, None, 1)])
 
     results = []
     for index, (groups, n) in enumerate(partitions):
         n = max(n, 1)
-        g = np.zeros(len(columns), dtype=np.int64) if groups is None else groups.astype(np.int64)
+        g = np.zeros(1, dtype=np.int64) if groups is None else groups  # unused for one group
         owner = cells.group_of(index)
         flag_counts = _per_group(flag_table, owner, n)
         count = {name: flag_counts[:, has].sum(axis=1).tolist() for name, has in _HAS.items()}

@@ -21,7 +21,7 @@ from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.production.checks import aggregate_checks
 from decguard_pipeline.core.production.columns import Columns
 from decguard_pipeline.core.production.drift import compute_drift
-from decguard_pipeline.core.production.loader import RecordSet
+from decguard_pipeline.core.production.loader import RecordSet, release_free_memory
 from decguard_pipeline.core.production.segments import measure
 from decguard_pipeline.core.report.jsonio import print_document, write_document
 
@@ -90,6 +90,7 @@ def evaluate(
     )
     drift = compute_drift(metrics, baseline_metrics)
     segments = later()
+    release_free_memory()
     checks = aggregate_checks(contract.production, metrics, drift)
     checks += [check for segment in segments for check in segment["checks"]]
     status = overall_status(checks)
