@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ from decguard_pipeline_tests.conftest import EXAMPLES, same_text
 
 REFUND = EXAMPLES / "refund"
 
+# Across the three contracts every production gate appears as a requirement and as a
+# warning, and every segment gate as a segment requirement and a segment warning.
 CONTRACTS = {
     "choice": """
         schema_version: "0.1"
@@ -41,6 +44,7 @@ CONTRACTS = {
           requirements: {max_error_rate: 0.7, max_ece_increase: 0.2}
           warnings: {min_accuracy: 0.9, max_accuracy_drop: 0.01, max_confidence_tv_distance: 0.1}
           segment_requirements: {max_brier: 1.2}
+          segment_warnings: {min_accuracy: 0.5, max_error_rate: 0.4}
     """,
     "noul": """
         schema_version: "0.1"
@@ -48,7 +52,12 @@ CONTRACTS = {
         backend: {provider: mock}
         evaluation: {confidence_threshold: 0.9, calibration_bins: 1}
         production:
-          requirements: {min_threshold_coverage: 0.2, max_abstention_rate: 0.5}
+          segments: [locale]
+          requirements: {min_threshold_coverage: 0.2, max_abstention_rate: 0.5, max_brier: 0.6,
+                         max_nll: 0.9}
+          warnings: {max_ece: 0.1, max_fallback_rate: 0.3}
+          segment_requirements: {max_ece: 0.4, max_nll: 1.0, min_threshold_coverage: 0.3,
+                                 max_abstention_rate: 0.4, max_fallback_rate: 0.5}
     """,
 }
 NAMES = {"choice": "route", "score": "severity", "noul": "spam"}
@@ -154,8 +163,6 @@ def write_records(path: Path, records: list[dict[str, Any]]) -> Path:
 
 
 def contract_file(write: Any, kind: str, extra: str = "") -> Path:
-    import textwrap
-
     return write(f"{kind}.yaml", textwrap.dedent(CONTRACTS[kind]) + extra)
 
 
@@ -276,3 +283,19 @@ def test_generated_report_round_trip(ours, ref, write, tmp_path):
     ref("check", contract, "-d", current, "--baseline", base, "-o", theirs)
     for baseline in (mine, theirs):
         run_both(ours, ref, contract, "-d", base, "--baseline", baseline)
+
+
+def test_contracts_cover_every_gate():
+    import yaml
+
+    from decguard_pipeline.core.contract import ProductionGates, SegmentGates
+
+    seen: dict[str, set[str]] = {}
+    for text in CONTRACTS.values():
+        production = yaml.safe_load(textwrap.dedent(text))["production"]
+        for section, gates in production.items():
+            if section != "segments":
+                seen.setdefault(section, set()).update(gates)
+    assert seen["requirements"] == seen["warnings"] == set(ProductionGates.model_fields)
+    assert seen["segment_requirements"] == set(SegmentGates.model_fields)
+    assert seen["segment_warnings"] == set(SegmentGates.model_fields)
