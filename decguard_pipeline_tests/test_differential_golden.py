@@ -266,7 +266,7 @@ def _run_both(ours, ref, tmp_path: Path, args: list[Any]) -> tuple[Any, Any, Pat
     return a, b, mine, theirs
 
 
-SEEDS = range(60)
+SEEDS = range(150)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
