@@ -580,3 +580,28 @@ def test_input_that_is_not_json_compliant(workdir, loopback, ours, ref):
     assert mine["results"][0]["error"]["kind"] == "exception"
     assert mine["results"][0]["error"]["message"].startswith("ValueError: Out of range float")
     assert ours("report", "ours.json").exit_code == ref("report", "ours.json").exit_code == 1
+
+
+@pytest.mark.parametrize("seed", range(0, 60, 6))
+def test_generated_contracts_over_http_match_reference(seed, workdir, loopback, ours, ref):
+    """The generated golden contracts, their mock answered by a loopback model over HTTP."""
+    import yaml
+
+    from decguard_pipeline_tests.test_differential_golden import write_inputs
+
+    path, _, contract = write_inputs(workdir, seed)
+    settings = {k: v for k, v in contract["backend"].items() if k not in ("provider", "model")}
+    decision = contract["decision"]
+    labels = decision.get("options") or decision.get("labels") or decision.get("levels")
+    labels = tuple(str(label) for label in labels or ("yes", "no"))
+    server = loopback(settings, labels=labels)
+    contract["backend"] = {"provider": "http", "url": server.url, "model": "over-http"}
+    contract.pop("backends", None)
+    path.unlink()
+    Path("c.yaml").write_text(yaml.safe_dump(contract, allow_unicode=True))
+    a, b, mine, theirs = _both(ours, ref, "test", "c.yaml", "--max-concurrency", 8)
+    if mine is None:
+        assert a.exit_code == 2
+        return
+    assert theirs is not None and comparable(mine) == comparable(theirs)
+    assert same_text(a.stdout, b.stdout)[0] == same_text(a.stdout, b.stdout)[1]
