@@ -12,7 +12,7 @@ materialises with status ``no_baseline`` and its checks pass, saying so.
 (No ``from __future__ import annotations``: Dagster reads the context annotations.)
 """
 
-from collections.abc import Iterator
+from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
@@ -21,7 +21,8 @@ from decguard_pipeline import __version__
 from decguard_pipeline.core.diff import render_diff, render_statistics
 from decguard_pipeline.defs import metadata as md
 from decguard_pipeline.defs.assets import asset_key
-from decguard_pipeline.defs.checks import check_name
+from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
+from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.pipeline import diff_steps, steps
@@ -77,53 +78,30 @@ def _regression_diff(entry: ContractEntry) -> dg.AssetsDefinition:
 
 
 def _regression_checks(entry: ContractEntry) -> dg.AssetChecksDefinition:
-    asset = asset_key(entry, NAME)
-    gates = diff_steps.regression_gates(entry.require())
-    specs = [
-        dg.AssetCheckSpec(
+    gates = [
+        Gate(
             check_name(gate, level),
-            asset=asset,
-            blocking=level == "requirement",
-            partitions_def=targets_partitions(entry.key),
-            description=f"regression {level} {gate} (against the chosen baseline)",
+            level,
+            (gate, level),
+            f"regression {level} {gate} (against the chosen baseline)",
         )
-        for gate, level in gates
+        for gate, level in diff_steps.regression_gates(entry.require())
     ]
-
-    @dg.multi_asset_check(
-        specs=specs,
+    return gate_checks(
+        entry,
+        asset_key(entry, NAME),
+        gates,
         name=f"{entry.key}_regression_gates",
         description="DecGuard's regression gates: requirements block (ERROR), warnings warn.",
+        load=diff_steps.check_rows,
+        result=check_result,
     )
-    def regression_gate_checks(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
-    ) -> Iterator[dg.AssetCheckResult]:
-        rows = diff_steps.check_rows(
-            entry, context.partition_key, warehouse.get(), context.run.run_id
-        )
-        for gate, level in gates:
-            if (gate, level) in rows:  # else the contract changed since definitions loaded
-                yield check_result(rows[(gate, level)], asset)
-            else:
-                context.log.warning(f"{check_name(gate, level)}: no longer in {entry.path}")
-
-    return regression_gate_checks
 
 
-def check_result(row: dict[str, Any], asset: dg.AssetKey) -> dg.AssetCheckResult:
+def check_result(row: Mapping[str, Any], asset: dg.AssetKey, name: str) -> dg.AssetCheckResult:
     """A stored regression check: value, threshold, DecGuard's message (with the statistics
     verdict when the gate's mode is not ``point``), the baseline and how it was judged."""
-    requirement = row["level"] == "requirement"
-    value = row["value"]
-    meta: dict[str, Any] = {
-        "value": dg.MetadataValue.float(value) if value is not None else "n/a",
-        "threshold": row["threshold"],
-        "comparison": row["comparison"],
-        "metric": row["metric"],
-        "message": row["message"],
-        "level": row["level"],
-        "baseline": row["baseline_target"] or "none",
-    }
+    meta: dict[str, Any] = {"baseline": row["baseline_target"] or "none"}
     if row["mode"] is not None:
         meta["mode"] = row["mode"]
     if row["mode"] not in (None, "point"):
@@ -140,14 +118,7 @@ def check_result(row: dict[str, Any], asset: dg.AssetKey) -> dg.AssetCheckResult
         for key in ("p_value", "ci_low", "ci_high"):
             if row[key] is not None:
                 meta[key] = dg.MetadataValue.float(row[key])
-    return dg.AssetCheckResult(
-        asset_key=asset,
-        check_name=check_name(row["gate"], row["level"]),
-        passed=row["status"] == "pass",
-        severity=dg.AssetCheckSeverity.ERROR if requirement else dg.AssetCheckSeverity.WARN,
-        description=row["message"],
-        metadata=meta,
-    )
+    return gate_result(row, asset, name, meta)
 
 
 def _fmt(value: float | None, *, pct: bool = False) -> str:

@@ -11,7 +11,7 @@ as a failing golden requirement does. Contracts without the extension get nothin
 """
 
 import base64
-from collections.abc import Iterator
+from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
@@ -22,7 +22,8 @@ from decguard_pipeline.core.guard_extension import guard_enabled, headline
 from decguard_pipeline.core.guard_text import render_guard
 from decguard_pipeline.defs import metadata as md
 from decguard_pipeline.defs.assets import asset_key
-from decguard_pipeline.defs.checks import check_name
+from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
+from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.pipeline import guard_steps, steps
@@ -111,35 +112,18 @@ def _guard_metrics(entry: ContractEntry) -> dg.AssetsDefinition:
 
 
 def _guard_checks(entry: ContractEntry, gates: list[tuple[str, str]]) -> dg.AssetChecksDefinition:
-    asset = asset_key(entry, NAME)
-    parts = targets_partitions(entry.key)
-    specs = [
-        dg.AssetCheckSpec(
-            _name(gate, level),
-            asset=asset,
-            blocking=level == "requirement",
-            partitions_def=parts,
-            description=_describe(gate, level),
-        )
-        for gate, level in gates
-    ]
-
-    @dg.multi_asset_check(
-        specs=specs,
+    return gate_checks(
+        entry,
+        asset_key(entry, NAME),
+        [
+            Gate(_name(gate, level), level, (gate, level), _describe(gate, level))
+            for gate, level in gates
+        ],
         name=f"{entry.key}_guard_gates",
         description="Guard extension gates over every suite: requirements block the report.",
+        load=guard_steps.check_outcomes,
+        result=check_result,
     )
-    def guard_gate_checks(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
-    ) -> Iterator[dg.AssetCheckResult]:
-        outcomes = guard_steps.check_outcomes(entry, context.partition_key, warehouse.get())
-        for gate, level in gates:
-            if (gate, level) in outcomes:  # else the contract changed since definitions loaded
-                yield check_result(outcomes[(gate, level)], _name(gate, level), asset)
-            else:
-                context.log.warning(f"{_name(gate, level)}: no longer in {entry.path}")
-
-    return guard_gate_checks
 
 
 def _name(gate: str, level: str) -> str:
@@ -156,39 +140,22 @@ def _describe(gate: str, level: str) -> str:
     return f"{level} {gate} (every suite)"
 
 
-def check_result(outcome: dict[str, Any], name: str, asset: dg.AssetKey) -> dg.AssetCheckResult:
+def check_result(outcome: Mapping[str, Any], asset: dg.AssetKey, name: str) -> dg.AssetCheckResult:
     """An aggregated guard check: value, threshold and message of the worst suite, and every
     suite's outcome. A failing requirement is an ERROR (blocking), anything else a WARN."""
-    requirement = outcome["level"] == "requirement"
-    value = outcome["value"]
-    return dg.AssetCheckResult(
-        asset_key=asset,
-        check_name=name,
-        passed=outcome["status"] == "pass",
-        severity=dg.AssetCheckSeverity.ERROR if requirement else dg.AssetCheckSeverity.WARN,
-        description=outcome["message"],
-        metadata={
-            "value": dg.MetadataValue.float(value) if value is not None else "n/a",
-            "threshold": outcome["threshold"],
-            "comparison": outcome["comparison"],
-            "metric": outcome["metric"],
-            "message": outcome["message"],
-            "level": outcome["level"],
-            "suite": outcome["suite"],
-            "suites": md.table(
-                outcome["suites"],
-                [
-                    ("suite", "string"),
-                    ("gate", "string"),
-                    ("status", "string"),
-                    ("value", "float"),
-                    ("threshold", "float"),
-                    ("message", "string"),
-                ],
-                limit=1000,
-            ),
-        },
+    suites = md.table(
+        outcome["suites"],
+        [
+            ("suite", "string"),
+            ("gate", "string"),
+            ("status", "string"),
+            ("value", "float"),
+            ("threshold", "float"),
+            ("message", "string"),
+        ],
+        limit=1000,
     )
+    return gate_result(outcome, asset, name, {"suite": outcome["suite"], "suites": suites})
 
 
 # -- what the UI shows -------------------------------------------------------------------

@@ -13,7 +13,7 @@ warnings WARN. The DecGuard ``report`` waits for ``property_results`` and become
 (No ``from __future__ import annotations``: Dagster reads the context annotations.)
 """
 
-from collections.abc import Iterator
+from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
@@ -22,6 +22,8 @@ from decguard_pipeline import __version__
 from decguard_pipeline.core.report.render import describe_example, num, pct
 from decguard_pipeline.defs import metadata as md
 from decguard_pipeline.defs.assets import asset_key
+from decguard_pipeline.defs.gate_checks import Gate, gate_checks
+from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.pipeline import property_steps, steps
@@ -83,59 +85,27 @@ def _property_results(entry: ContractEntry) -> dg.AssetsDefinition:
     return property_results
 
 
+def _with_property(row: Mapping[str, Any], asset: dg.AssetKey, name: str) -> dg.AssetCheckResult:
+    return gate_result(row, asset, name, {"property": row["property"]})
+
+
 def _property_checks(
     entry: ContractEntry, gates: list[tuple[str, str]]
 ) -> dg.AssetChecksDefinition:
-    asset = asset_key(entry, NAME)
-    parts = targets_partitions(entry.key)
     specs = [
-        dg.AssetCheckSpec(
-            property_steps.check_name(gate),
-            asset=asset,
-            blocking=level == "requirement",
-            partitions_def=parts,
-            description=f"{level} {gate}",
-        )
+        Gate(property_steps.check_name(gate), level, gate, f"{level} {gate}")
         for gate, level in gates
     ]
-
-    @dg.multi_asset_check(
-        specs=specs,
+    return gate_checks(
+        entry,
+        asset_key(entry, NAME),
+        specs,
         name=f"{entry.key}_property_gates",
         description="DecGuard's property checks: requirements block the report, warnings warn.",
-    )
-    def property_gate_checks(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
-    ) -> Iterator[dg.AssetCheckResult]:
-        rows = property_steps.check_rows(entry, context.partition_key, warehouse.get())
-        for gate, _ in gates:
-            if gate in rows:  # else the contract changed since definitions loaded
-                yield check_result(rows[gate], asset)
-            else:
-                context.log.warning(f"{gate}: no longer in {entry.path}")
-
-    return property_gate_checks
-
-
-def check_result(row: dict[str, Any], asset: dg.AssetKey) -> dg.AssetCheckResult:
-    """A stored property check: value, threshold and DecGuard's message."""
-    requirement = row["level"] == "requirement"
-    value = row["value"]
-    return dg.AssetCheckResult(
-        asset_key=asset,
-        check_name=property_steps.check_name(row["gate"]),
-        passed=row["status"] == "pass",
-        severity=dg.AssetCheckSeverity.ERROR if requirement else dg.AssetCheckSeverity.WARN,
-        description=row["message"],
-        metadata={
-            "value": dg.MetadataValue.float(value) if value is not None else "n/a",
-            "threshold": dg.MetadataValue.float(row["threshold"]),
-            "comparison": row["comparison"],
-            "metric": row["metric"],
-            "message": row["message"],
-            "level": row["level"],
-            "property": row["property"],
-        },
+        load=property_steps.check_rows,
+        result=lambda row, asset, name: gate_result(
+            row, asset, name, {"property": row["property"]}
+        ),
     )
 
 

@@ -501,11 +501,7 @@ def check_rows(
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """The regression checks of a target by (gate, level): those the diff of run ``run_id``
     wrote (the checks run in the same run as the asset), else the newest."""
-    table = None
-    if run_id is not None:
-        table = warehouse.read_run("regression_checks", entry.key, target, run_id)
-    if table is None:
-        table = warehouse.read_latest("regression_checks", entry.key, target)
-    if table is None:
+    rows = steps.run_rows(warehouse, "regression_checks", entry.key, target, run_id)
+    if rows is None:
         raise DecGuardError(f"{entry.key}: target {target!r} has no regression diff yet")
-    return {(r["gate"], r["level"]): r for r in table.to_pylist()}
+    return {(r["gate"], r["level"]): r for r in rows}

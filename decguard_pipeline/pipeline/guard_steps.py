@@ -297,16 +297,16 @@ def aggregate(rows: list[dict[str, Any]], gate: str) -> dict[str, Any]:
 
 
 def check_outcomes(
-    entry: ContractEntry, target: str, warehouse: Any
+    entry: ContractEntry, target: str, warehouse: Any, run_id: str | None = None
 ) -> dict[tuple[str, str], dict[str, Any]]:
-    """The newest guard checks of a target by ``(gate, level)`` as :func:`gate_list` names
-    them, each aggregated over the suites (what the asset checks report)."""
+    """The guard checks of a target by ``(gate, level)`` as :func:`gate_list` names them,
+    each aggregated over the suites (what the asset checks report): run ``run_id``'s when it
+    wrote any, else the newest."""
     from decguard_pipeline.core.errors import DecGuardError
 
-    table = warehouse.read_latest("guard_checks", entry.key, target)
-    if table is None:
+    rows = steps.run_rows(warehouse, "guard_checks", entry.key, target, run_id)
+    if rows is None:
         raise DecGuardError(f"{entry.key}: target {target!r} has no guard checks yet")
-    rows = table.to_pylist()
     loaded = entry.require()
     out = {}
     for gate, level in gate_list(loaded, config_of(entry)):

@@ -268,12 +268,15 @@ def _rows(done: PropertyRun, base: dict[str, Any]) -> dict[str, list[dict[str, A
 # -- checks and the report ---------------------------------------------------------------
 
 
-def check_rows(entry: ContractEntry, target: str, warehouse: Warehouse) -> dict[str, dict]:
-    """The newest property checks of a target by gate (what the asset checks report)."""
-    table = warehouse.read_latest("property_checks", entry.key, target)
-    if table is None:
+def check_rows(
+    entry: ContractEntry, target: str, warehouse: Warehouse, run_id: str | None = None
+) -> dict[str, dict]:
+    """The property checks of a target by gate (what the asset checks report): those of run
+    ``run_id`` when it wrote any, else the newest."""
+    rows = steps.run_rows(warehouse, "property_checks", entry.key, target, run_id)
+    if rows is None:
         raise DecGuardError(f"{entry.key}: target {target!r} has no property checks yet")
-    return {r["gate"]: r for r in table.to_pylist()}
+    return {r["gate"]: r for r in rows}
 
 
 @dataclass

@@ -246,14 +246,24 @@ def score_target(entry: ContractEntry, target: str, step: Step) -> Scored:
     return Scored(metrics, checks, evaluated)
 
 
+def run_rows(
+    warehouse: Warehouse, table: str, contract: str, target: str, run_id: str | None = None
+) -> list[dict[str, Any]] | None:
+    """Rows of ``table`` written by run ``run_id``, else the newest write; None if none."""
+    rows = None if run_id is None else warehouse.read_run(table, contract, target, run_id)
+    if rows is None:
+        rows = warehouse.read_latest(table, contract, target)
+    return None if rows is None else rows.to_pylist()
+
+
 def gate_results(
-    entry: ContractEntry, target: str, warehouse: Warehouse
+    entry: ContractEntry, target: str, warehouse: Warehouse, run_id: str | None = None
 ) -> dict[tuple[str, str, str], dict[str, Any]]:
-    """The newest gate checks of a target by (source, gate, level): what asset checks report."""
-    table = warehouse.read_latest("gate_results", entry.key, target)
-    if table is None:
+    """The golden gate checks of a target by (source, gate, level): what asset checks report."""
+    rows = run_rows(warehouse, "gate_results", entry.key, target, run_id)
+    if rows is None:
         raise DecGuardError(f"{entry.key}: target {target!r} has no gate results yet")
-    return {(r["source"], r["gate"], r["level"]): r for r in table.to_pylist()}
+    return {(r["source"], r["gate"], r["level"]): r for r in rows}
 
 
 def report_for(

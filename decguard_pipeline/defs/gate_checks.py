@@ -1,0 +1,98 @@
+"""Gates as asset checks, for every feature: one multi-asset check per asset in which every
+gate is its own partitioned check (requirements blocking ERROR, warnings WARN).
+
+A step per gate would multiply Dagster's per-step bookkeeping for no benefit; the stored check
+rows (written by the asset) are read once and each becomes a check result carrying the value,
+the threshold and DecGuard's message."""
+
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+
+from decguard_pipeline.defs.partitions import targets_partitions
+from decguard_pipeline.defs.resources import WarehouseResource
+from decguard_pipeline.pipeline.contracts import ContractEntry
+from decguard_pipeline.warehouse import Warehouse
+
+
+@dataclass(frozen=True)
+class Gate:
+    name: str  # the check's name (an identifier)
+    level: str  # requirement | warning
+    key: Hashable  # how its stored row is found
+    description: str
+
+
+def check_name(gate: str, level: str) -> str:
+    """``min_accuracy`` for a requirement, ``min_accuracy_warning`` for the same warning gate."""
+    return gate if level == "requirement" else f"{gate}_warning"
+
+
+def check_result(
+    row: Mapping[str, Any], asset: dg.AssetKey, name: str, extra: dict[str, Any] | None = None
+) -> dg.AssetCheckResult:
+    """A stored check (gate_results columns) as Dagster's check result."""
+    requirement = row["level"] == "requirement"
+    value = row["value"]
+    return dg.AssetCheckResult(
+        asset_key=asset,
+        check_name=name,
+        passed=row["status"] == "pass",
+        severity=dg.AssetCheckSeverity.ERROR if requirement else dg.AssetCheckSeverity.WARN,
+        description=row["message"],
+        metadata={
+            "value": dg.MetadataValue.float(value) if value is not None else "n/a",
+            "threshold": row["threshold"],
+            "comparison": row["comparison"],
+            "metric": row["metric"],
+            "message": row["message"],
+            "level": row["level"],
+            **(extra or {}),
+        },
+    )
+
+
+# (entry, partition key, warehouse, run id) -> stored rows by Gate.key; the rows the asset
+# wrote in the same run when there are any (two runs of one partition may overlap)
+RowLoader = Callable[[ContractEntry, str, Warehouse, str], Mapping[Hashable, Mapping[str, Any]]]
+# (row, asset, check name) -> result, for features that add metadata of their own
+ResultBuilder = Callable[[Mapping[str, Any], dg.AssetKey, str], dg.AssetCheckResult]
+
+
+def gate_checks(
+    entry: ContractEntry,
+    asset: dg.AssetKey,
+    gates: list[Gate],
+    *,
+    name: str,
+    description: str,
+    load: RowLoader,
+    result: ResultBuilder = check_result,
+) -> dg.AssetChecksDefinition:
+    parts = targets_partitions(entry.key)
+    specs = [
+        dg.AssetCheckSpec(
+            gate.name,
+            asset=asset,
+            blocking=gate.level == "requirement",
+            partitions_def=parts,
+            description=gate.description,
+        )
+        for gate in gates
+    ]
+
+    @dg.multi_asset_check(specs=specs, name=name, description=description)
+    def _gate_checks(
+        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+    ) -> Iterator[dg.AssetCheckResult]:
+        rows = load(entry, context.partition_key, warehouse.get(), context.run.run_id)
+        for gate in gates:
+            row = rows.get(gate.key)
+            if row is None:  # the contract changed since the definitions were loaded
+                context.log.warning(f"{gate.name}: no longer in {entry.path}")
+                continue
+            yield result(row, asset, gate.name)
+
+    return _gate_checks
