@@ -6,6 +6,8 @@ Each feature module (``defs/<feature>_assets.py``) provides:
   usually partitioned by target with ``targets_partitions(entry.key)``);
 * ``checks(entry) -> list[AssetChecksDefinition]`` — its gates as asset checks;
 * ``report_inputs(entry) -> list[AssetKey]`` — assets the DecGuard report must wait for;
+* ``off_target(entry) -> list[AssetKey]`` (optional) — its assets that are not partitioned by
+  target (e.g. daily production checks), kept out of the per-target evaluation job;
 * ``extras(entries, jobs) -> dict`` — optional ``schedules``, ``sensors``, ``jobs`` lists.
 """
 
@@ -42,6 +44,10 @@ def checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
 
 def report_inputs(entry: ContractEntry) -> list[dg.AssetKey]:
     return [k for f in FEATURES for k in f.report_inputs(entry)] if entry.ok else []
+
+
+def off_target(entry: ContractEntry) -> list[dg.AssetKey]:
+    return [k for f in FEATURES for k in getattr(f, "off_target", lambda e: [])(entry)]
 
 
 def extras(entries: list[ContractEntry], jobs: dict[str, Any]) -> dict[str, list[Any]]:

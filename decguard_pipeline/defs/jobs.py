@@ -15,9 +15,15 @@ def job_name(entry: ContractEntry) -> str:
 
 
 def evaluate_job(entry: ContractEntry) -> AssetJob:
+    from decguard_pipeline.defs.features import off_target
+
+    selection = dg.AssetSelection.groups(entry.key)
+    excluded = off_target(entry) if entry.ok else []
+    if excluded:  # assets on other partitions (daily production checks) run in their own job
+        selection = selection - dg.AssetSelection.assets(*excluded)
     return dg.define_asset_job(
         job_name(entry),
-        selection=dg.AssetSelection.groups(entry.key),
+        selection=selection,
         description=f"Evaluate {entry.path} for one target (backend@model_version).",
         tags={"decguard/contract": entry.key},
     )
