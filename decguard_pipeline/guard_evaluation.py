@@ -34,12 +34,12 @@ from decguard_pipeline.core.guard_gates import guard_checks
 from decguard_pipeline.core.guard_sidecar import (
     build_sidecar,
     evaluation_entry,
-    sidecar_path,
     worst_status,
 )
 from decguard_pipeline.core.guard_text import render_guard
 from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.report.jsonio import write_document
+from decguard_pipeline.core.report.sidecar import sidecar_path
 from decguard_pipeline.core.suites import suite_summary
 from decguard_pipeline.evaluation import make_backend, run_test
 

@@ -11,7 +11,8 @@ import textwrap
 
 import pytest
 
-from decguard_pipeline.core.production.extensions import psi, sidecar_path
+from decguard_pipeline.core.production.extensions import psi
+from decguard_pipeline.core.report.sidecar import sidecar_path
 from decguard_pipeline_tests.conftest import EXAMPLES, same_text
 
 BASE = """

@@ -50,10 +50,11 @@ def emit_report(
         click.echo(f"report written to {output}", err=True)
         for path in guarded.write_files(output) if guarded is not None else ():
             click.echo(f"pipeline results written to {path}", err=True)
-        if "properties" in report.extensions:  # after the guard's sidecar: merged into it
-            from decguard_pipeline.fuzzing.sidecar import write_properties_sidecar
+        if report.extensions:  # after the guard's sidecar: sections are merged into it
+            from decguard_pipeline.core.report.sidecar import write_section
 
-            write_properties_sidecar(output, report.document, report.extensions["properties"])
+            for name, section in report.extensions.items():
+                write_section(output, report.document, name, section)
     if fmt == "json":
         print_document(report.document, stream_key="results", items=result_records(report.results))
     else:

@@ -33,9 +33,10 @@ def check_command(
     with handled():
         from decguard_pipeline.core.contract import load_contract
         from decguard_pipeline.core.production.check import run_check
-        from decguard_pipeline.core.production.extensions import settings_of, sidecar_path
+        from decguard_pipeline.core.production.extensions import settings_of
         from decguard_pipeline.core.production.render import render_check, render_extensions
         from decguard_pipeline.core.report.jsonio import write_document
+        from decguard_pipeline.core.report.sidecar import sidecar_path
 
         loaded = load_contract(contract)
         report = run_check(loaded, dataset=dataset, baseline=baseline)

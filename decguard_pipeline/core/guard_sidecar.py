@@ -16,15 +16,7 @@ from decguard_pipeline import PRODUCER_VERSION
 from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.gates import EXIT_CODES, Check, overall_status
 from decguard_pipeline.core.guard_extension import GuardConfig
-
-SIDECAR_VERSION = "0.1"
-SIDECAR_SUFFIX = ".pipeline.json"
-
-
-def sidecar_path(report_path: str | Path) -> Path:
-    """``out/report.json`` -> ``out/report.pipeline.json``."""
-    path = Path(report_path)
-    return path.with_name(path.stem + SIDECAR_SUFFIX)
+from decguard_pipeline.core.report.sidecar import SIDECAR_VERSION
 
 
 def worst_status(*statuses: str) -> str:

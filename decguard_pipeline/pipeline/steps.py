@@ -23,6 +23,7 @@ from decguard_pipeline.core.report.golden import (
 )
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.report.render import render_report
+from decguard_pipeline.core.report.sidecar import write_section
 from decguard_pipeline.core.report.verify import load_report
 from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.pipeline.contracts import ContractEntry
@@ -321,10 +322,8 @@ def write_report(entry: ContractEntry, target: str, step: Step) -> tuple[Path, R
         path, report.document, stream_key="results", items=result_records(report.results)
     )
     load_report(path)  # the file must verify exactly, as DecGuard would check it
-    if "properties" in report.extensions:  # <stem>.pipeline.json, as `test --all -o` writes
-        from decguard_pipeline.fuzzing.sidecar import write_properties_sidecar
-
-        write_properties_sidecar(path, report.document, report.extensions["properties"])
+    for name, section in report.extensions.items():  # <stem>.pipeline.json, as -o writes
+        write_section(path, report.document, name, section)
     doc = report.document
     wh.write(
         "reports",

@@ -7,7 +7,6 @@ extension adds lives here: intervals, tests and how each gate was judged.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,23 +16,16 @@ from decguard_pipeline.core.contract.statistics import StatisticsSettings
 from decguard_pipeline.core.diff.modes import judged_checks, level_label
 from decguard_pipeline.core.diff.statistics import block_statistics, paired_columns
 from decguard_pipeline.core.gates import Check
+from decguard_pipeline.core.report.sidecar import SIDECAR_VERSION
 
 if TYPE_CHECKING:
     from decguard_pipeline.core.diff.report import Diff
-
-SIDECAR_VERSION = "0.1"
 
 
 @dataclass
 class StatisticsResult:
     document: dict[str, Any]  # the sidecar
     checks: list[Check]  # the diff's checks as the gate modes decide them
-
-
-def sidecar_path(output: str | Path) -> Path:
-    """``out/diff.json`` -> ``out/diff.pipeline.json``."""
-    output = Path(output)
-    return output.with_name(f"{output.stem}.pipeline.json")
 
 
 def diff_statistics(

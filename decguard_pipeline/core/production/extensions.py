@@ -13,7 +13,6 @@ layout and the warehouse; DecGuard's report is never touched.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,16 +24,8 @@ from decguard_pipeline.core.production.metrics import grouped_metrics
 from decguard_pipeline.core.production.report import ProductionReport, version_partition
 from decguard_pipeline.core.production.segments import partition
 from decguard_pipeline.core.production.settings import ProductionExtension
+from decguard_pipeline.core.report.sidecar import SIDECAR_VERSION
 from decguard_pipeline.core.stats import wilson_interval
-
-SIDECAR_VERSION = "0.1"
-SIDECAR_SUFFIX = ".pipeline.json"
-
-
-def sidecar_path(report_path: str | Path) -> Path:
-    """``out/check.json`` -> ``out/check.pipeline.json``."""
-    path = Path(report_path)
-    return path.with_name(path.stem + SIDECAR_SUFFIX)
 
 
 def settings_of(loaded: LoadedContract) -> ProductionExtension | None:

@@ -1,0 +1,69 @@
+"""The sidecar: ``<report stem>.pipeline.json`` next to a DecGuard document written with -o.
+
+DecGuard's own files stay exactly DecGuard's (the reference verifies them); what this project's
+extensions add (guard metrics, property intervals, golden intervals, diff statistics,
+production drift) goes here. One sidecar per report: an extension writing a section for the
+same report of the same run (same ``report`` name and ``created_at``) adds it to the existing
+document instead of replacing it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from decguard_pipeline import PRODUCER_VERSION
+from decguard_pipeline.core.report.jsonio import write_document
+
+SIDECAR_VERSION = "0.1"
+SIDECAR_SUFFIX = ".pipeline.json"
+
+
+def sidecar_path(report_path: str | Path) -> Path:
+    """``out/report.json`` -> ``out/report.pipeline.json``."""
+    path = Path(report_path)
+    return path.with_name(path.stem + SIDECAR_SUFFIX)
+
+
+def contract_summary(report: dict[str, Any]) -> dict[str, Any]:
+    """Which contract a DecGuard report (or check report) was made against."""
+    contract = report["contract"]
+    return {k: contract[k] for k in ("name", "type", "labels", "hash", "path") if k in contract}
+
+
+def _same_run(path: Path, report_name: str, created_at: str) -> dict[str, Any] | None:
+    try:
+        existing = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if (
+        isinstance(existing, dict)
+        and existing.get("report") == report_name
+        and existing.get("created_at") == created_at
+    ):
+        return existing
+    return None
+
+
+def write_section(
+    report_path: str | Path, report: dict[str, Any], name: str, section: dict[str, Any]
+) -> Path:
+    """Put ``section`` under ``name`` in the sidecar of the report at ``report_path``."""
+    report_path = Path(report_path)
+    path = sidecar_path(report_path)
+    document = _same_run(path, report_path.name, report["created_at"])
+    if document is None:
+        document = {
+            "sidecar_version": SIDECAR_VERSION,
+            "decguard_version": PRODUCER_VERSION,
+            "created_at": report["created_at"],
+            "report": report_path.name,
+            "contract": contract_summary(report),
+            "status": report["status"],
+            "exit_code": report["exit_code"],
+        }
+    document[name] = section
+    write_document(path, document, what="pipeline results")
+    return path
