@@ -118,4 +118,16 @@ def run_test(
     )
     if fuzz_plan is not None:
         report.extensions["properties"] = outcome.pipeline  # sidecar section, not DecGuard's
+    add_golden_statistics(loaded, report)
     return report
+
+
+def add_golden_statistics(loaded: LoadedContract, report: Report) -> None:
+    """With ``pipeline.statistics``: the golden metrics' intervals as a sidecar section."""
+    from decguard_pipeline.core.golden_statistics import golden_statistics, statistics_settings
+
+    settings = statistics_settings(loaded.contract)
+    if settings is not None and report.mode != "fuzz":
+        report.extensions["statistics"] = golden_statistics(
+            report.results, report.document["metrics"], settings
+        )

@@ -170,6 +170,11 @@ def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
                 ),
                 "failing_cases": md.failing_cases_table(report.document["failures"]),
                 "gates": md.checks_table(scored.checks),
+                **(
+                    {}
+                    if scored.intervals is None
+                    else {"intervals": md.intervals_table(scored.intervals)}
+                ),
                 "dagster/row_count": len(flat_metrics(m)),
             },
         )

@@ -95,3 +95,11 @@ def results_table(results: Any, limit: int = MAX_ROWS) -> dg.MetadataValue:
                ("confidence", "float"), ("latency_ms", "float"), ("error", "string"),
                ("input", "string")]  # fmt: skip
     return table(rows, columns, limit=limit)
+
+
+def intervals_table(section: dict[str, Any]) -> dg.MetadataValue:
+    """Golden metrics with their confidence intervals (pipeline.statistics)."""
+    rows = [{"metric": name, **entry} for name, entry in section["intervals"].items()]
+    columns = [("metric", "string"), ("value", "float"), ("low", "float"), ("high", "float"),
+               ("method", "string")]  # fmt: skip
+    return table(rows, columns, limit=len(rows))

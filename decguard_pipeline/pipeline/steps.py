@@ -13,6 +13,7 @@ from typing import Any
 
 from decguard_pipeline.core.dataset import Dataset
 from decguard_pipeline.core.errors import DecGuardError
+from decguard_pipeline.core.golden_statistics import golden_statistics, statistics_settings
 from decguard_pipeline.core.report.golden import (
     Report,
     build_report,
@@ -220,6 +221,7 @@ class Scored:
     metrics: dict[str, Any]
     checks: list[dict[str, Any]]
     evaluated: Evaluated
+    intervals: dict[str, Any] | None = None  # with pipeline.statistics
 
 
 def score_target(entry: ContractEntry, target: str, step: Step) -> Scored:
@@ -244,7 +246,12 @@ def score_target(entry: ContractEntry, target: str, step: Step) -> Scored:
     wh.write("per_label_metrics", T.per_label_rows(metrics, **common), **where)
     wh.write("reliability_bins", T.reliability_rows(metrics, **common), **where)
     wh.write("gate_results", T.gate_rows(checks, source="golden", **common), **where)
-    return Scored(metrics, checks, evaluated)
+    intervals = None
+    settings = statistics_settings(contract)
+    if settings is not None:
+        intervals = golden_statistics(evaluated.results, metrics, settings)
+        wh.write("metric_intervals", T.interval_rows(intervals, **common), **where)
+    return Scored(metrics, checks, evaluated, intervals)
 
 
 def run_rows(

@@ -130,6 +130,23 @@ TABLES: dict[str, pa.Schema] = {
             ]
         )
     ),
+    # pipeline.statistics: intervals of the golden metrics (docs/statistics.md)
+    "metric_intervals": pa.schema(
+        keyed(
+            [
+                ("backend", _S),
+                ("model_version", _S),
+                ("metric", _S),
+                ("value", _D),
+                ("low", _D),
+                ("high", _D),
+                ("method", _S),
+                ("confidence", _D),
+                ("bootstrap_resamples", _I),
+                ("seed", _I),
+            ]
+        )
+    ),
     "gate_results": pa.schema(
         keyed(
             [

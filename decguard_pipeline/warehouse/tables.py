@@ -263,3 +263,25 @@ def contract_row(key: str, loaded: LoadedContract, *, run_id: str, at: datetime)
         "dataset": c.dataset,
         "contract_json": to_json(c.model_dump(mode="json", exclude_none=False)),
     }
+
+
+def interval_rows(
+    section: dict[str, Any],
+    *,
+    contract: str,
+    target: str,
+    run_id: str,
+    at: datetime,
+    backend: str,
+    model_version: str | None,
+) -> list[dict[str, Any]]:
+    """The golden intervals section (core.golden_statistics) as rows, one per metric."""
+    base = {
+        **_keys(contract, target, run_id, at),
+        "backend": backend,
+        "model_version": model_version,
+        "confidence": section["confidence"],
+        "bootstrap_resamples": section["bootstrap_resamples"],
+        "seed": section["seed"],
+    }
+    return [{**base, "metric": name, **entry} for name, entry in section["intervals"].items()]
