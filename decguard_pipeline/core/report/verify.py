@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from decguard_pipeline.core.contract import Evaluation, Gates
 from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.decision import select_many, validate_many
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.report.golden import (
@@ -29,7 +30,6 @@ from decguard_pipeline.core.report.golden import (
 from decguard_pipeline.core.report.schema import (
     ReportDocument,
     ReportModel,
-    check_result_invariants,
 )
 from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.core.validation import format_errors, redact
@@ -67,8 +67,9 @@ def _fail(path: Path, lines: str) -> ReportError:
     return ReportError(f"{path}: not a DecGuard {REPORT_VERSION} report:\n{lines}")
 
 
-def _record_ok(record: Any, tolerance: float) -> bool:
-    """True when a stored case record is plainly well-formed (pydantic explains otherwise)."""
+def _record_ok(record: Any) -> bool:
+    """True when a stored case record is plainly well-formed; the result's invariants are
+    checked for all records at once by :func:`_results_hold` (pydantic explains failures)."""
     if type(record) is not dict or not record.keys() <= RECORD_KEYS:
         return False
     if type(record.get("case_id")) is not str or type(record.get("input")) not in (str, dict):
@@ -107,12 +108,39 @@ def _record_ok(record: Any, tolerance: float) -> bool:
         return False
     if type(probabilities) is not dict:
         return False
-    for value in (*probabilities.values(), result["confidence"], result["latency_ms"]):
+    for value in (result["confidence"], result["latency_ms"]):
         if type(value) not in (float, int):
             return False
     result["confidence"] = float(result["confidence"])
     result["latency_ms"] = float(result["latency_ms"])
-    return check_result_invariants(result, tolerance) is None
+    return True
+
+
+def _results_hold(records: list[dict[str, Any]], tolerance: float) -> bool:
+    """Every stored result's invariants (see schema.check_result_invariants), vectorised:
+    probabilities keyed by exactly the labels in order, valid within the tolerance, the
+    selected label the first most probable one, the confidence exactly its probability."""
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for record in records:
+        result = record.get("result")
+        if result is not None:
+            groups.setdefault(tuple(result["labels"]), []).append(result)
+    for labels, results in groups.items():
+        if not labels or len(set(labels)) != len(labels):
+            return False
+        order = list(labels)
+        if any(list(r["probabilities"]) != order for r in results):
+            return False
+        batch = validate_many(labels, [r["probabilities"] for r in results], tolerance=tolerance)
+        if any(error is not None for error in batch.errors):
+            return False
+        selected, confidence = select_many(batch.probs)
+        for result, index, value in zip(
+            results, selected.tolist(), confidence.tolist(), strict=True
+        ):
+            if result["selected"] != labels[index] or result["confidence"] != value:
+                return False
+    return True
 
 
 def _validate_strictly(path: Path, raw: bytes, tolerance: float) -> ReportDocument:
@@ -268,7 +296,9 @@ def load_report(path: str | Path) -> Report:
         except ValidationError:
             header = None
         records = data["results"] if header is not None else []
-        if header is not None and not all(_record_ok(r, tolerance) for r in records):
+        if header is not None and not (
+            all(_record_ok(r) for r in records) and _results_hold(records, tolerance)
+        ):
             header = None
     if header is None:
         document = _validate_strictly(path, raw, tolerance)
