@@ -24,7 +24,10 @@ from decguard_pipeline.core.production.metrics import grouped_metrics
 from decguard_pipeline.core.production.report import ProductionReport, version_partition
 from decguard_pipeline.core.production.segments import partition
 from decguard_pipeline.core.production.settings import ProductionExtension
-from decguard_pipeline.core.report.sidecar import SIDECAR_VERSION
+from decguard_pipeline.core.report.sidecar import SIDECAR_VERSION, sidecar_path
+
+# where a check's sidecar goes, for the CLI and the production assets
+__all__ = ["extension_results", "settings_of", "sidecar_path"]
 from decguard_pipeline.core.stats import wilson_interval
 
 
