@@ -36,7 +36,7 @@ from decguard_pipeline.cli.errors import EXIT_ERROR, EXIT_GATE_FAILED, handled
     "--fail-on-gate",
     is_flag=True,
     default=False,
-    help="Exit 1 when a requirement gate (or regression gate) of any target fails.",
+    help="Exit 1 when a requirement gate (regression and production gates included) fails.",
 )
 def evaluate(
     contracts: str | None, backends: tuple[str, ...], warehouse: Path | None, fail_on_gate: bool
@@ -57,7 +57,12 @@ def evaluate(
         from decguard_pipeline.definitions import build_definitions
         from decguard_pipeline.defs.main_job import evaluate_all
         from decguard_pipeline.pipeline.contracts import discover_contracts
-        from decguard_pipeline.pipeline.summary import render_summary, summarise
+        from decguard_pipeline.pipeline.summary import (
+            render_production,
+            render_summary,
+            summarise,
+            summarise_production,
+        )
         from decguard_pipeline.warehouse import Warehouse
 
         entries = discover_contracts()
@@ -68,11 +73,15 @@ def evaluate(
         with dg.DagsterInstance.get() as instance:
             result = evaluate_all(defs, entries, instance, wh, backends=list(backends) or None)
         rows = summarise(wh, result)
+        days = summarise_production(wh, result)
         click.echo(render_summary(rows, result))
+        if days:
+            click.echo("\n" + render_production(days))
         click.echo(f"\nwarehouse {wh.root}  ·  dagster home {home}  ·  `make ui` to browse runs")
-        if result.broken or any(not r["ran"] for r in rows):
+        if result.broken or any(not r["ran"] for r in [*rows, *days]):
             raise SystemExit(EXIT_ERROR)
         failing = [r for r in rows if r["status"] == "fail" or r["regression"].startswith("FAIL")]
+        failing += [d for d in days if d["status"] == "fail"]
         if fail_on_gate and failing:
             raise SystemExit(EXIT_GATE_FAILED)
 

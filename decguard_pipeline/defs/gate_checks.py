@@ -70,8 +70,10 @@ def gate_checks(
     description: str,
     load: RowLoader,
     result: ResultBuilder = check_result,
+    partitions_def: dg.PartitionsDefinition | None = None,
 ) -> dg.AssetChecksDefinition:
-    parts = targets_partitions(entry.key)
+    # the asset's partitions: targets unless the feature partitions otherwise (daily checks)
+    parts = targets_partitions(entry.key) if partitions_def is None else partitions_def
     specs = [
         dg.AssetCheckSpec(
             gate.name,

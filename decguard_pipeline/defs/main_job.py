@@ -60,6 +60,7 @@ class MainJobResult:
     outcomes: list[Outcome] = field(default_factory=list)
     skipped: list[tuple[str, str, str]] = field(default_factory=list)  # contract, backend, why
     broken: list[tuple[str, str]] = field(default_factory=list)  # contract, error
+    production: list[Outcome] = field(default_factory=list)  # target = the day checked
 
 
 def evaluate_all(
@@ -99,4 +100,30 @@ def evaluate_all(
             )
             failed = [e.step_key for e in result.all_events if e.is_step_failure and e.step_key]
             out.outcomes.append(Outcome(entry.key, key, result.success, result.run_id, failed))
+        out.production += run_production_days(defs, entry, instance)
     return out
+
+
+def run_production_days(
+    defs: dg.Definitions, entry: ContractEntry, instance: dg.DagsterInstance
+) -> list[Outcome]:
+    """The contract's production job for every day that has a records file, oldest first
+    (so each day's baseline, the day before, is ingested first)."""
+    from decguard_pipeline.defs import production_assets
+
+    days = production_assets.production_days(entry)
+    if not days:
+        return []
+    job = defs.resolve_job_def(production_assets.job_name(entry))
+    outcomes = []
+    for day in days:
+        result = job.execute_in_process(
+            instance=instance,
+            partition_key=day,
+            raise_on_error=False,
+            run_config=QUIET,
+            tags={"decguard/day": day, "decguard/trigger": "evaluate"},
+        )
+        failed = [e.step_key for e in result.all_events if e.is_step_failure and e.step_key]
+        outcomes.append(Outcome(entry.key, day, result.success, result.run_id, failed))
+    return outcomes

@@ -1,6 +1,6 @@
 """The summary table the main job prints: per contract and target, the headline metrics, the
 gates of the evaluation itself (golden, properties, guard) and the regression diff against the
-chosen baseline."""
+chosen baseline; then one line per contract and production day checked."""
 
 from __future__ import annotations
 
@@ -95,4 +95,34 @@ def render_summary(rows: list[dict[str, Any]], result: Any) -> str:
         lines.append(f"skipped  {contract}/{backend}: {why}")
     for contract, error in result.broken:
         lines.append(f"BROKEN   {contract}: {error}")
+    return "\n".join(lines)
+
+
+def summarise_production(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
+    """Per production day the main job checked: status, accuracy and drift of its check."""
+    from decguard_pipeline.pipeline.production_steps import summary_row
+
+    rows = []
+    for outcome in getattr(result, "production", []):
+        row = summary_row(outcome.contract, outcome.target, warehouse)
+        if row is None or row["run_id"] != outcome.run_id:  # the check did not run
+            error = ", ".join(outcome.failed_steps) or "no check"
+            row = {"contract": outcome.contract, "day": outcome.target, "error": error}
+        rows.append({**row, "ran": "error" not in row})
+    return rows
+
+
+def render_production(rows: list[dict[str, Any]]) -> str:
+    cwidth = max([len(r["contract"]) for r in rows] + [8])
+    lines = [f"{'contract':<{cwidth}}  production day  status  accuracy  drift TV  baseline"]
+    for r in rows:
+        head = f"{r['contract']:<{cwidth}}  {r['day']:<14}  "
+        if not r["ran"]:
+            lines.append(head + f"ERROR: run failed ({r['error']})")
+            continue
+        baseline = r["baseline"] or "none"
+        lines.append(
+            head + f"{r['status'].upper():<6}  {num(r['accuracy']):<8}  "
+            f"{num(r['confidence_tv_distance']):<8}  {baseline} ({r['baseline_rule']})"
+        )
     return "\n".join(lines)
