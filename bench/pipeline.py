@@ -1,17 +1,23 @@
-"""Wall time of the main job on the bundled examples, and the ratio of pipeline time to the
-core's time for the same work.
+"""The main job's wall time on the bundled examples, and where the pipeline's time goes.
 
-    python bench/pipeline.py [--repeat 3]
+    python bench/pipeline.py [--repeat 2] [--cases 20000]
 
-* end to end: `decguard-pipeline evaluate` as a fresh process (fresh instance and warehouse);
-* in process, per target: the core alone (run the dataset through the backend, compute
-  metrics and gates, write and verify the report) against the same target through Dagster
-  (`execute_in_process` on a persistent instance, warehouse writes included).
+1. end to end: `decguard-pipeline evaluate` as a fresh process (fresh instance and warehouse);
+2. per target of the examples, three ways of doing the same evaluation:
+   * core: `run_test` (golden, plus properties when the contract has them) — no warehouse;
+   * steps: the functions the assets call (pipeline.steps and the feature steps) in job order,
+     without Dagster — core plus the warehouse's Parquet writes and reads;
+   * dagster: the target's job through `execute_in_process` on a persistent instance;
+   the difference dagster - steps is Dagster's own bookkeeping (run and event storage, step
+   orchestration, check evaluations);
+3. the same three on the refund contract with `--cases` generated cases, where the fixed cost
+   is small against the work.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -24,77 +30,116 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def timed(fn, repeat: int) -> float:
-    best = float("inf")
+def best(fn, repeat: int) -> float:
+    times = []
     for _ in range(repeat):
         start = time.perf_counter()
         fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def scaled_refund(directory: Path, n: int) -> Path:
+    """The refund contract with n generated cases (four phrasings, three labels)."""
+    shutil.copytree(ROOT / "data" / "contracts" / "refund", directory / "refund")
+    phrasings = [
+        ("The blender arrived damaged #{}", "refund"),
+        ("My parcel never arrived, order {}", "refund"),
+        ("I changed my mind about item {}", "reject"),
+        ("Please call me about invoice {}", "review"),
+    ]
+    with open(directory / "refund" / "cases.jsonl", "w") as out:
+        for i in range(n):
+            text, label = phrasings[i % 4]
+            case = {"id": f"c{i}", "input": text.format(i), "expected": label,
+                    "metadata": {"locale": "en"}}  # fmt: skip
+            out.write(json.dumps(case) + "\n")
+    return directory
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--cases", type=int, default=20000)
     args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.2f}")
     tmp = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
     env = {**os.environ, "DAGSTER_HOME": str(tmp / "home"),
            "DECGUARD_WAREHOUSE": str(tmp / "wh-cli")}  # fmt: skip
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "decguard_pipeline", "evaluate"], cwd=ROOT, env=env,
-        capture_output=True, text=True,
+        [sys.executable, "-m", "decguard_pipeline", "evaluate"],
+        cwd=ROOT, env=env, capture_output=True, text=True,
     )  # fmt: skip
     end_to_end = time.perf_counter() - start
     print(done.stdout)
-    print(f"main job, end to end (fresh process, instance and warehouse): {end_to_end:.2f} s")
+    print(f"1. main job end to end (fresh process, instance and warehouse): {end_to_end:.2f} s\n")
 
     warnings.filterwarnings("ignore")
     os.environ["DAGSTER_HOME"] = str(tmp / "home")
     import dagster as dg
 
-    from decguard_pipeline.core.report.golden import result_records
-    from decguard_pipeline.core.report.jsonio import write_document
-    from decguard_pipeline.core.report.verify import load_report
     from decguard_pipeline.definitions import build_definitions
     from decguard_pipeline.defs.jobs import job_name
     from decguard_pipeline.defs.main_job import QUIET
     from decguard_pipeline.evaluation import run_test
+    from decguard_pipeline.pipeline import diff_steps, guard_steps, property_steps, steps
     from decguard_pipeline.pipeline.contracts import discover_contracts
     from decguard_pipeline.pipeline.targets import backend_of
     from decguard_pipeline.warehouse import Warehouse
 
-    entries = discover_contracts(str(ROOT / "data" / "contracts"))
-    wh = Warehouse(tmp / "wh")
-    defs = build_definitions(entries, warehouse_root=str(wh.root))
     instance = dg.DagsterInstance.get()
-    jobs = [
-        (e, key)
-        for e in entries
-        for key in instance.get_dynamic_partitions(f"{e.key}_targets")
-    ]
-    core_total = pipeline_total = 0.0
-    print(f"\n{'target':<42} {'core s':>8} {'pipeline s':>11} {'ratio':>7}")
-    for entry, key in jobs:
 
-        def core(entry=entry, key=key) -> None:
-            report = run_test(entry.require(), backend=backend_of(key))
-            path = tmp / "core" / f"{entry.key}-{key}.json"
-            write_document(path, report.document, stream_key="results",
-                           items=result_records(report.results))  # fmt: skip
-            load_report(path)
+    def measure(contracts_dir: Path, title: str, only: str | None = None) -> None:
+        entries = discover_contracts(str(contracts_dir))
+        wh = Warehouse(tmp / f"wh-{title}")
+        defs = build_definitions(entries, warehouse_root=str(wh.root))
+        print(title)
+        print(f"  {'target':<44} {'core s':>8} {'steps s':>8} {'dagster s':>10} {'overhead':>9}")
+        totals = [0.0, 0.0, 0.0]
+        for entry in entries:
+            keys = instance.get_dynamic_partitions(f"{entry.key}_targets")
+            if only is not None:
+                keys = [k for k in keys if k == only] or ([only] if entry.key == "refund" else [])
+                instance.add_dynamic_partitions(f"{entry.key}_targets", keys)
+            loaded = entry.require()
+            for key in keys:
+                mode = "all" if property_steps.enabled(loaded) else "test"
 
-        def pipeline(entry=entry, key=key) -> None:
-            defs.resolve_job_def(job_name(entry)).execute_in_process(
-                instance=instance, partition_key=key, raise_on_error=False, run_config=QUIET
-            )
+                def core(key=key, loaded=loaded, mode=mode) -> None:
+                    run_test(loaded, backend=backend_of(key), mode=mode)
 
-        c, p = timed(core, args.repeat), timed(pipeline, args.repeat)
-        core_total += c
-        pipeline_total += p
-        print(f"{entry.key + '/' + key:<42} {c:>8.3f} {p:>11.3f} {p / c:>7.1f}")
-    print(f"{'total':<42} {core_total:>8.3f} {pipeline_total:>11.3f} "
-          f"{pipeline_total / core_total:>7.1f}")  # fmt: skip
+                def by_steps(entry=entry, key=key, loaded=loaded) -> None:
+                    step = steps.Step(wh, f"steps-{time.perf_counter_ns()}")
+                    steps.record_contract(entry, step)
+                    steps.record_dataset(entry, step)
+                    steps.evaluate_target(entry, key, step)
+                    steps.score_target(entry, key, step)
+                    if property_steps.enabled(loaded):
+                        property_steps.run_target(entry, key, step)
+                    diff_steps.diff_target(entry, key, step)
+                    if loaded.contract.pipeline is not None and loaded.contract.pipeline.guard:
+                        guard_steps.measure_target(entry, key, step)
+                    steps.write_report(entry, key, step)
+
+                def by_dagster(entry=entry, key=key) -> None:
+                    defs.resolve_job_def(job_name(entry)).execute_in_process(
+                        instance=instance, partition_key=key, raise_on_error=False,
+                        run_config=QUIET,
+                    )  # fmt: skip
+
+                row = [best(core, args.repeat), best(by_steps, args.repeat),
+                       best(by_dagster, args.repeat)]  # fmt: skip
+                totals = [t + r for t, r in zip(totals, row, strict=True)]
+                print(f"  {entry.key + '/' + key:<44} {row[0]:>8.3f} {row[1]:>8.3f} "
+                      f"{row[2]:>10.3f} {row[2] - row[1]:>9.3f}")  # fmt: skip
+        ratio = totals[2] / totals[0]
+        print(f"  {'total':<44} {totals[0]:>8.3f} {totals[1]:>8.3f} {totals[2]:>10.3f} "
+              f"{totals[2] - totals[1]:>9.3f}   dagster/core {ratio:.1f}x\n")  # fmt: skip
+
+    measure(ROOT / "data" / "contracts", "2. the examples, per target")
+    scaled = scaled_refund(tmp / "scaled", args.cases)
+    measure(scaled, f"3. refund with {args.cases} cases", only="default@refund-mock-v1")
     shutil.rmtree(tmp, ignore_errors=True)
 
 
