@@ -4,7 +4,6 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_TEST := $(VENV)/.installed-test
-export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
 .PHONY: run test install install-test lint ui bench clean
 
@@ -30,16 +29,16 @@ run: install
 ## test: lint, validate the Dagster definitions and run the whole test suite
 test: install-test
 	$(BIN)/ruff check decguard_pipeline decguard_pipeline_tests bench
-	$(BIN)/dagster definitions validate -w workspace.yaml
+	env -u DAGSTER_HOME $(BIN)/dagster definitions validate -w workspace.yaml
 	$(BIN)/pytest
 
 lint: install-test
 	$(BIN)/ruff check decguard_pipeline decguard_pipeline_tests bench
 	$(BIN)/ruff format --check decguard_pipeline decguard_pipeline_tests bench
 
-## ui: open the Dagster UI (webserver + daemon) on workspace.yaml
+## ui: open the Dagster UI (webserver + daemon) on workspace.yaml, instance in .dagster_home
 ui: install
-	$(BIN)/dagster dev -w workspace.yaml
+	$(BIN)/decguard-pipeline ui
 
 ## bench: side-by-side benchmarks against decguard==0.1.1
 bench: install-test

@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "data" / "contracts"
 EXAMPLE_NAMES = ("refund", "severity", "spam")
 
-os.environ.setdefault("DAGSTER_HOME", str(ROOT / ".dagster_home"))
+# tests use ephemeral or temporary instances; never the project's own .dagster_home
+os.environ.pop("DAGSTER_HOME", None)
 
 
 @dataclass
