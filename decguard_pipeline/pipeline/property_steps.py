@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from decguard_pipeline.core.contract import LoadedContract
+from decguard_pipeline.core.dataset import gc_paused
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.gates import overall_status
 from decguard_pipeline.core.properties.summary import is_failed, property_checks
@@ -315,7 +316,10 @@ def stored_for_report(
     data = path.read_bytes()
     if hashlib.sha256(data).hexdigest() != row["section_sha256"]:
         raise DecGuardError(f"{path}: the stored property results were modified")
-    stored = json.loads(data)  # the standard parser: integers of any size
+    # the standard parser: integers of any size (orjson would turn those beyond 64 bits into
+    # floats); with the collector paused, as the section is many acyclic objects
+    with gc_paused():
+        stored = json.loads(data)
     plan = _plan(loaded)
     section = stored["section"]
     current = {key: getattr(plan, key).model_dump(mode="json") for key in ("fuzz", "config")}

@@ -8,7 +8,7 @@ so every number equals DecGuard's bit for bit.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,19 @@ LIMIT_VALUES: dict[str, tuple[str, bool]] = {
     "max_abs_delta": ("max_abs_delta", False),
     "max_confidence_delta": ("confidence_delta", True),
 }
+
+
+COMPARISON_FIELDS = (
+    "tv_distance",
+    "js_divergence",
+    "max_abs_delta",
+    "confidence_delta",
+    "selected_before",
+    "selected_after",
+    "flipped",
+    "rank_changed",
+    "level_delta",
+)
 
 
 @dataclass
@@ -44,34 +57,45 @@ class Comparisons:
     def __len__(self) -> int:
         return len(self.tv_distance)
 
-    def records(self) -> list[dict[str, Any]]:
-        """DecGuard's ``comparison`` objects, in field order."""
+    def values(self, rows: np.ndarray | None = None) -> list[tuple[Any, ...]]:
+        """Each comparison's values in field order (``COMPARISON_FIELDS``), of ``rows`` only
+        when given."""
+
+        def pick(column: np.ndarray) -> list[Any]:
+            return (column if rows is None else column[rows]).tolist()
+
         labels = self.labels
-        level = [None] * len(self) if self.level_delta is None else self.level_delta.tolist()
+        n = len(self) if rows is None else len(rows)
+        return list(
+            zip(
+                pick(self.tv_distance),
+                pick(self.js_divergence),
+                pick(self.max_abs_delta),
+                pick(self.confidence_delta),
+                [labels[b] for b in pick(self.selected_before)],
+                [labels[a] for a in pick(self.selected_after)],
+                pick(self.flipped),
+                pick(self.rank_changed),
+                [None] * n if self.level_delta is None else pick(self.level_delta),
+                strict=True,
+            )
+        )
+
+    def records(self, rows: np.ndarray | None = None) -> list[dict[str, Any]]:
+        """DecGuard's ``comparison`` objects, in field order (of ``rows`` only, when given)."""
         return [
             {
                 "tv_distance": tv,
                 "js_divergence": js,
                 "max_abs_delta": mad,
                 "confidence_delta": cd,
-                "selected_before": labels[b],
-                "selected_after": labels[a],
+                "selected_before": b,
+                "selected_after": a,
                 "flipped": f,
                 "rank_changed": rc,
                 "level_delta": ld,
             }
-            for tv, js, mad, cd, b, a, f, rc, ld in zip(
-                self.tv_distance.tolist(),
-                self.js_divergence.tolist(),
-                self.max_abs_delta.tolist(),
-                self.confidence_delta.tolist(),
-                self.selected_before.tolist(),
-                self.selected_after.tolist(),
-                self.flipped.tolist(),
-                self.rank_changed.tolist(),
-                level,
-                strict=True,
-            )
+            for tv, js, mad, cd, b, a, f, rc, ld in self.values(rows)
         ]
 
 
@@ -166,6 +190,37 @@ def tolerance_violations(config: AnyProperty, comparison: Mapping[str, Any]) -> 
         if value > limit:
             broken.append(f"{name} {value:.4g} > {limit:g}")
     return broken
+
+
+def tolerance_mask(config: AnyProperty, column: Callable[[str], np.ndarray], m: int) -> np.ndarray:
+    """``bool(tolerance_violations(config, c))`` for ``m`` comparisons at once, with the same
+    float operations; ``column(name)`` is the float64 column ``name`` of the comparisons (only
+    the columns ``config`` limits are asked for)."""
+    if isinstance(config, Monotonic):
+        sign = 1.0 if config.direction == "increasing" else -1.0
+        return np.asarray(sign * column("level_delta") < -config.max_level_decrease, dtype=bool)
+    mask = np.zeros(m, dtype=bool)
+    for key, limit in config.tolerances().items():
+        name, absolute = LIMIT_VALUES[key]
+        values = column(name)
+        mask |= (np.abs(values) if absolute else values) > limit
+    return mask
+
+
+def limited_columns(config: AnyProperty) -> list[str]:
+    """The comparison fields :func:`tolerance_violations` reads for ``config``."""
+    if isinstance(config, Monotonic):
+        return ["level_delta"]
+    return [LIMIT_VALUES[key][0] for key in config.tolerances()]
+
+
+def judged_mask(config: AnyProperty, comparisons: Comparisons) -> np.ndarray:
+    """``bool(judge(config, c))`` for every comparison of ``comparisons`` (whose
+    ``level_delta`` is set when ``config`` is monotonic)."""
+    mask = tolerance_mask(config, lambda name: getattr(comparisons, name), len(comparisons))
+    if config.max_flip_rate is not None:
+        mask = mask | comparisons.flipped
+    return mask
 
 
 def flip_violation(config: AnyProperty, comparison: Mapping[str, Any]) -> str | None:

@@ -3,17 +3,31 @@ a (possibly edited) contract for ``report --contract`` (DecGuard §7.2, §7.3, �
 
 Both re-compute every pair's comparison from the stored transformed result and the stored
 original result; transformations are never regenerated here.
+
+Verification has a fast path: the section is loaded with plain-dict checks (:mod:`fast`) and
+checked with whole-column comparisons (:func:`_holds`); only when one of them finds something
+off do the strict schema and the one-pair-at-a-time checks run, and they report the problem
+exactly as DecGuard does (the first one, at its location).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 
-from decguard_pipeline.core.contract.properties import AnyProperty, Properties
-from decguard_pipeline.core.properties.compare import judge
+from decguard_pipeline.core.contract.properties import AnyProperty, Monotonic, Properties
+from decguard_pipeline.core.properties.compare import (
+    COMPARISON_FIELDS,
+    Comparisons,
+    judge,
+    judged_mask,
+)
+from decguard_pipeline.core.properties.fast import load_plain
 from decguard_pipeline.core.properties.pairs import compare_with_originals, result_probabilities
 from decguard_pipeline.core.properties.schema import PropertyRunModel
 from decguard_pipeline.core.properties.summary import (
@@ -33,8 +47,16 @@ class SectionError(ValueError):
         self.lines = lines
 
 
-def load_section(section: Any, tolerance: float) -> dict[str, Any]:
-    """The section validated and normalised (numbers as floats, tuples as lists)."""
+def load_section(section: Any, tolerance: float, *, plain_json: bool = False) -> dict[str, Any]:
+    """The section validated and normalised (numbers as floats, tuples as lists).
+
+    ``plain_json``: the section is straight from a JSON parser that refuses NaN and Infinity
+    (orjson), so the plain-dict fast path may load it; the strict schema runs when it is off,
+    or when the fast path finds anything not plainly well-formed."""
+    if plain_json:
+        loaded = load_plain(section, tolerance)
+        if loaded is not None:
+            return loaded
     try:
         model = PropertyRunModel.model_validate(
             section, context={"probability_tolerance": tolerance}
@@ -157,22 +179,150 @@ def _check_summaries(section: dict[str, Any], n_cases: int) -> None:
         raise ValueError("property summaries do not match stored transformed cases")
 
 
+_IDENTITY = itemgetter("case_id", "decision", "decision_type", "labels", "backend", "provider")
+_COMPARISON = itemgetter(*COMPARISON_FIELDS)
+_ID = itemgetter("id")
+_KEY = itemgetter("property", "case_id", "sample")
+_PROPERTY = itemgetter("property")
+_CASE = itemgetter("case_id")
+_RESULT = itemgetter("result")
+_PROBABILITIES = itemgetter("probabilities")
+
+
+def _judged(config: AnyProperty, computed: Comparisons) -> list[list[str]]:
+    """``judge(config, c)`` for every comparison; judged one by one only where it finds
+    something (located column-wise)."""
+    found: list[list[str]] = [[]] * len(computed)
+    flagged = np.flatnonzero(judged_mask(config, computed))
+    for row, record in zip(flagged.tolist(), computed.records(flagged), strict=True):
+        found[row] = judge(config, record)
+    return found
+
+
+def _group_holds(
+    config: AnyProperty,
+    holders: list[dict[str, Any]],
+    ids: list[str],
+    rows: list[int],
+    results: CaseResults,
+) -> bool:
+    """For ``holders`` (pairs or reduced examples of one property, with results, of the pairs
+    ``ids`` of the decided cases ``rows``): their results are in the report's context, and
+    their comparisons and violations are the recomputed ones."""
+    spec = results.spec
+    stored = list(map(_RESULT, holders))
+    labels = list(spec.labels)
+    context = (spec.name, spec.type, labels, results.backend, results.provider)
+    if list(map(_IDENTITY, stored)) != [(pair_id, *context) for pair_id in ids]:
+        return False
+    if isinstance(config, Monotonic) and spec.type != "score":
+        return False  # no levels to judge: the one-by-one checks say what happens
+    # every result has exactly the report's labels (checked above), in that order
+    values = chain.from_iterable(map(dict.values, map(_PROBABILITIES, stored)))
+    after = np.fromiter(values, dtype=np.float64, count=len(stored) * len(labels))
+    after = after.reshape(len(stored), len(labels))
+    computed = compare_with_originals(config, results, rows, after)
+    if list(map(_COMPARISON, [h["comparison"] for h in holders])) != computed.values():
+        return False
+    return [h["violations"] for h in holders] == _judged(config, computed)
+
+
+def _pairs_hold(
+    section: dict[str, Any],
+    enabled: dict[str, AnyProperty],
+    results: CaseResults,
+    row_of: dict[str, int],
+) -> bool:
+    """Whether ``_check_pairs`` and ``_check_context`` find nothing, with the per-pair work
+    done once per column instead of once per pair."""
+    pairs = section["pairs"]
+    ids = list(map(_ID, pairs))
+    if len(set(ids)) != len(ids):
+        return False
+    if ids != [f"{name}/{case_id}/{sample}" for name, case_id, sample in map(_KEY, pairs)]:
+        return False
+    names = list(map(_PROPERTY, pairs))
+    rows = list(map(row_of.get, map(_CASE, pairs)))
+    if not set(names) <= enabled.keys() or None in rows:
+        return False
+    decided = (results.selected[np.asarray(rows, dtype=np.intp)] >= 0).tolist()
+    groups: dict[str, list[int]] = {}
+    for index, (name, ok, result) in enumerate(
+        zip(names, decided, map(_RESULT, pairs), strict=True)
+    ):
+        if not ok:  # the original errored: so must the pair
+            error = pairs[index]["error"]
+            if error is None or error["kind"] != ORIGINAL_ERROR:
+                return False
+        elif result is not None:
+            groups.setdefault(name, []).append(index)
+    for name, indices in groups.items():
+        holders = [pairs[i] for i in indices]
+        if not _group_holds(
+            enabled[name], holders, [ids[i] for i in indices], [rows[i] for i in indices], results
+        ):
+            return False
+        shrunk = [i for i in indices if pairs[i]["reduced"] is not None]
+        if shrunk and not _group_holds(
+            enabled[name],
+            [pairs[i]["reduced"] for i in shrunk],
+            [ids[i] for i in shrunk],
+            [rows[i] for i in shrunk],
+            results,
+        ):
+            return False
+    return all(
+        skip["property"] in enabled and skip["case_id"] in row_of for skip in section["skipped"]
+    )
+
+
+def _summaries_hold(section: dict[str, Any], enabled: dict[str, AnyProperty], n: int) -> bool:
+    names = [s["property"] for s in section["summaries"]]
+    if len(names) != len(set(names)) or any(name not in enabled for name in names):
+        return False
+    again = summarize_all(names, enabled, section["pairs"], section["skipped"], n)
+    return again == section["summaries"]
+
+
+def _holds(
+    section: dict[str, Any],
+    enabled: dict[str, AnyProperty],
+    results: CaseResults,
+    row_of: dict[str, int],
+) -> bool:
+    """True only when the one-by-one checks (``_check_pairs``, ``_check_context``,
+    ``_check_summaries``) would find nothing; False sends them to find the first problem."""
+    try:
+        return _pairs_hold(section, enabled, results, row_of) and _summaries_hold(
+            section, enabled, len(results)
+        )
+    except (ArithmeticError, LookupError, TypeError, ValueError):
+        return False  # whatever it is, the one-by-one checks meet it the way they always did
+
+
 def verify_section(
-    section: dict[str, Any], results: CaseResults, mode: str, *, tolerance: float = 1e-3
+    section: dict[str, Any],
+    results: CaseResults,
+    mode: str,
+    *,
+    tolerance: float = 1e-3,
+    plain_json: bool = False,
 ) -> list[dict[str, Any]]:
     """Recompute and check a stored properties section; returns the property checks.
 
     ``section`` is replaced in place by its normalised form. Raises ``SectionError`` (a
     ValueError with DecGuard's location lines) for a malformed section and ValueError with
-    DecGuard's message when a pair, skip or summary does not match the stored results."""
-    normalised = load_section(section, tolerance)
+    DecGuard's message when a pair, skip or summary does not match the stored results.
+    ``plain_json``: see :func:`load_section`."""
+    normalised = load_section(section, tolerance, plain_json=plain_json)
+    config = Properties.model_validate(normalised["config"])
     row_of = {case_id: row for row, case_id in enumerate(results.case_ids)}
-    _check_pairs(normalised, results, row_of)
-    _check_context(normalised, results)
-    _check_summaries(normalised, len(results))
+    if not _holds(normalised, config.enabled(), results, row_of):
+        _check_pairs(normalised, results, row_of)
+        _check_context(normalised, results)
+        _check_summaries(normalised, len(results))
     section.clear()
     section.update(normalised)
-    config = Properties.model_validate(normalised["config"])
     return property_checks(normalised["summaries"], config)
 
 

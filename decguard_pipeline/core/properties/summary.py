@@ -7,9 +7,15 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from decguard_pipeline.core.contract.properties import AnyProperty, Properties
 from decguard_pipeline.core.gates import make_check
-from decguard_pipeline.core.properties.compare import tolerance_violations
+from decguard_pipeline.core.properties.compare import (
+    limited_columns,
+    tolerance_mask,
+    tolerance_violations,
+)
 
 ORIGINAL_ERROR = "original_error"
 NOT_RUN = "the property was not run"
@@ -27,6 +33,18 @@ def _max(values: list[float]) -> float | None:
     return max(values) if values else None
 
 
+def count_violations(config: AnyProperty, compared: Sequence[dict[str, Any]]) -> int:
+    """How many comparisons break a per-case limit of ``config`` (``tolerance_violations``),
+    counted column-wise."""
+    columns = {name: [c[name] for c in compared] for name in limited_columns(config)}
+    if any(None in values for values in columns.values()):  # as before: one at a time
+        return sum(1 for c in compared if tolerance_violations(config, c))
+    mask = tolerance_mask(
+        config, lambda name: np.array(columns[name], dtype=np.float64), len(compared)
+    )
+    return int(np.count_nonzero(mask))
+
+
 def summarize(
     name: str,
     config: AnyProperty,
@@ -39,7 +57,7 @@ def summarize(
     compared = [p["comparison"] for p in pairs if p["comparison"] is not None]
     errors = Counter(p["error"]["kind"] for p in pairs if p["error"] is not None)
     n = len(compared)
-    n_violations = sum(1 for c in compared if tolerance_violations(config, c))
+    n_violations = count_violations(config, compared)
     n_flips = sum(1 for c in compared if c["flipped"])
     tv = [c["tv_distance"] for c in compared]
     level_decrease = None

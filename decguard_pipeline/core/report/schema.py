@@ -6,15 +6,21 @@ checks (recomputed metrics, checks, status) live in :mod:`verify`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
 from decguard_pipeline.core.contract import Evaluation, Gates
-from decguard_pipeline.core.decision import DecisionInput
+from decguard_pipeline.core.decision import DecisionInput, select_many
+from decguard_pipeline.core.exact import row_fsum
 from decguard_pipeline.core.validation import redact
 
 Status = Literal["pass", "warn", "fail"]
+_STR = {str}
+_FLOAT = frozenset({float})
+_NUMBER = frozenset({float, int})
 DecisionType = Literal["choice", "noul", "score"]
 
 
@@ -258,3 +264,46 @@ def check_result_invariants(result: dict[str, Any], tolerance: float) -> str | N
             f"{best!r} ({probabilities[best]!r})"
         )
     return None
+
+
+def results_hold(
+    results: Iterable[dict[str, Any]], tolerance: float, *, floats: bool = False
+) -> bool:
+    """True when :func:`check_result_invariants` finds nothing wrong with any of ``results``
+    (plain dicts whose ``labels`` are lists and ``probabilities`` dicts), checked for all of
+    them at once: per label set, one probability matrix, its exact row sums (``row_fsum``,
+    equal to ``math.fsum``) and its first maxima. ``floats``: the probabilities must also be
+    floats (the schema's normalised form), not integers. It says only whether they all hold;
+    the schema explains what does not."""
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    try:
+        for result in results:
+            groups.setdefault(tuple(result["labels"]), []).append(result)
+    except TypeError:  # a label that is a list or an object
+        return False
+    allowed = _FLOAT if floats else _NUMBER
+    for labels, members in groups.items():
+        if not labels or len(set(labels)) != len(labels) or set(map(type, labels)) != _STR:
+            return False
+        order = list(labels)
+        probabilities = [r["probabilities"] for r in members]
+        if any(list(p) != order for p in probabilities):
+            return False
+        rows = [list(p.values()) for p in probabilities]
+        # numbers only (a bool is none), each finite and >= 0, summing to 1 within tolerance
+        if not {type(v) for row in rows for v in row} <= allowed:
+            return False
+        try:
+            matrix = np.array(rows, dtype=np.float64)
+        except OverflowError:  # an integer no float can hold
+            return False
+        if not (np.isfinite(matrix).all() and (matrix >= 0.0).all()):
+            return False
+        if (np.abs(row_fsum(matrix) - 1.0) > tolerance).any():
+            return False
+        selected, confidence = select_many(matrix)
+        if [r["selected"] for r in members] != [labels[i] for i in selected.tolist()]:
+            return False
+        if [r["confidence"] for r in members] != confidence.tolist():
+            return False
+    return True

@@ -7,7 +7,10 @@ values bit for bit. Any difference means the file was edited or corrupted: ``Rep
 
 from __future__ import annotations
 
+import gc
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,7 @@ from pydantic import ValidationError
 
 from decguard_pipeline.core.contract import Evaluation, Gates
 from decguard_pipeline.core.contract.decision import DecisionSpec
-from decguard_pipeline.core.decision import select_many, validate_many
+from decguard_pipeline.core.dataset import gc_paused
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.report.golden import (
@@ -27,10 +30,7 @@ from decguard_pipeline.core.report.golden import (
     failures,
     metrics_for,
 )
-from decguard_pipeline.core.report.schema import (
-    ReportDocument,
-    ReportModel,
-)
+from decguard_pipeline.core.report.schema import ReportDocument, ReportModel, results_hold
 from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.core.validation import format_errors, redact
 
@@ -117,30 +117,9 @@ def _record_ok(record: Any) -> bool:
 
 
 def _results_hold(records: list[dict[str, Any]], tolerance: float) -> bool:
-    """Every stored result's invariants (see schema.check_result_invariants), vectorised:
-    probabilities keyed by exactly the labels in order, valid within the tolerance, the
-    selected label the first most probable one, the confidence exactly its probability."""
-    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    for record in records:
-        result = record.get("result")
-        if result is not None:
-            groups.setdefault(tuple(result["labels"]), []).append(result)
-    for labels, results in groups.items():
-        if not labels or len(set(labels)) != len(labels):
-            return False
-        order = list(labels)
-        if any(list(r["probabilities"]) != order for r in results):
-            return False
-        batch = validate_many(labels, [r["probabilities"] for r in results], tolerance=tolerance)
-        if any(error is not None for error in batch.errors):
-            return False
-        selected, confidence = select_many(batch.probs)
-        for result, index, value in zip(
-            results, selected.tolist(), confidence.tolist(), strict=True
-        ):
-            if result["selected"] != labels[index] or result["confidence"] != value:
-                return False
-    return True
+    """Every stored result's invariants (see schema.check_result_invariants), checked for all
+    records at once (schema.results_hold)."""
+    return results_hold((r["result"] for r in records if r.get("result") is not None), tolerance)
 
 
 def _validate_strictly(path: Path, raw: bytes, tolerance: float) -> ReportDocument:
@@ -210,7 +189,7 @@ def columns_from_records(
 
 
 def _semantics(
-    header: ReportModel, doc: dict[str, Any], records: list[dict[str, Any]]
+    header: ReportModel, doc: dict[str, Any], records: list[dict[str, Any]], *, plain_json: bool
 ) -> CaseResults:
     if (header.mode == "test") != (header.properties is None):
         raise Invalid("'properties' must be present exactly in 'fuzz' and 'all' reports")
@@ -262,6 +241,7 @@ def _semantics(
                 results,
                 header.mode,
                 tolerance=header.evaluation.probability_tolerance,
+                plain_json=plain_json,
             )
         except ValueError as exc:  # a malformed section says where (``lines``)
             raise Invalid(str(exc), getattr(exc, "lines", None)) from exc
@@ -282,6 +262,29 @@ def load_report(path: str | Path) -> Report:
         raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportError(f"{path}: cannot read report: {exc}") from exc
+    with _collector_paused():
+        return _load(path, raw)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """``gc_paused`` while a report is parsed and checked: a big one is millions of acyclic
+    objects, which collections would only walk, again and again. On the way out they go
+    straight to the oldest generation (``gc.freeze`` then ``gc.unfreeze``: two list splices)
+    instead of being walked at once by the first young collection; freed by reference
+    counting as always, cyclic garbage among them left for the next full collection. Not
+    when something else is frozen (a ``gc.freeze`` before fork must stay as it is)."""
+    collecting = gc.isenabled()
+    with gc_paused():
+        try:
+            yield
+        finally:
+            if collecting and gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
+
+
+def _load(path: Path, raw: bytes) -> Report:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:  # invalid, or NaN/Infinity/huge ints that orjson refuses
@@ -306,7 +309,9 @@ def load_report(path: str | Path) -> Report:
         records = [record.model_dump(mode="json") for record in document.results]
     doc = header.model_dump(mode="json", exclude={"results", "properties"})
     try:
-        results = _semantics(header, doc, records)
+        # orjson refuses NaN and Infinity: when it read the file, the properties section is
+        # plain JSON and may take the fast path
+        results = _semantics(header, doc, records, plain_json=data is not None)
     except Invalid as exc:
         raise _fail(path, exc.lines) from exc
     doc["results"] = None
