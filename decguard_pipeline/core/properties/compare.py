@@ -57,29 +57,31 @@ class Comparisons:
     def __len__(self) -> int:
         return len(self.tv_distance)
 
-    def values(self, rows: np.ndarray | None = None) -> list[tuple[Any, ...]]:
-        """Each comparison's values in field order (``COMPARISON_FIELDS``), of ``rows`` only
-        when given."""
+    def columns(self, rows: np.ndarray | None = None) -> list[list[Any]]:
+        """The comparisons' values as lists, one per field (``COMPARISON_FIELDS``), of ``rows``
+        only when given."""
 
         def pick(column: np.ndarray) -> list[Any]:
             return (column if rows is None else column[rows]).tolist()
 
         labels = self.labels
         n = len(self) if rows is None else len(rows)
-        return list(
-            zip(
-                pick(self.tv_distance),
-                pick(self.js_divergence),
-                pick(self.max_abs_delta),
-                pick(self.confidence_delta),
-                [labels[b] for b in pick(self.selected_before)],
-                [labels[a] for a in pick(self.selected_after)],
-                pick(self.flipped),
-                pick(self.rank_changed),
-                [None] * n if self.level_delta is None else pick(self.level_delta),
-                strict=True,
-            )
-        )
+        return [
+            pick(self.tv_distance),
+            pick(self.js_divergence),
+            pick(self.max_abs_delta),
+            pick(self.confidence_delta),
+            [labels[b] for b in pick(self.selected_before)],
+            [labels[a] for a in pick(self.selected_after)],
+            pick(self.flipped),
+            pick(self.rank_changed),
+            [None] * n if self.level_delta is None else pick(self.level_delta),
+        ]
+
+    def values(self, rows: np.ndarray | None = None) -> list[tuple[Any, ...]]:
+        """Each comparison's values in field order (``COMPARISON_FIELDS``), of ``rows`` only
+        when given."""
+        return list(zip(*self.columns(rows), strict=True))
 
     def records(self, rows: np.ndarray | None = None) -> list[dict[str, Any]]:
         """DecGuard's ``comparison`` objects, in field order (of ``rows`` only, when given)."""

@@ -13,8 +13,8 @@ exactly as DecGuard does (the first one, at its location).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
-from operator import itemgetter
+from itertools import chain, repeat
+from operator import eq, is_not, itemgetter
 from typing import Any
 
 import numpy as np
@@ -179,10 +179,11 @@ def _check_summaries(section: dict[str, Any], n_cases: int) -> None:
         raise ValueError("property summaries do not match stored transformed cases")
 
 
-_IDENTITY = itemgetter("case_id", "decision", "decision_type", "labels", "backend", "provider")
-_COMPARISON = itemgetter(*COMPARISON_FIELDS)
+_CONTEXT = itemgetter("decision", "decision_type", "backend", "provider")
+_LABELS = itemgetter("labels")
+_COMPARISON = itemgetter("comparison")
 _ID = itemgetter("id")
-_KEY = itemgetter("property", "case_id", "sample")
+_SAMPLE = itemgetter("sample")
 _PROPERTY = itemgetter("property")
 _CASE = itemgetter("case_id")
 _RESULT = itemgetter("result")
@@ -212,8 +213,11 @@ def _group_holds(
     spec = results.spec
     stored = list(map(_RESULT, holders))
     labels = list(spec.labels)
-    context = (spec.name, spec.type, labels, results.backend, results.provider)
-    if list(map(_IDENTITY, stored)) != [(pair_id, *context) for pair_id in ids]:
+    if list(map(_CASE, stored)) != ids:
+        return False
+    if set(map(_CONTEXT, stored)) != {(spec.name, spec.type, results.backend, results.provider)}:
+        return False
+    if not all(map(eq, repeat(labels), map(_LABELS, stored))):
         return False
     if isinstance(config, Monotonic) and spec.type != "score":
         return False  # no levels to judge: the one-by-one checks say what happens
@@ -222,8 +226,14 @@ def _group_holds(
     after = np.fromiter(values, dtype=np.float64, count=len(stored) * len(labels))
     after = after.reshape(len(stored), len(labels))
     computed = compare_with_originals(config, results, rows, after)
-    if list(map(_COMPARISON, [h["comparison"] for h in holders])) != computed.values():
+    # stored comparisons hold exactly their fields, in order: compared column by column
+    stored_values = list(chain.from_iterable(map(dict.values, map(_COMPARISON, holders))))
+    width = len(COMPARISON_FIELDS)
+    if len(stored_values) != width * len(holders):
         return False
+    for field, column in enumerate(computed.columns()):
+        if stored_values[field::width] != column:
+            return False
     return [h["violations"] for h in holders] == _judged(config, computed)
 
 
@@ -236,27 +246,29 @@ def _pairs_hold(
     """Whether ``_check_pairs`` and ``_check_context`` find nothing, with the per-pair work
     done once per column instead of once per pair."""
     pairs = section["pairs"]
-    ids = list(map(_ID, pairs))
+    ids, names, cases = list(map(_ID, pairs)), list(map(_PROPERTY, pairs)), list(map(_CASE, pairs))
     if len(set(ids)) != len(ids):
         return False
-    if ids != [f"{name}/{case_id}/{sample}" for name, case_id, sample in map(_KEY, pairs)]:
+    keys = zip(names, cases, map(_SAMPLE, pairs), strict=True)
+    if ids != [f"{name}/{case}/{sample}" for name, case, sample in keys]:
         return False
-    names = list(map(_PROPERTY, pairs))
-    rows = list(map(row_of.get, map(_CASE, pairs)))
+    rows = list(map(row_of.get, cases))
     if not set(names) <= enabled.keys() or None in rows:
         return False
-    decided = (results.selected[np.asarray(rows, dtype=np.intp)] >= 0).tolist()
-    groups: dict[str, list[int]] = {}
-    for index, (name, ok, result) in enumerate(
-        zip(names, decided, map(_RESULT, pairs), strict=True)
-    ):
-        if not ok:  # the original errored: so must the pair
-            error = pairs[index]["error"]
-            if error is None or error["kind"] != ORIGINAL_ERROR:
-                return False
-        elif result is not None:
-            groups.setdefault(name, []).append(index)
+    decided = results.selected[np.asarray(rows, dtype=np.intp)] >= 0
+    for index in np.flatnonzero(~decided).tolist():  # the original errored: so must the pair
+        error = pairs[index]["error"]
+        if error is None or error["kind"] != ORIGINAL_ERROR:
+            return False
+    answered = decided & np.fromiter(map(is_not, map(_RESULT, pairs), repeat(None)), bool)
+    order = list(enabled)
+    codes = np.fromiter(map(order.index, names), np.intp, count=len(names))
+    groups = {
+        name: np.flatnonzero(answered & (codes == code)).tolist() for code, name in enumerate(order)
+    }
     for name, indices in groups.items():
+        if not indices:
+            continue
         holders = [pairs[i] for i in indices]
         if not _group_holds(
             enabled[name], holders, [ids[i] for i in indices], [rows[i] for i in indices], results

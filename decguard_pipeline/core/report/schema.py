@@ -7,6 +7,8 @@ checks (recomputed metrics, checks, status) live in :mod:`verify`.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import chain
+from operator import itemgetter
 from typing import Any, Literal
 
 import numpy as np
@@ -21,6 +23,9 @@ Status = Literal["pass", "warn", "fail"]
 _STR = {str}
 _FLOAT = frozenset({float})
 _NUMBER = frozenset({float, int})
+_PROBABILITIES = itemgetter("probabilities")
+_SELECTED = itemgetter("selected")
+_CONFIDENCE = itemgetter("confidence")
 DecisionType = Literal["choice", "noul", "score"]
 
 
@@ -286,15 +291,16 @@ def results_hold(
         if not labels or len(set(labels)) != len(labels) or set(map(type, labels)) != _STR:
             return False
         order = list(labels)
-        probabilities = [r["probabilities"] for r in members]
-        if any(list(p) != order for p in probabilities):
+        probabilities = list(map(_PROBABILITIES, members))
+        if list(map(list, probabilities)).count(order) != len(members):
             return False
-        rows = [list(p.values()) for p in probabilities]
+        # every row has exactly the labels' values, in order: one flat list of them all
+        values = list(chain.from_iterable(map(dict.values, probabilities)))
         # numbers only (a bool is none), each finite and >= 0, summing to 1 within tolerance
-        if not {type(v) for row in rows for v in row} <= allowed:
+        if not set(map(type, values)) <= allowed:
             return False
         try:
-            matrix = np.array(rows, dtype=np.float64)
+            matrix = np.array(values, dtype=np.float64).reshape(len(members), len(labels))
         except OverflowError:  # an integer no float can hold
             return False
         if not (np.isfinite(matrix).all() and (matrix >= 0.0).all()):
@@ -302,8 +308,8 @@ def results_hold(
         if (np.abs(row_fsum(matrix) - 1.0) > tolerance).any():
             return False
         selected, confidence = select_many(matrix)
-        if [r["selected"] for r in members] != [labels[i] for i in selected.tolist()]:
+        if list(map(_SELECTED, members)) != [labels[i] for i in selected.tolist()]:
             return False
-        if [r["confidence"] for r in members] != confidence.tolist():
+        if list(map(_CONFIDENCE, members)) != confidence.tolist():
             return False
     return True
