@@ -232,25 +232,25 @@ def score_target(entry: ContractEntry, target: str, step: Step) -> Scored:
     contract = loaded.contract
     metrics = metrics_for(evaluated.results, contract.evaluation)
     checks = checks_for("test", contract.requirements, contract.warnings, metrics)
-    common = {
-        "contract": entry.key,
-        "target": target,
-        "run_id": step.run_id,
-        "at": step.at,
-        "backend": evaluated.run["backend"],
-        "model_version": evaluated.run["model_version"],
-    }
+    base = T.run_base(
+        contract=entry.key,
+        target=target,
+        run_id=step.run_id,
+        at=step.at,
+        backend=evaluated.run["backend"],
+        model_version=evaluated.run["model_version"],
+    )
     wh = step.warehouse
     where = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
-    wh.write("metrics", T.metrics_rows(metrics, **common), **where)
-    wh.write("per_label_metrics", T.per_label_rows(metrics, **common), **where)
-    wh.write("reliability_bins", T.reliability_rows(metrics, **common), **where)
-    wh.write("gate_results", T.gate_rows(checks, source="golden", **common), **where)
+    wh.write("metrics", T.metrics_rows(metrics, base), **where)
+    wh.write("per_label_metrics", T.per_label_rows(metrics, base), **where)
+    wh.write("reliability_bins", T.reliability_rows(metrics, base), **where)
+    wh.write("gate_results", T.gate_rows(checks, base, source="golden"), **where)
     intervals = None
     settings = statistics_settings(contract)
     if settings is not None:
         intervals = golden_statistics(evaluated.results, metrics, settings)
-        wh.write("metric_intervals", T.interval_rows(intervals, **common), **where)
+        wh.write("metric_intervals", T.interval_rows(intervals, base), **where)
     return Scored(metrics, checks, evaluated, intervals)
 
 

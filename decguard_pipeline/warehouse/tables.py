@@ -171,81 +171,33 @@ def flat_metrics(metrics: dict[str, Any]) -> dict[str, float | None]:
     return {k: (None if v is None else float(v)) for k, v in flat.items()}
 
 
-def metrics_rows(
-    metrics: dict[str, Any],
-    *,
-    contract: str,
-    target: str,
-    run_id: str,
-    at: datetime,
-    backend: str,
+def run_base(
+    *, contract: str, target: str, run_id: str, at: datetime, backend: str,
     model_version: str | None,
-) -> list[dict[str, Any]]:
-    base = {
-        **_keys(contract, target, run_id, at),
-        "backend": backend,
-        "model_version": model_version,
-    }
+) -> dict[str, Any]:  # fmt: skip
+    """The columns every row of one target's evaluation starts with."""
+    return {**_keys(contract, target, run_id, at), "backend": backend,
+            "model_version": model_version}  # fmt: skip
+
+
+def metrics_rows(metrics: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
     return [{**base, "metric": k, "value": v} for k, v in flat_metrics(metrics).items()]
 
 
-def per_label_rows(
-    metrics: dict[str, Any],
-    *,
-    contract: str,
-    target: str,
-    run_id: str,
-    at: datetime,
-    backend: str,
-    model_version: str | None,
-) -> list[dict[str, Any]]:
-    base = {
-        **_keys(contract, target, run_id, at),
-        "backend": backend,
-        "model_version": model_version,
-    }
-    return [
-        {**base, "label": label, **scores}
-        for label, scores in metrics["classification"]["per_label"].items()
-    ]
+def per_label_rows(metrics: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
+    per_label = metrics["classification"]["per_label"]
+    return [{**base, "label": label, **scores} for label, scores in per_label.items()]
 
 
-def reliability_rows(
-    metrics: dict[str, Any],
-    *,
-    contract: str,
-    target: str,
-    run_id: str,
-    at: datetime,
-    backend: str,
-    model_version: str | None,
-) -> list[dict[str, Any]]:
-    base = {
-        **_keys(contract, target, run_id, at),
-        "backend": backend,
-        "model_version": model_version,
-    }
-    return [{**base, "bin": i, **b} for i, b in enumerate(metrics["calibration"]["reliability"])]
+def reliability_rows(metrics: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
+    bins = metrics["calibration"]["reliability"]
+    return [{**base, "bin": i, **b} for i, b in enumerate(bins)]
 
 
 def gate_rows(
-    checks: list[dict[str, Any]],
-    *,
-    source: str,
-    contract: str,
-    target: str,
-    run_id: str,
-    at: datetime,
-    backend: str,
-    model_version: str | None,
+    checks: list[dict[str, Any]], base: dict[str, Any], *, source: str
 ) -> list[dict[str, Any]]:
-    base = {
-        **_keys(contract, target, run_id, at),
-        "backend": backend,
-        "model_version": model_version,
-        "source": source,
-    }
-    return [{**base, **check} for check in checks]
+    return [{**base, "source": source, **check} for check in checks]
 
 
 def contract_row(key: str, loaded: LoadedContract, *, run_id: str, at: datetime) -> dict[str, Any]:
@@ -265,23 +217,10 @@ def contract_row(key: str, loaded: LoadedContract, *, run_id: str, at: datetime)
     }
 
 
-def interval_rows(
-    section: dict[str, Any],
-    *,
-    contract: str,
-    target: str,
-    run_id: str,
-    at: datetime,
-    backend: str,
-    model_version: str | None,
-) -> list[dict[str, Any]]:
+def interval_rows(section: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
     """The golden intervals section (core.golden_statistics) as rows, one per metric."""
-    base = {
-        **_keys(contract, target, run_id, at),
-        "backend": backend,
-        "model_version": model_version,
-        "confidence": section["confidence"],
-        "bootstrap_resamples": section["bootstrap_resamples"],
-        "seed": section["seed"],
-    }
-    return [{**base, "metric": name, **entry} for name, entry in section["intervals"].items()]
+    settings = {k: section[k] for k in ("confidence", "bootstrap_resamples", "seed")}
+    return [
+        {**base, **settings, "metric": name, **entry}
+        for name, entry in section["intervals"].items()
+    ]
