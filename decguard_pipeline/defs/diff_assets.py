@@ -17,23 +17,16 @@ from typing import Any
 
 import dagster as dg
 
-from decguard_pipeline import __version__
 from decguard_pipeline.core.diff import render_diff, render_statistics
 from decguard_pipeline.defs import metadata as md
-from decguard_pipeline.defs.assets import asset_key
+from decguard_pipeline.defs.assets import asset_key, target_asset
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
-from decguard_pipeline.defs.partitions import targets_partitions
-from decguard_pipeline.defs.resources import WarehouseResource
-from decguard_pipeline.pipeline import diff_steps, steps
+from decguard_pipeline.pipeline import diff_steps
 from decguard_pipeline.pipeline.contracts import ContractEntry
 
 NAME = "regression_diff"
 CHANGES_SHOWN = 20
-
-
-def _version(entry: ContractEntry) -> str:
-    return f"{__version__}-{entry.require().hash.removeprefix('sha256:')[:12]}"
 
 
 def assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
@@ -53,13 +46,12 @@ def extras(entries: list[ContractEntry], jobs: dict[str, Any]) -> dict[str, list
 
 
 def _regression_diff(entry: ContractEntry) -> dg.AssetsDefinition:
-    @dg.asset(
-        key=asset_key(entry, NAME),
-        group_name=entry.key,
-        code_version=_version(entry),
-        partitions_def=targets_partitions(entry.key),
-        deps=[asset_key(entry, "case_results")],
-        kinds={"python", "parquet", "json"},
+    return target_asset(
+        entry,
+        NAME,
+        run=diff_steps.diff_target,
+        metadata=materialisation_metadata,
+        kinds=frozenset({"python", "parquet", "json"}),
         description=(
             "DecGuard's regression diff of the target's newest evaluation against its baseline "
             "(pipeline.baseline: pinned target, a backend's newest passing target, or by "
@@ -67,14 +59,6 @@ def _regression_diff(entry: ContractEntry) -> dg.AssetsDefinition:
             "backend's); the diff JSON next to the report files."
         ),
     )
-    def regression_diff(
-        context: dg.AssetExecutionContext, warehouse: WarehouseResource
-    ) -> dg.MaterializeResult:
-        step = steps.Step(warehouse.get(), context.run.run_id)
-        outcome = diff_steps.diff_target(entry, context.partition_key, step)
-        return dg.MaterializeResult(metadata=materialisation_metadata(outcome))
-
-    return regression_diff
 
 
 def _regression_checks(entry: ContractEntry) -> dg.AssetChecksDefinition:

@@ -16,17 +16,15 @@ from typing import Any
 
 import dagster as dg
 
-from decguard_pipeline import __version__
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.guard_extension import guard_enabled, headline
 from decguard_pipeline.core.guard_text import render_guard
 from decguard_pipeline.defs import metadata as md
-from decguard_pipeline.defs.assets import asset_key
+from decguard_pipeline.defs.assets import asset_key, target_asset
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.partitions import targets_partitions
-from decguard_pipeline.defs.resources import WarehouseResource
-from decguard_pipeline.pipeline import guard_steps, steps
+from decguard_pipeline.pipeline import guard_steps
 from decguard_pipeline.pipeline.contracts import ContractEntry
 
 NAME = "guard_metrics"
@@ -34,10 +32,6 @@ NAME = "guard_metrics"
 
 def enabled(entry: ContractEntry) -> bool:
     return entry.ok and guard_enabled(entry.require().contract)
-
-
-def _version(entry: ContractEntry) -> str:
-    return f"{__version__}-{entry.require().hash.removeprefix('sha256:')[:12]}"
 
 
 def assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
@@ -87,28 +81,17 @@ def _broken(entry: ContractEntry, error: str) -> dg.AssetsDefinition:
 
 def _guard_metrics(entry: ContractEntry) -> dg.AssetsDefinition:
     suites = guard_steps.planned_suites(entry.require())
-
-    @dg.asset(
-        key=asset_key(entry, NAME),
-        group_name=entry.key,
-        code_version=_version(entry),
-        partitions_def=targets_partitions(entry.key),
-        deps=[asset_key(entry, "case_results")],
-        kinds={"python", "parquet"},
+    return target_asset(
+        entry,
+        NAME,
+        run=guard_steps.measure_target,
+        metadata=materialisation_metadata,
         description=(
             "Guard metrics, honest calibration and risk-coverage for every suite "
             f"({', '.join(suites)}); the main dataset from the newest case_results, the other "
             "suites through the target's backend. Pictures next to the report."
         ),
     )
-    def guard_metrics(
-        context: dg.AssetExecutionContext, warehouse: WarehouseResource
-    ) -> dg.MaterializeResult:
-        step = steps.Step(warehouse.get(), context.run.run_id)
-        measured = guard_steps.measure_target(entry, context.partition_key, step)
-        return dg.MaterializeResult(metadata=materialisation_metadata(measured))
-
-    return guard_metrics
 
 
 def _guard_checks(entry: ContractEntry, gates: list[tuple[str, str]]) -> dg.AssetChecksDefinition:

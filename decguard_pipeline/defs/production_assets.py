@@ -34,12 +34,11 @@ from typing import Any
 
 import dagster as dg
 
-from decguard_pipeline import __version__
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.production.render import render_check, render_extensions
 from decguard_pipeline.core.report.render import num, preview
 from decguard_pipeline.defs import metadata as md
-from decguard_pipeline.defs.assets import asset_key
+from decguard_pipeline.defs.assets import asset_key, code_version
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.resources import WarehouseResource
@@ -69,10 +68,6 @@ def schedule_name(entry: ContractEntry) -> str:
 def daily_partitions(entry: ContractEntry) -> dg.DailyPartitionsDefinition:
     start, _ = ps.start_date(entry)
     return dg.DailyPartitionsDefinition(start_date=start.isoformat(), timezone="UTC")
-
-
-def _version(entry: ContractEntry) -> str:
-    return f"{__version__}-{entry.require().hash.removeprefix('sha256:')[:12]}"
 
 
 def _usable(entry: ContractEntry) -> str | None:
@@ -158,7 +153,7 @@ def _production_records(
     @dg.asset(
         key=asset_key(entry, RECORDS),
         group_name=entry.key,
-        code_version=_version(entry),
+        code_version=code_version(entry),
         partitions_def=parts,
         deps=[asset_key(entry, "contract")],
         kinds={"python", "parquet"},
@@ -200,7 +195,7 @@ def _production_check(
     @dg.asset(
         key=asset_key(entry, CHECK),
         group_name=entry.key,
-        code_version=_version(entry),
+        code_version=code_version(entry),
         partitions_def=parts,
         deps=deps,
         kinds={"python", "parquet", "json"},

@@ -18,15 +18,12 @@ from typing import Any
 
 import dagster as dg
 
-from decguard_pipeline import __version__
 from decguard_pipeline.core.report.render import describe_example, num, pct
 from decguard_pipeline.defs import metadata as md
-from decguard_pipeline.defs.assets import asset_key
+from decguard_pipeline.defs.assets import asset_key, target_asset
 from decguard_pipeline.defs.gate_checks import Gate, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
-from decguard_pipeline.defs.partitions import targets_partitions
-from decguard_pipeline.defs.resources import WarehouseResource
-from decguard_pipeline.pipeline import property_steps, steps
+from decguard_pipeline.pipeline import property_steps
 from decguard_pipeline.pipeline.contracts import ContractEntry
 
 NAME = "property_results"
@@ -34,10 +31,6 @@ NAME = "property_results"
 
 def enabled(entry: ContractEntry) -> bool:
     return entry.ok and property_steps.enabled(entry.require())
-
-
-def _version(entry: ContractEntry) -> str:
-    return f"{__version__}-{entry.require().hash.removeprefix('sha256:')[:12]}"
 
 
 def assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
@@ -62,27 +55,16 @@ def extras(entries: list[ContractEntry], jobs: dict[str, Any]) -> dict[str, list
 
 def _property_results(entry: ContractEntry) -> dg.AssetsDefinition:
     names = list(entry.require().contract.properties.enabled())
-
-    @dg.asset(
-        key=asset_key(entry, NAME),
-        group_name=entry.key,
-        code_version=_version(entry),
-        partitions_def=targets_partitions(entry.key),
-        deps=[asset_key(entry, "case_results")],
-        kinds={"python", "parquet"},
+    return target_asset(
+        entry,
+        NAME,
+        run=property_steps.run_target,
+        metadata=materialisation_metadata,
         description=(
             f"Metamorphic properties ({', '.join(names)}) through the target's backend; the "
             "originals are the newest case_results of the partition (not sent again)."
         ),
     )
-    def property_results(
-        context: dg.AssetExecutionContext, warehouse: WarehouseResource
-    ) -> dg.MaterializeResult:
-        step = steps.Step(warehouse.get(), context.run.run_id)
-        done = property_steps.run_target(entry, context.partition_key, step)
-        return dg.MaterializeResult(metadata=materialisation_metadata(done))
-
-    return property_results
 
 
 def _with_property(row: Mapping[str, Any], asset: dg.AssetKey, name: str) -> dg.AssetCheckResult:
