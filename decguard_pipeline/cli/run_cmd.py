@@ -39,7 +39,6 @@ def run_command(
 
         from decguard_pipeline.core.errors import DecGuardError
         from decguard_pipeline.core.policy import render_decision
-        from decguard_pipeline.core.report.jsonio import dumps
         from decguard_pipeline.sdk import DecGuard
 
         value: str | dict[str, object] = input_value
@@ -53,4 +52,7 @@ def run_command(
             value = parsed
         with DecGuard.from_contract(contract, backend=backend, check_health=healthcheck) as guard:
             decision = guard.decide(value, case_id=case_id)
-        click.echo(dumps(decision) if fmt == "json" else render_decision(decision))
+        if fmt == "json":
+            click.echo(decision.model_dump_json(indent=2))
+        else:
+            click.echo(render_decision(decision.model_dump()))
