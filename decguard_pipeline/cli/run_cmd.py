@@ -9,12 +9,18 @@ import click
 
 from decguard_pipeline.cli.app import cli
 from decguard_pipeline.cli.errors import handled
-from decguard_pipeline.cli.options import PathArg, backend_option, format_option, healthcheck_option
+from decguard_pipeline.cli.options import (
+    argument,
+    backend_option,
+    contract_argument,
+    format_option,
+    healthcheck_option,
+)
 
 
 @cli.command("run")
-@click.argument("contract", type=PathArg)
-@click.argument("input_value", metavar="INPUT")
+@contract_argument
+@argument("input_value", "The input: text, or a JSON object with --input-json.", metavar="INPUT")
 @backend_option
 @click.option("--input-json", is_flag=True, default=False,
               help="Parse INPUT as a JSON object.")  # fmt: skip
