@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from decguard_pipeline import __version__
+from decguard_pipeline import PROGRAM, __version__
 from decguard_pipeline.cli.errors import EXIT_GATE_FAILED, handled
 from decguard_pipeline.cli.options import (
     DocumentedCommand,
@@ -31,7 +31,7 @@ Exit codes: 0 = pass (or warn), 1 = reliability gate failed, 2 = configuration/r
 
 
 @click.group(help=HELP, context_settings={"help_option_names": ["--help"]})
-@click.version_option(__version__, "--version", prog_name="decguard-pipeline",
+@click.version_option(__version__, "--version", prog_name=PROGRAM,
                       message="%(prog)s %(version)s")  # fmt: skip
 def cli() -> None:
     pass
@@ -198,4 +198,4 @@ _register_commands()
 
 
 def main() -> None:
-    cli(prog_name="decguard-pipeline")
+    cli(prog_name=PROGRAM)
