@@ -65,7 +65,7 @@ class DecGuard:
         if loaded.contract.policy is None:
             raise ContractError(NO_POLICY)
         self.loaded = loaded
-        self.backend = backend
+        self.backend = _adopted(backend) or backend
         self._owned_backend = owned_backend
 
     @classmethod
@@ -84,10 +84,11 @@ class DecGuard:
         loaded = contract if isinstance(contract, LoadedContract) else load_contract(contract)
         if loaded.contract.policy is None:
             raise ContractError(NO_POLICY)
-        if isinstance(backend, Backend):
-            instance, owned = backend, False
-        else:
-            instance, owned = make_backend(loaded, backend), True
+        adopted = _adopted(backend)
+        if adopted is not None:
+            instance, owned = adopted, False
+        else:  # a name (or anything else: refused as DecGuard refuses it, as unknown)
+            instance, owned = make_backend(loaded, backend), True  # type: ignore[arg-type]
         if check_health:
             try:
                 status = instance.healthcheck()
@@ -126,3 +127,16 @@ class DecGuard:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _adopted(backend: object) -> Backend | None:
+    """Our backend as given; a backend object written for DecGuard (its ``CallableBackend``,
+    say) behind our interface, so code passing one runs unchanged; None for anything else
+    (a backend name)."""
+    if isinstance(backend, Backend):
+        return backend
+    if backend is None or isinstance(backend, str):
+        return None
+    from decguard_pipeline.backends.registry import adopt_decguard_backend
+
+    return adopt_decguard_backend(backend)

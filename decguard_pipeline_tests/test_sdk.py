@@ -188,6 +188,7 @@ def test_construction_errors_equal_the_reference(write, tmp_path):
         ((tmp_path / "missing.yaml",), {}),
         ((broken,), {}),
         ((REFUND,), {"backend": "staging"}),  # its token is not set
+        ((REFUND,), {"backend": 5}),  # neither a name nor a backend
     ]
     RefGuard = _ref_guard()
     for args, kwargs in calls:
@@ -197,6 +198,70 @@ def test_construction_errors_equal_the_reference(write, tmp_path):
         assert ours[0] != "ok"
     with pytest.raises(ContractError, match=r"^the contract has no 'policy' section$"):
         DecGuard.from_contract(plain)
+
+
+ANSWER = {"refund": 0.8, "reject": 0.15, "review": 0.05}
+
+
+def _callables(kind: str) -> tuple[Any, Any]:
+    """The same Python function behind our CallableBackend and behind DecGuard's."""
+    from decguard.backends import CallableBackend as RefCallable
+    from decguard.decisions import Prediction as RefPrediction
+    from decguard.errors import InvalidResponse as RefInvalid
+
+    from decguard_pipeline.backends import CallableBackend
+    from decguard_pipeline.core.decision import Prediction
+    from decguard_pipeline.sdk import InvalidResponse
+
+    def make(prediction: type, invalid: type) -> Any:
+        def decide(request: Any) -> Any:
+            assert request.decision.labels == ("refund", "reject", "review")
+            assert request.decision.type == "choice" and request.case_id == "py-1"
+            if kind == "mapping":
+                return {label: ANSWER[label] for label in reversed(request.decision.labels)}
+            if kind == "prediction":
+                return prediction(ANSWER, model="fn-v2", model_version="7",
+                                  metadata={"input": request.input, "token": "hidden"})  # fmt: skip
+            if kind == "bad sum":
+                return {**ANSWER, "review": 0.5}
+            if kind == "typed error":
+                raise invalid("the model said nothing useful")
+            raise ValueError("a bug in the caller's function")
+
+        return decide
+
+    return (
+        CallableBackend(make(Prediction, InvalidResponse), model="fn-v1"),
+        RefCallable(make(RefPrediction, RefInvalid), model="fn-v1"),
+    )
+
+
+@pytest.mark.parametrize("kind", ["mapping", "prediction", "bad sum", "typed error", "bug"])
+def test_callable_backends_equal_the_reference(kind):
+    """DecGuard's documented in-process provider: ``from_contract(..., backend=
+    CallableBackend(fn))``, with our CallableBackend and with DecGuard's own one."""
+    from decguard_pipeline.backends import CallableBackend
+
+    RefGuard = _ref_guard()
+    assert _public_signature(CallableBackend) == _public_signature(_callables(kind)[1].__class__)
+    mine, theirs = _callables(kind)
+    ours = _outcome(
+        lambda: DecGuard.from_contract(REFUND, backend=mine).decide("x", case_id="py-1")
+    )
+    ref = _outcome(
+        lambda: RefGuard.from_contract(REFUND, backend=theirs).decide("x", case_id="py-1")
+    )
+    assert ours == ref
+    assert (ours[0] == "ok") is (kind in ("mapping", "prediction"))
+    # DecGuard's own CallableBackend passed to our SDK: the same decision, or the same
+    # failure (DecGuard's per-case error keeps its kind and message as our BackendError)
+    _, foreign = _callables(kind)
+    with DecGuard.from_contract(REFUND, backend=foreign) as guard:
+        adopted = _outcome(lambda: guard.decide("x", case_id="py-1"))
+    if kind == "typed error":
+        assert adopted == ("BackendError", ref[1])
+    else:
+        assert adopted == ref
 
 
 def test_decisions_are_frozen_comparable_and_revalidated():
