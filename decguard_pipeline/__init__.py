@@ -9,6 +9,9 @@ __version__ = "0.1.0"
 # What reports record in DecGuard's ``decguard_version`` field: the producer and its version.
 PRODUCER_VERSION = f"pipeline-{__version__}"
 
+# The command users type; hints in our output name it where DecGuard's name `decguard`.
+PROGRAM = "decguard-pipeline"
+
 
 def __getattr__(name: str) -> object:
     # ``decguard_pipeline.DecGuard`` without importing the backends on every package import

@@ -2,25 +2,56 @@
 
     with DecGuard.from_contract("decguard.yaml") as guard:
         decision = guard.decide("The parcel never arrived")
-        if decision["action"] == "fallback":
-            ...  # ask decision["fallback_backend"]: the caller decides, DecGuard never does
+        if decision.action == "fallback":
+            ...  # ask decision.fallback_backend: the caller decides, DecGuard never does
 
-``decide`` returns DecGuard's PolicyDecision as a plain dict (``result``, ``action``,
-``fallback_backend``, ``route_index``); a failing backend raises its ``BackendError``
-subclass (timeout, unavailable, invalid_response, backend_error).
+The same surface as DecGuard 0.1's ``decguard.DecGuard``: ``decide(input_data, *, case_id)``
+returns a frozen :class:`PolicyDecision` (``result``, ``action``, ``fallback_backend``,
+``route_index``; ``model_dump_json()`` gives DecGuard's bytes); input that is neither text
+nor an object with string keys raises pydantic's ``ValidationError``; a failing backend
+raises its ``BackendError`` subclass (timeout, unavailable, invalid_response,
+backend_error). The types and errors are importable from here.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
 
 from decguard_pipeline.backends import Backend
 from decguard_pipeline.core.contract import LoadedContract, load_contract
 from decguard_pipeline.core.decision import DecisionInput, DecisionRequest
-from decguard_pipeline.core.errors import ContractError, DecGuardError
+from decguard_pipeline.core.decision_models import (
+    DecisionResult,
+    DecisionType,
+    PolicyDecision,
+    RequestCheck,
+    policy_decision,
+)
+from decguard_pipeline.core.errors import (
+    BackendError,
+    BackendTimeout,
+    BackendUnavailable,
+    ContractError,
+    DecGuardError,
+    InvalidResponse,
+)
 from decguard_pipeline.core.policy import apply_policy
+
+__all__ = [
+    "BackendError",
+    "BackendTimeout",
+    "BackendUnavailable",
+    "ContractError",
+    "DecGuard",
+    "DecGuardError",
+    "DecisionInput",
+    "DecisionResult",
+    "DecisionType",
+    "InvalidResponse",
+    "PolicyDecision",
+]
 
 NO_POLICY = "the contract has no 'policy' section"
 
@@ -34,8 +65,8 @@ class DecGuard:
         if loaded.contract.policy is None:
             raise ContractError(NO_POLICY)
         self.loaded = loaded
-        self.backend = backend
-        self._owned = owned_backend
+        self.backend = _adopted(backend) or backend
+        self._owned_backend = owned_backend
 
     @classmethod
     def from_contract(
@@ -53,10 +84,11 @@ class DecGuard:
         loaded = contract if isinstance(contract, LoadedContract) else load_contract(contract)
         if loaded.contract.policy is None:
             raise ContractError(NO_POLICY)
-        if isinstance(backend, Backend):
-            instance, owned = backend, False
-        else:
-            instance, owned = make_backend(loaded, backend), True
+        adopted = _adopted(backend)
+        if adopted is not None:
+            instance, owned = adopted, False
+        else:  # a name (or anything else: refused as DecGuard refuses it, as unknown)
+            instance, owned = make_backend(loaded, backend), True  # type: ignore[arg-type]
         if check_health:
             try:
                 status = instance.healthcheck()
@@ -70,17 +102,19 @@ class DecGuard:
                 raise
         return cls(loaded, instance, owned_backend=owned)
 
-    def decide(self, input: DecisionInput, *, case_id: str = "sdk") -> dict[str, Any]:
+    def decide(self, input_data: DecisionInput, *, case_id: str = "sdk") -> PolicyDecision:
         """Ask the backend once and route its validated result."""
         contract = self.loaded.contract
         assert contract.policy is not None
-        request = DecisionRequest(case_id=case_id, decision=contract.spec(), input=input)
-        result = self.backend.decide(request, tolerance=contract.evaluation.probability_tolerance)
-        return apply_policy(contract.policy, result)
+        checked = RequestCheck(case_id=case_id, input=input_data)
+        request = DecisionRequest(checked.case_id, contract.spec(), checked.input)
+        tolerance = contract.evaluation.probability_tolerance
+        result = self.backend.decide(request, tolerance=tolerance)
+        return policy_decision(apply_policy(contract.policy, result), tolerance)
 
     def close(self) -> None:
         """Close the backend if this object built it."""
-        if self._owned:
+        if self._owned_backend:
             self.backend.close()
 
     def __enter__(self) -> Self:
@@ -93,3 +127,16 @@ class DecGuard:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _adopted(backend: object) -> Backend | None:
+    """Our backend as given; a backend object written for DecGuard (its ``CallableBackend``,
+    say) behind our interface, so code passing one runs unchanged; None for anything else
+    (a backend name)."""
+    if isinstance(backend, Backend):
+        return backend
+    if backend is None or isinstance(backend, str):
+        return None
+    from decguard_pipeline.backends.registry import adopt_decguard_backend
+
+    return adopt_decguard_backend(backend)

@@ -76,8 +76,13 @@ def loopback() -> Iterator[Callable[..., Any]]:
 
 
 def same_text(ours_text: str, ref_text: str) -> tuple[list[str], list[str]]:
-    """Both outputs with the producer version and latency figures neutralised."""
+    """Both outputs with the producer version and latency figures neutralised, and the
+    program our hints name (`decguard-pipeline replay` where DecGuard says `decguard replay`)
+    read as DecGuard's."""
     import re
+
+    assert "`decguard " not in ours_text, "a hint names DecGuard's command instead of ours"
+    ours_text = ours_text.replace("`decguard-pipeline ", "`decguard ")
 
     def norm(text: str) -> list[str]:
         text = re.sub(r"DecGuard \S+ ·", "DecGuard V ·", text)

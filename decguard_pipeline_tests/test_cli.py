@@ -44,6 +44,43 @@ def test_no_arguments_prints_help(ours):
     assert "validate" in ran.stdout + ran.stderr
 
 
+SHARED_COMMANDS = ("validate", "test", "fuzz", "report", "diff", "replay", "check", "run")
+
+
+def _help_parts(text: str) -> tuple[str, set[str], list[str]]:
+    """The exit-code sentence, the option flags and the argument names of a --help text."""
+    import re
+
+    flat = " ".join(text.split())
+    codes = re.search(r"Exit codes: .*?error\.", flat)
+    flags = set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", text.partition("Options:")[2]))
+    block = text.partition("Arguments:")[2].partition("Options:")[0]
+    names = [m.group(1).lower() for m in re.finditer(r"^  (\S+)", block, flags=re.MULTILINE)]
+    return (codes.group(0) if codes else ""), flags, names
+
+
+def test_top_level_help_states_the_exit_codes_as_decguard_does(ours, ref):
+    mine, theirs = ours("--help"), ref("--help")
+    assert mine.exit_code == theirs.exit_code == 0
+    assert _help_parts(mine.stdout)[0] == _help_parts(theirs.stdout)[0]
+    assert "1 = reliability gate failed" in mine.stdout
+    for command in SHARED_COMMANDS:
+        assert f"  {command} " in mine.stdout
+
+
+@pytest.mark.parametrize("command", SHARED_COMMANDS)
+def test_command_help_lists_what_decguard_lists(command, ours, ref):
+    """Every flag and argument the reference documents is documented here (ours may add
+    its own, e.g. ``test --suite``); arguments carry a description, as in DecGuard."""
+    mine, theirs = ours(command, "--help"), ref(command, "--help")
+    assert mine.exit_code == theirs.exit_code == 0
+    _, our_flags, our_args = _help_parts(mine.stdout)
+    _, ref_flags, ref_args = _help_parts(theirs.stdout)
+    assert ref_flags <= our_flags
+    assert [name.replace("input_value", "input") for name in ref_args] == our_args
+    assert "`decguard " not in mine.stdout  # our hints name our command
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -67,7 +67,7 @@ def test_documented_order_sensitive_run(ours, tmp_path):
         "    option_order         33 compared · 27 violating (81.8%) · flips 0 (0.0%) · "
         "max TV 0.100" in ran.stdout
     )
-    assert "Property failures (10 of 27; replay with `decguard replay`)" in ran.stdout
+    assert "Property failures (10 of 27; replay with `decguard-pipeline replay`)" in ran.stdout
     pairs = {p["id"]: p for p in json.loads((tmp_path / "fuzz.json").read_text())["properties"]
              ["pairs"]}  # fmt: skip
     assert [s for s, _ in pairs["option_order/r1/2"]["presentation"]] == [

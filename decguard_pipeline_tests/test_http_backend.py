@@ -425,18 +425,25 @@ def test_connections_are_reused(workdir, ours):
 
 
 def test_latency_is_measured_around_the_request(workdir, loopback, ours):
-    """20 ms of server time reads as about 20 ms: the time a case waits for a free worker
-    is not counted (80 cases on 4 workers queue for up to 380 ms). The server shares this
-    process (and a busy machine), so the bound is loose; bench/golden_run.py measures the
-    15% figure against a server in its own process."""
+    """A case's latency is its request, not the time it waited for one of the 4 workers.
+
+    No absolute time is asserted (a loaded machine stretches every figure): with at most 4
+    requests in flight, the measured latencies can add up to at most 4 times the run's wall
+    time, whatever the load. Measured from the queue instead, 80 cases waiting for 4 workers
+    would add up to about 80 / 2 of the request phase, 10 times as much. And no request can
+    read as shorter than the 20 ms the server waits before answering."""
     server = loopback(delay_ms=20)
     _cases([f"c{i}" for i in range(80)])
     Path("c.yaml").write_text(_contract(server.url))
-    doc = json.loads(ours("test", "c.yaml", "--max-concurrency", 4, "-f", "json").stdout)
-    latency = doc["metrics"]["latency"]
-    assert latency["n"] == 80
-    assert 20.0 <= latency["p50_ms"] <= 30.0, latency
-    assert latency["max_ms"] < 150.0, latency
+    start = time.perf_counter()
+    ran = ours("test", "c.yaml", "--max-concurrency", 4, "-f", "json")
+    wall_ms = (time.perf_counter() - start) * 1000.0
+    assert server.behaviour.max_in_flight == 4
+    doc = json.loads(ran.stdout)
+    latencies = [record["result"]["latency_ms"] for record in doc["results"]]
+    assert len(latencies) == doc["metrics"]["latency"]["n"] == 80
+    assert min(latencies) >= 20.0
+    assert sum(latencies) <= 4 * wall_ms, (sum(latencies), wall_ms)
 
 
 # -- single calls (run, SDK): the synchronous client -----------------------------------------

@@ -5,10 +5,12 @@ so ``validate`` works offline.
 """
 
 from decguard_pipeline.backends.base import Backend, backend_settings
+from decguard_pipeline.backends.python import CallableBackend
 from decguard_pipeline.backends.registry import available_providers, backend_class, create_backend
 
 __all__ = [
     "Backend",
+    "CallableBackend",
     "available_providers",
     "backend_class",
     "backend_settings",

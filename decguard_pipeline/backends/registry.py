@@ -148,6 +148,14 @@ def _decguard_plugin(plugin: Any) -> type[Backend] | None:
     return DecGuardPlugin
 
 
+def adopt_decguard_backend(instance: Any) -> Backend | None:
+    """A backend object built for DecGuard (a ``decguard`` ``DecisionBackend`` instance, such
+    as its ``CallableBackend``) behind our interface, as the SDK's ``from_contract`` accepts
+    it; None when ``instance`` is not one."""
+    adapter = _decguard_plugin(type(instance))
+    return None if adapter is None else adapter(instance)  # type: ignore[call-arg]
+
+
 def create_backend(
     config: BackendConfig, *, decision: DecisionSpec, name: str = "default"
 ) -> Backend:

@@ -7,12 +7,15 @@ from typing import Any
 
 import click
 
-from decguard_pipeline import __version__
+from decguard_pipeline import PROGRAM, __version__
 from decguard_pipeline.cli.errors import EXIT_GATE_FAILED, handled
 from decguard_pipeline.cli.options import (
+    DocumentedCommand,
     PathArg,
+    argument,
     backend_option,
     concurrency_option,
+    contract_argument,
     dataset_option,
     fail_on_warn_option,
     format_option,
@@ -24,14 +27,17 @@ from decguard_pipeline.cli.options import (
 HELP = """Test, verify and gate probabilistic decision models (DecGuard 0.1 compatible),
 and run the evaluations as a Dagster pipeline.
 
-Exit codes: 0 = pass (or warn), 1 = a gate failed, 2 = configuration/runtime error."""
+Exit codes: 0 = pass (or warn), 1 = reliability gate failed, 2 = configuration/runtime error."""
 
 
 @click.group(help=HELP, context_settings={"help_option_names": ["--help"]})
-@click.version_option(__version__, "--version", prog_name="decguard-pipeline",
+@click.version_option(__version__, "--version", prog_name=PROGRAM,
                       message="%(prog)s %(version)s")  # fmt: skip
 def cli() -> None:
     pass
+
+
+cli.command_class = DocumentedCommand  # every command lists its arguments in --help
 
 
 def emit_report(
@@ -74,7 +80,7 @@ def _exit_for(status: str, fail_on_warn: bool) -> None:
 
 
 @cli.command()
-@click.argument("contract", type=PathArg)
+@contract_argument
 @dataset_option
 def validate(contract: Path, dataset: Path | None) -> None:
     """Check a contract, its backend settings and its dataset (offline)."""
@@ -109,7 +115,7 @@ def _run(
 
 
 @cli.command("test")
-@click.argument("contract", type=PathArg)
+@contract_argument
 @dataset_option
 @backend_option
 @output_option
@@ -133,7 +139,7 @@ def test_command(
 
 
 @cli.command()
-@click.argument("contract", type=PathArg)
+@contract_argument
 @dataset_option
 @backend_option
 @fuzz_options
@@ -147,13 +153,15 @@ def fuzz(
     properties: tuple[str, ...], minimize: bool | None, output: Path | None, fmt: str,
     max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool,
 ) -> None:  # fmt: skip
-    """Check the contract's metamorphic properties (deterministic for a seed)."""
+    """Check the contract's metamorphic properties: every case is changed in controlled
+    ways (option order, formatting, irrelevant context, paraphrases, ...) and the decision
+    distributions before and after are compared. The same seed gives the same run."""
     _run("fuzz", contract, dataset, backend, output, fmt, max_concurrency, fail_on_warn,
          healthcheck, seed, properties, minimize)  # fmt: skip
 
 
 @cli.command()
-@click.argument("results", type=PathArg)
+@argument("results", "A JSON report written by `decguard-pipeline test --output`.", type=PathArg)
 @click.option("--contract", "-c", type=PathArg, default=None,
               help="Re-evaluate the stored results against this contract's gates.")  # fmt: skip
 @output_option
@@ -190,4 +198,4 @@ _register_commands()
 
 
 def main() -> None:
-    cli(prog_name="decguard-pipeline")
+    cli(prog_name=PROGRAM)

@@ -9,15 +9,22 @@ import click
 
 from decguard_pipeline.cli.app import cli
 from decguard_pipeline.cli.errors import EXIT_GATE_FAILED, handled
-from decguard_pipeline.cli.options import PathArg, fail_on_warn_option, format_option, output_option
+from decguard_pipeline.cli.options import (
+    PathArg,
+    contract_argument,
+    fail_on_warn_option,
+    format_option,
+    output_option,
+)
 
 
 @cli.command("check")
-@click.argument("contract", type=PathArg)
+@contract_argument
 @click.option("--dataset", "-d", type=PathArg, required=True,
               help="Collected production records (.jsonl/.json).")  # fmt: skip
 @click.option("--baseline", type=PathArg, default=None,
-              help="Baseline production dataset or a previous `check` JSON report.")  # fmt: skip
+              help="Baseline production dataset or a previous `decguard-pipeline check` "
+              "JSON report.")  # fmt: skip
 @output_option
 @format_option
 @fail_on_warn_option

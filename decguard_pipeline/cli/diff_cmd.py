@@ -10,20 +10,21 @@ from decguard_pipeline.cli.app import cli
 from decguard_pipeline.cli.errors import EXIT_GATE_FAILED, handled
 from decguard_pipeline.cli.options import (
     PathArg,
+    argument,
     fail_on_warn_option,
     format_option,
-    output_option,
 )
 
 
 @cli.command()
-@click.argument("baseline", type=PathArg)
-@click.argument("candidate", type=PathArg)
+@argument("baseline", "The baseline JSON report (the model in use, say).", type=PathArg)
+@argument("candidate", "The candidate JSON report (a new model, say).", type=PathArg)
 @click.option("--contract", "-c", type=PathArg, default=None,
               help="Apply this contract's regression gates, evaluation, statistics.")  # fmt: skip
 @click.option("--segment-by", "-s", "segment_by", multiple=True,
               help="Case metadata key to segment by (repeatable).")  # fmt: skip
-@output_option
+@click.option("--output", "-o", type=PathArg, default=None,
+              help="Also write the JSON diff to this file.")  # fmt: skip
 @format_option
 @fail_on_warn_option
 def diff(

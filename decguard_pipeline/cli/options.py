@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +11,46 @@ import click
 F = Callable[..., Any]
 
 PathArg = click.Path(path_type=Path, dir_okay=True)
+
+
+class HelpArgument(click.Argument):
+    """A positional argument with a help line (click's own arguments carry none)."""
+
+    def __init__(self, param_decls: Sequence[str], help: str = "", **attrs: Any) -> None:
+        super().__init__(param_decls, **attrs)
+        self.help = help
+
+
+class DocumentedCommand(click.Command):
+    """A command whose help lists its arguments under "Arguments:" before the options, as
+    DecGuard's commands do (the same on every click version: click 8.5's own "Positional
+    arguments:" section is left out)."""
+
+    def format_arguments(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        pass
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [
+            (
+                param.human_readable_name,
+                f"{param.help}  [required]" if param.required else param.help,
+            )
+            for param in self.get_params(ctx)
+            if isinstance(param, HelpArgument) and param.help
+        ]
+        if rows:
+            with formatter.section("Arguments"):
+                formatter.write_dl(rows)
+        super().format_options(ctx, formatter)
+
+
+def argument(name: str, help: str, **attrs: Any) -> Callable[[F], F]:
+    """``click.argument`` with a help line."""
+    return click.argument(name, cls=HelpArgument, help=help, **attrs)
+
+
+def contract_argument(f: F) -> F:
+    return argument("contract", "The decision contract (.yaml, .yml or .json).", type=PathArg)(f)
 
 
 def dataset_option(f: F) -> F:

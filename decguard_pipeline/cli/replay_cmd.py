@@ -12,7 +12,7 @@ import click
 
 from decguard_pipeline.cli.app import cli
 from decguard_pipeline.cli.errors import EXIT_GATE_FAILED, handled
-from decguard_pipeline.cli.options import PathArg, backend_option, format_option
+from decguard_pipeline.cli.options import PathArg, argument, backend_option, format_option
 
 _REGENERATED = {True: "yes", False: "NO", None: "n/a (stored text used)"}
 
@@ -65,7 +65,7 @@ def render_replay(doc: dict[str, Any]) -> str:
 
 
 @cli.command()
-@click.argument("results", type=PathArg)
+@argument("results", "A JSON report written by `decguard-pipeline fuzz --output`.", type=PathArg)
 @click.option("--id", "ids", multiple=True,
               help="Transformed case to replay, as '<property>/<case id>/<sample>' "
               "(repeatable). Default: every failure in the report.")  # fmt: skip

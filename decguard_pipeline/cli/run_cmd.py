@@ -9,12 +9,18 @@ import click
 
 from decguard_pipeline.cli.app import cli
 from decguard_pipeline.cli.errors import handled
-from decguard_pipeline.cli.options import PathArg, backend_option, format_option, healthcheck_option
+from decguard_pipeline.cli.options import (
+    argument,
+    backend_option,
+    contract_argument,
+    format_option,
+    healthcheck_option,
+)
 
 
 @cli.command("run")
-@click.argument("contract", type=PathArg)
-@click.argument("input_value", metavar="INPUT")
+@contract_argument
+@argument("input_value", "The input: text, or a JSON object with --input-json.", metavar="INPUT")
 @backend_option
 @click.option("--input-json", is_flag=True, default=False,
               help="Parse INPUT as a JSON object.")  # fmt: skip
@@ -39,7 +45,6 @@ def run_command(
 
         from decguard_pipeline.core.errors import DecGuardError
         from decguard_pipeline.core.policy import render_decision
-        from decguard_pipeline.core.report.jsonio import dumps
         from decguard_pipeline.sdk import DecGuard
 
         value: str | dict[str, object] = input_value
@@ -53,4 +58,7 @@ def run_command(
             value = parsed
         with DecGuard.from_contract(contract, backend=backend, check_health=healthcheck) as guard:
             decision = guard.decide(value, case_id=case_id)
-        click.echo(dumps(decision) if fmt == "json" else render_decision(decision))
+        if fmt == "json":
+            click.echo(decision.model_dump_json(indent=2))
+        else:
+            click.echo(render_decision(decision.model_dump()))

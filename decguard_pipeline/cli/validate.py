@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from decguard_pipeline import PROGRAM
 from decguard_pipeline.backends import create_backend
 from decguard_pipeline.core.contract import load_contract
 
@@ -31,7 +32,7 @@ def validate_text(contract_path: Path, dataset: Path | None) -> str:
         data = resolve_dataset(loaded, dataset)
         lines.append(f"    dataset   {data.path}: {len(data)} cases, {data.n_labeled} labeled")
     else:
-        lines.append("    dataset   none (pass --dataset to `decguard test`)")
+        lines.append(f"    dataset   none (pass --dataset to `{PROGRAM} test`)")
     production = c.production
     lines += [
         f"    gates     requirements: {len(c.requirements.configured())}, "

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from decguard_pipeline import PROGRAM
+
 MAX_SHOWN = 10
 
 VERDICTS = {
@@ -157,7 +159,7 @@ def _property_failure_lines(run: dict[str, Any]) -> list[str]:
     shown = failed[:MAX_SHOWN]
     lines = [
         "",
-        f"  Property failures ({len(shown)} of {len(failed)}; replay with `decguard replay`)",
+        f"  Property failures ({len(shown)} of {len(failed)}; replay with `{PROGRAM} replay`)",
     ]
     for pair in shown:
         lines.append(f"    {pair['id']}")
