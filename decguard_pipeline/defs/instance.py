@@ -172,6 +172,8 @@ def process_gone(tags: dict[str, str]) -> bool:
     be judged; a run without the tags, or from another host, is never called gone."""
     if tags.get(HOST_TAG) != socket.gethostname() or not tags.get(PID_TAG, "").isdigit():
         return False
+    if os.name != "posix":  # os.kill(pid, 0) would send CTRL_C_EVENT on Windows
+        return False
     pid = int(tags[PID_TAG])
     try:
         os.kill(pid, 0)
