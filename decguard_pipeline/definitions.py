@@ -10,6 +10,7 @@ import dagster as dg
 from decguard_pipeline.defs import features
 from decguard_pipeline.defs.assets import contract_assets
 from decguard_pipeline.defs.checks import contract_checks
+from decguard_pipeline.defs.instance import dead_runs_sensor
 from decguard_pipeline.defs.jobs import evaluate_job
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.defs.schedules import nightly_schedule
@@ -36,6 +37,7 @@ def build_definitions(
         sensors=[
             *([model_versions_sensor(entries, list(jobs.values()))] if jobs else []),
             *extra["sensors"],
+            dead_runs_sensor(),
         ],
         resources={
             "warehouse": WarehouseResource(

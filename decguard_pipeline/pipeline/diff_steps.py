@@ -200,7 +200,7 @@ def diff_target(entry: ContractEntry, target: str, step: steps.Step) -> DiffOutc
     loaded = entry.require()
     wh = step.warehouse
     resolved = resolve_baseline(entry, target, wh)
-    evaluated = steps.load_evaluated(entry, target, wh)
+    evaluated = steps.load_evaluated(entry, target, wh, step.run_id)
     base = {
         "contract": entry.key,
         "target": target,

@@ -122,7 +122,7 @@ def measure_target(
     # every suite file is loaded before the first model call (as ``test`` does)
     others = [(name, load_dataset(path, spec)) for name, path in plan[1:]]
     wh = step.warehouse
-    evaluated = steps.load_evaluated(entry, target, wh)
+    evaluated = steps.load_evaluated(entry, target, wh, step.run_id)
     runs = [measure(steps.report_for(entry, target, wh, evaluated), config, plan[0][0])]
     decided = (
         _decide_suites(loaded, target, others, max_concurrency=max_concurrency) if others else []

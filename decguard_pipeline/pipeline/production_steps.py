@@ -363,21 +363,30 @@ def stored_lines(table: pa.Table) -> Iterator[bytes]:
 
 
 def _stored(
-    entry: ContractEntry, day: str, warehouse: Warehouse
+    entry: ContractEntry, day: str, warehouse: Warehouse, run_id: str | None = None
 ) -> tuple[pa.Table, dict[str, Any]]:
-    table = warehouse.read_latest(RECORDS, entry.key, day)
+    table = None if run_id is None else warehouse.read_run(RECORDS, entry.key, day, run_id)
+    if table is None:
+        table = warehouse.read_latest(RECORDS, entry.key, day)
     if table is None or table.num_rows == 0:
         raise DecGuardError(f"{entry.key}: no production records ingested for {day} yet")
     return table, table.slice(0, 1).to_pylist()[0]
 
 
 def load_stored(
-    entry: ContractEntry, day: str, warehouse: Warehouse, folder: Path, *, segments: bool = True
+    entry: ContractEntry,
+    day: str,
+    warehouse: Warehouse,
+    folder: Path,
+    *,
+    segments: bool = True,
+    run_id: str | None = None,
 ) -> tuple[RecordSet, dict[str, Any]]:
-    """A day's newest ingested records, checked again under the current contract, with the
-    source's path and hash as ingested; and the first stored row (source, run)."""
+    """A day's records as run ``run_id`` ingested them (else the newest ingestion), checked
+    again under the current contract, with the source's path and hash as ingested; and the
+    first stored row (source, run)."""
     loaded = entry.require()
-    table, first = _stored(entry, day, warehouse)
+    table, first = _stored(entry, day, warehouse, run_id)
     label = f"warehouse:{RECORDS}/{entry.key}/{day}"
     data, _ = _load_lines(stored_lines(table), loaded, folder, label=label, segments=segments)
     return dataclasses.replace(data, path=first["source_path"], hash=first["dataset_hash"]), first
@@ -517,7 +526,7 @@ def check_day(entry: ContractEntry, day: str, step: steps.Step) -> Checked:
     loaded = entry.require()
     wh = step.warehouse
     with tempfile.TemporaryDirectory(prefix="decguard-production-") as tmp:
-        data, first = load_stored(entry, day, wh, Path(tmp))
+        data, first = load_stored(entry, day, wh, Path(tmp), run_id=step.run_id)
         chosen = choose_baseline(entry, day, wh, Path(tmp))
         report = build_report(loaded, data, baseline=chosen.baseline)
         report.extensions = extension_results(loaded, report)
@@ -806,9 +815,16 @@ def check_outcomes(
 # -- for the main job and the schedule ------------------------------------------------------
 
 
-def summary_row(contract: str, day: str, warehouse: Warehouse) -> dict[str, Any] | None:
-    """Status, accuracy and drift of a day's newest check (None when never checked)."""
-    runs = warehouse.read_latest("production_runs", contract, day)
+def summary_row(
+    contract: str, day: str, warehouse: Warehouse, run_id: str | None = None
+) -> dict[str, Any] | None:
+    """Status, accuracy and drift of the check of a day by run ``run_id`` (by default the
+    newest check); None when there is none."""
+    runs = (
+        warehouse.read_latest("production_runs", contract, day)
+        if run_id is None
+        else warehouse.read_run("production_runs", contract, day, run_id)
+    )
     if runs is None or runs.num_rows == 0:
         return None
     run = runs.to_pylist()[-1]

@@ -90,7 +90,7 @@ def run_target(
     loaded = entry.require()
     plan = _plan(loaded)  # a ContractError before any backend call
     wh = step.warehouse
-    evaluated = steps.load_evaluated(entry, target, wh)
+    evaluated = steps.load_evaluated(entry, target, wh, step.run_id)
     started = now()
     clock = time.perf_counter()
     backend = make_backend(loaded, backend_of(target))
@@ -291,15 +291,23 @@ class StoredProperties:
 
 
 def stored_for_report(
-    entry: ContractEntry, target: str, warehouse: Warehouse, golden_run: dict[str, Any]
+    entry: ContractEntry,
+    target: str,
+    warehouse: Warehouse,
+    golden_run: dict[str, Any],
+    run_id: str | None = None,
 ) -> StoredProperties | None:
-    """The stored properties section and checks for the report of ``golden_run``; None when
-    the contract enables no property. Raises when they were judged against other originals
-    or other property settings than the report's (the report would not verify)."""
+    """The stored properties section and checks for the report of ``golden_run`` (those of
+    run ``run_id`` when it wrote any, else the newest); None when the contract enables no
+    property. Raises when they were judged against other originals or other property
+    settings than the report's (the report would not verify)."""
     loaded = entry.require()
     if not enabled(loaded):
         return None
-    runs = warehouse.read_latest("property_runs", entry.key, target)
+    table = "property_runs"
+    runs = None if run_id is None else warehouse.read_run(table, entry.key, target, run_id)
+    if runs is None or runs.num_rows == 0:
+        runs = warehouse.read_latest(table, entry.key, target)
     if runs is None or runs.num_rows == 0:
         raise DecGuardError(
             f"{entry.key}: target {target!r} has no property results yet; "

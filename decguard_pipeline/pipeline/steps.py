@@ -200,10 +200,15 @@ def evaluate_target(
     return Evaluated(results, run)
 
 
-def load_evaluated(entry: ContractEntry, target: str, warehouse: Warehouse) -> Evaluated:
-    """The newest evaluation of a target, read back from the warehouse."""
+def load_evaluated(
+    entry: ContractEntry, target: str, warehouse: Warehouse, run_id: str | None = None
+) -> Evaluated:
+    """The evaluation of a target by run ``run_id`` when that run made one (a step reads what
+    its own run wrote, not a parallel run's), else the newest; read back from the warehouse."""
     loaded = entry.require()
-    runs = warehouse.read_latest("runs", entry.key, target)
+    runs = None if run_id is None else warehouse.read_run("runs", entry.key, target, run_id)
+    if runs is None or runs.num_rows == 0:
+        runs = warehouse.read_latest("runs", entry.key, target)
     if runs is None or runs.num_rows == 0:
         raise DecGuardError(f"{entry.key}: target {target!r} has not been evaluated yet")
     run = runs.to_pylist()[-1]
@@ -228,7 +233,7 @@ def score_target(entry: ContractEntry, target: str, step: Step) -> Scored:
     """Golden metrics and gate checks of the newest evaluation; written to ``metrics``,
     ``per_label_metrics``, ``reliability_bins`` and ``gate_results``."""
     loaded = entry.require()
-    evaluated = load_evaluated(entry, target, step.warehouse)
+    evaluated = load_evaluated(entry, target, step.warehouse, step.run_id)
     contract = loaded.contract
     metrics = metrics_for(evaluated.results, contract.evaluation)
     checks = checks_for("test", contract.requirements, contract.warnings, metrics)
@@ -281,19 +286,21 @@ def report_for(
     evaluated: Evaluated | None = None,
     *,
     with_properties: bool = False,
+    run_id: str | None = None,
 ) -> Report:
-    """The DecGuard report of the newest evaluation, against the current contract.
+    """The DecGuard report of the evaluation by run ``run_id`` (else the newest), against the
+    current contract.
 
     ``with_properties``: when the contract enables properties, the mode ``all`` report with the
     stored section and checks of ``property_results`` (``pipeline/property_steps.py``)."""
     loaded = entry.require()
-    evaluated = evaluated or load_evaluated(entry, target, warehouse)
+    evaluated = evaluated or load_evaluated(entry, target, warehouse, run_id)
     run = evaluated.run
     stored = None
     if with_properties:
         from decguard_pipeline.pipeline.property_steps import stored_for_report
 
-        stored = stored_for_report(entry, target, warehouse, run)
+        stored = stored_for_report(entry, target, warehouse, run, run_id)
     backend = {
         "name": run["backend"],
         "provider": run["provider"],
@@ -321,7 +328,7 @@ def report_for(
 
 def write_report(entry: ContractEntry, target: str, step: Step) -> tuple[Path, Report]:
     """Write the report file (verified by loading it back) and its ``reports`` row."""
-    report = report_for(entry, target, step.warehouse, with_properties=True)
+    report = report_for(entry, target, step.warehouse, with_properties=True, run_id=step.run_id)
     wh = step.warehouse
     stamp = step.at.strftime("%Y%m%dT%H%M%S%fZ")
     path = wh.partition_dir("report_files", entry.key, target) / f"{stamp}_{step.run_id}.json"

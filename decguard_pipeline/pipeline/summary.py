@@ -13,9 +13,21 @@ from decguard_pipeline.warehouse import Warehouse
 EVALUATION_CHECKS = ("gate_results", "property_checks", "guard_checks")
 
 
-def _checks(warehouse: Warehouse, table: str, contract: str, target: str) -> list[dict[str, Any]]:
-    rows = warehouse.read_latest(table, contract, target)
+def _checks(
+    warehouse: Warehouse, table: str, contract: str, target: str, run_id: str
+) -> list[dict[str, Any]]:
+    rows = warehouse.read_run(table, contract, target, run_id)
     return [] if rows is None else rows.to_pylist()
+
+
+def _broken(outcome: Any) -> str | None:
+    """Why a run of the main job broke (not a gate), or None."""
+    if outcome.run_id is None or outcome.errors:
+        prefix = f"{outcome.contract}__"  # step keys are <contract>__<asset or check>
+        return "; ".join(
+            f"{step.removeprefix(prefix)}: {error}" for step, error in outcome.errors.items()
+        )
+    return None
 
 
 def _names(checks: list[dict[str, Any]], status: str) -> list[str]:
@@ -31,18 +43,21 @@ def _status(failed: list[str], warned: list[str]) -> str:
 
 
 def summarise(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
+    """One row per target the main job ran, from the rows written by that very run: never
+    another run's (an older one, or a parallel ``evaluate``'s)."""
     rows = []
     for outcome in result.outcomes:
-        contract, target = outcome.contract, outcome.target
+        contract, target, run_id = outcome.contract, outcome.target, outcome.run_id
         row: dict[str, Any] = {"contract": contract, "target": target, "ran": True}
-        metrics = warehouse.read_latest("metrics", contract, target)
-        if metrics is None:
+        broken = _broken(outcome)
+        metrics = None if run_id is None else warehouse.read_run("metrics", *_at(outcome))
+        if broken is not None or metrics is None:
             row["ran"] = False
-            row["error"] = ", ".join(outcome.failed_steps) or "no results"
+            row["error"] = broken or "no metrics written"
             rows.append(row)
             continue
         values = {m["metric"]: m["value"] for m in metrics.to_pylist()}
-        checks = [c for t in EVALUATION_CHECKS for c in _checks(warehouse, t, contract, target)]
+        checks = [c for t in EVALUATION_CHECKS for c in _checks(warehouse, t, *_at(outcome))]
         row.update(
             accuracy=values.get("accuracy"),
             ece=values.get("ece"),
@@ -51,8 +66,8 @@ def summarise(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
             warned=_names(checks, "warn"),
         )
         row["status"] = _status(row["failed"], row["warned"])
-        diff = warehouse.read_latest("diffs", contract, target)
-        regression = _checks(warehouse, "regression_checks", contract, target)
+        diff = warehouse.read_run("diffs", *_at(outcome))
+        regression = _checks(warehouse, "regression_checks", *_at(outcome))
         if diff is None or diff.num_rows == 0:
             row["regression"] = "-"
         elif not diff.to_pylist()[-1]["baseline_target"]:
@@ -67,6 +82,10 @@ def summarise(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
             )
         rows.append(row)
     return rows
+
+
+def _at(outcome: Any) -> tuple[str, str, str]:
+    return outcome.contract, outcome.target, outcome.run_id
 
 
 def _gates(row: dict[str, Any]) -> str:
@@ -85,7 +104,7 @@ def render_summary(rows: list[dict[str, Any]], result: Any) -> str:
     for r in rows:
         head = f"{r['contract']:<{cwidth}}  {r['target']:<{width}}  "
         if not r["ran"]:
-            lines.append(head + f"ERROR: run failed ({r['error']})")
+            lines.append(head + f"ERROR: {r['error']}")
             continue
         lines.append(
             head + f"{num(r['accuracy']):<8}  {num(r['ece']):<5}  {num(r['coverage']):<8}  "
@@ -99,14 +118,18 @@ def render_summary(rows: list[dict[str, Any]], result: Any) -> str:
 
 
 def summarise_production(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
-    """Per production day the main job checked: status, accuracy and drift of its check."""
+    """Per production day the main job checked: status, accuracy and drift of the check that
+    very run wrote."""
     from decguard_pipeline.pipeline.production_steps import summary_row
 
     rows = []
     for outcome in getattr(result, "production", []):
-        row = summary_row(outcome.contract, outcome.target, warehouse)
-        if row is None or row["run_id"] != outcome.run_id:  # the check did not run
-            error = ", ".join(outcome.failed_steps) or "no check"
+        broken = _broken(outcome)
+        row = None
+        if broken is None:
+            row = summary_row(outcome.contract, outcome.target, warehouse, outcome.run_id)
+        if row is None:
+            error = broken or "no check written"
             row = {"contract": outcome.contract, "day": outcome.target, "error": error}
         rows.append({**row, "ran": "error" not in row})
     return rows
@@ -118,7 +141,7 @@ def render_production(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         head = f"{r['contract']:<{cwidth}}  {r['day']:<14}  "
         if not r["ran"]:
-            lines.append(head + f"ERROR: run failed ({r['error']})")
+            lines.append(head + f"ERROR: {r['error']}")
             continue
         baseline = r["baseline"] or "none"
         lines.append(

@@ -1,0 +1,228 @@
+"""The local Dagster instance: its generated ``dagster.yaml``, a first opening that parallel
+processes cannot corrupt, and the recovery of runs whose process died (kill -9, power loss).
+
+Runs that ``evaluate`` executes in its own process carry the process's pid, host and start
+time as tags (``owner_tags``); ``fail_dead_runs`` marks any such run still in progress whose
+process is gone as failed, through the instance API. It runs at the start of ``evaluate`` and
+``ui``, and as the ``dead_runs`` sensor of the daemon."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import dagster as dg
+
+from decguard_pipeline.pipeline.contracts import project_root
+
+# The first line of every dagster.yaml we write: a file without it is the user's, never touched.
+HEADER = "# Written by decguard-pipeline: a local instance inside the project."
+
+# One SQLite event log for all runs: the default keeps a database per run and reconnects on
+# every event, which made each evaluation of a small contract ~3x slower.
+BASE_YAML = """\
+event_log_storage:
+  module: dagster.core.storage.event_log
+  class: ConsolidatedSqliteEventLogStorage
+  config:
+    base_dir: {home}/history
+telemetry:
+  enabled: false
+run_queue:
+  max_concurrent_runs: 4
+"""
+
+# Keys checked against dagster 1.13.27's instance schema (dagster/_core/instance/config.py).
+# The default run launcher cannot health-check a run worker, so monitoring fails runs stuck
+# STARTING or CANCELING; runs of `evaluate` whose process died are failed by fail_dead_runs;
+# runs the daemon launched are failed by their code server when their process dies.
+MONITORING_YAML = """\
+run_monitoring:
+  enabled: true
+  start_timeout_seconds: 180
+  cancel_timeout_seconds: 180
+  max_resume_run_attempts: 0
+  poll_interval_seconds: 60
+"""
+
+DAGSTER_YAML = f"{HEADER}\n{BASE_YAML}{MONITORING_YAML}"
+
+LOCK = ".decguard-instance.lock"
+
+# Run tags naming the process that executes a run in-process.
+PID_TAG = "decguard/pid"
+HOST_TAG = "decguard/host"
+STARTED_TAG = "decguard/pid_started"
+
+# Statuses of a run that has not finished; NOT_STARTED holds no slot but is as stranded.
+UNFINISHED = [
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
+
+
+def _replace_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a reader sees the old or the new file)."""
+    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def upgrade_config(config: Path) -> bool:
+    """Add run monitoring to a ``dagster.yaml`` that we generated without it; True if changed.
+    A file not starting with our header is the user's and is left alone."""
+    text = config.read_text()
+    lines = text.splitlines()
+    if not lines or lines[0] != HEADER:
+        return False
+    if any(line.startswith("run_monitoring:") for line in lines):
+        return False
+    _replace_text(config, text.rstrip("\n") + "\n" + MONITORING_YAML)
+    return True
+
+
+def dagster_home() -> Path:
+    return Path(os.environ.get("DAGSTER_HOME") or project_root() / ".dagster_home").resolve()
+
+
+def ensure_dagster_home() -> Path:
+    """``$DAGSTER_HOME``, defaulting to ``.dagster_home`` in the project, created with a
+    ``dagster.yaml`` when missing (and ours upgraded when it lacks run monitoring)."""
+    home = dagster_home()
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    with _locked(home):
+        if not config.exists():
+            _replace_text(config, DAGSTER_YAML.format(home=home))
+        else:
+            upgrade_config(config)
+    os.environ["DAGSTER_HOME"] = str(home)
+    return home
+
+
+@contextlib.contextmanager
+def _locked(home: Path) -> Iterator[None]:
+    """An exclusive lock on the instance folder (advisory; a no-op where flock is missing)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(home / LOCK, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def open_instance() -> Iterator[dg.DagsterInstance]:
+    """``DagsterInstance.get()``, its storages created under a lock: processes creating a fresh
+    SQLite instance at the same moment race on its schema and leave it unusable (two
+    alembic heads), so the first opening of each storage is serialised."""
+    home = ensure_dagster_home()
+    with _locked(home):
+        instance = dg.DagsterInstance.get()
+        try:
+            instance.get_runs(limit=1)  # run storage
+            instance.get_dynamic_partitions("_")  # event log storage
+            instance.all_instigator_state()  # schedule storage
+        except BaseException:
+            instance.dispose()
+            raise
+    with instance:
+        yield instance
+
+
+# -- runs and the processes that execute them -------------------------------------------------
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """Fields 3.. of ``/proc/<pid>/stat`` (after the command name); None where unreadable."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text.rsplit(")", 1)[1].split()
+
+
+def _start_time(pid: int) -> str | None:
+    fields = _stat_fields(pid)
+    return fields[19] if fields is not None and len(fields) > 19 else None  # field 22
+
+
+def owner_tags() -> dict[str, str]:
+    """Tags naming this process, for a run it executes in-process."""
+    pid = os.getpid()
+    tags = {PID_TAG: str(pid), HOST_TAG: socket.gethostname()}
+    started = _start_time(pid)
+    if started is not None:
+        tags[STARTED_TAG] = started  # tells a reused pid from the original process
+    return tags
+
+
+def process_gone(tags: dict[str, str]) -> bool:
+    """Whether the process named by ``owner_tags`` has ended. Only a process on this host can
+    be judged; a run without the tags, or from another host, is never called gone."""
+    if tags.get(HOST_TAG) != socket.gethostname() or not tags.get(PID_TAG, "").isdigit():
+        return False
+    if os.name != "posix":  # os.kill(pid, 0) would send CTRL_C_EVENT on Windows
+        return False
+    pid = int(tags[PID_TAG])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # alive, under another user
+    fields = _stat_fields(pid)
+    if fields is None:
+        return False
+    if fields[0] in ("Z", "X"):  # a zombie: dead, not yet reaped by its parent
+        return True
+    started = tags.get(STARTED_TAG)
+    return started is not None and len(fields) > 19 and fields[19] != started
+
+
+def fail_dead_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Mark as failed every unfinished run whose executing process is gone; their ids."""
+    failed = []
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=UNFINISHED)):
+        if not process_gone(dict(run.tags)):
+            continue
+        instance.report_run_failed(
+            run,
+            f"The process that executed this run (pid {run.tags[PID_TAG]} on "
+            f"{run.tags[HOST_TAG]}) ended without finishing it (killed or crashed); "
+            "marked as failed by decguard-pipeline.",
+        )
+        failed.append(run.run_id)
+    return failed
+
+
+def dead_runs_sensor() -> dg.SensorDefinition:
+    """The daemon's side of ``fail_dead_runs``: without it, runs of a killed ``evaluate`` would
+    hold the run queue's slots until the next ``evaluate`` and block every sensor's run."""
+
+    @dg.sensor(
+        name="dead_runs",
+        minimum_interval_seconds=60,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Marks as failed the runs of `decguard-pipeline evaluate` whose process "
+        "died (kill -9, crash), so they no longer count as in progress.",
+    )
+    def dead_runs(context: dg.SensorEvaluationContext) -> dg.SkipReason:
+        failed = fail_dead_runs(context.instance)
+        return dg.SkipReason(
+            f"marked {len(failed)} dead run(s) as failed: {', '.join(failed)}"
+            if failed
+            else "no dead run"
+        )
+
+    return dead_runs
