@@ -14,6 +14,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 import orjson
 
 VOID = frozenset({"br", "hr", "img", "input", "meta", "link", "col"})
@@ -91,6 +92,26 @@ def rounded(value: Any, digits: int = 4) -> float | None:
     if value is None or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return float(f"{value:.{digits}g}")
+
+
+def rounded_array(values: Any, digits: int = 4) -> list[Any]:
+    """:func:`rounded` for a whole float array (any shape) as nested lists; NaN and infinities
+    stay NaN, which the JSON writer turns into null. Ties round half to even."""
+    v = np.asarray(values, dtype=np.float64)
+    out = np.full(v.shape, np.nan)
+    finite = np.isfinite(v)
+    out[finite & (v == 0)] = 0.0
+    nonzero = finite & (v != 0)
+    x = v[nonzero]
+    exponent = (digits - 1) - np.floor(np.log10(np.abs(x)))
+    # divide by an exact power of ten (or multiply by one): the result is the double nearest
+    # to the rounded decimal, which prints as that decimal
+    up = exponent >= 0
+    scaled = np.empty_like(x)
+    scaled[up] = np.round(x[up] * 10.0 ** exponent[up]) / 10.0 ** exponent[up]
+    scaled[~up] = np.round(x[~up] / 10.0 ** -exponent[~up]) * 10.0 ** -exponent[~up]
+    out[nonzero] = scaled
+    return out.tolist()
 
 
 def json_block(element_id: str, data: Any) -> Html:

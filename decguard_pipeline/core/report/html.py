@@ -17,7 +17,7 @@ import numpy as np
 import orjson
 
 from decguard_pipeline.core.html.blocks import COMPARISONS, checks_table, safely, status_chip
-from decguard_pipeline.core.html.markup import Html, el, rounded, sig
+from decguard_pipeline.core.html.markup import Html, el, rounded_array, sig
 from decguard_pipeline.core.html.page import Page, Section, write_html
 from decguard_pipeline.core.html.tables import Column, DataTable, Filter, as_text, clip
 from decguard_pipeline.core.metrics import gate_values
@@ -192,7 +192,8 @@ def _metrics(doc: dict[str, Any], sidecar: dict[str, Any]) -> Html:
     gated: dict[str, list[dict[str, Any]]] = {}
     for check in doc["checks"]:
         gated.setdefault(check["metric"], []).append(check)
-    intervals = safely("statistics", lambda: _intervals(sidecar)) or {}
+    found = safely("statistics", lambda: _intervals(sidecar))
+    intervals = found if isinstance(found, dict) else {}
     tiles = []
     for name, title in TILES:
         if values.get(name) is None and name not in gated:
@@ -210,14 +211,16 @@ def _metrics(doc: dict[str, Any], sidecar: dict[str, Any]) -> Html:
     level = intervals.get("__level__")
     if level:
         lines.append(el("p", level, class_="muted"))
+    if isinstance(found, Html):  # the sidecar's section could not be read: say so
+        lines.append(found)
     return el("div", el("div", tiles, class_="tiles"), lines)
 
 
 def _intervals(sidecar: dict[str, Any]) -> dict[str, Any]:
-    section = sidecar.get("statistics")
-    if not isinstance(section, dict) or not isinstance(section.get("intervals"), dict):
+    if "statistics" not in sidecar:
         return {}
-    out: dict[str, Any] = dict(section["intervals"])
+    section = sidecar["statistics"]
+    out: dict[str, Any] = dict(section["intervals"].items())
     out["__level__"] = (
         f"intervals: {sig(section['confidence'] * 100)}% · Wilson for rates, percentile "
         f"bootstrap ({section['bootstrap_resamples']:,} resamples, seed {section['seed']}) "
@@ -245,7 +248,7 @@ def _tile(title: str, value: Any, checks: list[dict[str, Any]], interval: Any) -
     if isinstance(interval, dict) and interval.get("low") is not None:
         ci = el(
             "div",
-            f"[{sig(interval['low'])}, {sig(interval['high'])}] {interval['method']}",
+            f"[{sig(interval['low'])}, {sig(interval.get('high'))}] {interval.get('method', '')}",
             class_="ci",
         )
     return el(
@@ -284,12 +287,9 @@ def case_table(report: Report) -> DataTable:
     unlabeled = ok & (expected < 0)
     flags = (mismatch * MISMATCH) | (~ok * ERROR) | (low * LOW) | (unlabeled * UNLABELED)
     outcome = np.where(~ok, 2, np.where(unlabeled, 3, np.where(mismatch, 1, 0)))
-    confidence = [rounded(v) for v in results.confidence.tolist()]
-    latency = [rounded(v) for v in results.latency_ms.tolist()]
-    probs = [
-        None if row[0] != row[0] else [rounded(v) for v in row]  # NaN row: an error
-        for row in results.probs.tolist()
-    ]
+    confidence = rounded_array(results.confidence)
+    latency = rounded_array(results.latency_ms)
+    probs = rounded_array(results.probs)  # rows of NaN (null) for errored cases
     errors = [
         None if kind is None else clip(f"{kind}: {message}")
         for kind, message in zip(results.error_kind, results.error_message, strict=True)

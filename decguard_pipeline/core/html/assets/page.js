@@ -58,6 +58,7 @@
     spec.details.forEach(function (d) {
       var value = spec.rows[d.key][row];
       if (value === null || value === undefined || value === "") return;
+      if (d.kind === "probs" && value.every(function (p) { return p === null; })) return;
       list.appendChild(make("dt", null, d.title));
       var dd = make("dd");
       if (d.kind === "probs") {
