@@ -15,7 +15,7 @@ from typing import Any
 
 from decguard_pipeline.core.diff.html_changes import change_table
 from decguard_pipeline.core.diff.render import VERDICTS
-from decguard_pipeline.core.html.blocks import checks_table, safely
+from decguard_pipeline.core.html.blocks import checks_table, reasons, safely, tally
 from decguard_pipeline.core.html.charts import heat_table
 from decguard_pipeline.core.html.markup import Html, el, sig, signed
 from decguard_pipeline.core.html.page import Page, Section, write_html
@@ -57,7 +57,8 @@ def render_diff_html(
         f"{model_label(cand)}",
         status=status,
         headline=VERDICTS.get(status, status),
-        reasons=_reasons(doc["checks"]),
+        tally=tally(doc["checks"]),
+        reasons=reasons(doc["checks"]),
         facts=_facts(doc),
         source=source,
     )
@@ -86,13 +87,6 @@ def write_diff_html(
     """Render and write the page atomically; ReportError when it cannot be written."""
     text = render_diff_html(document, statistics, flip_matrix=flip_matrix, source=source)
     return write_html(path, text)
-
-
-def _reasons(checks: list[dict[str, Any]]) -> list[Html]:
-    bad = [c for c in checks if c["status"] == "fail"] + [
-        c for c in checks if c["status"] == "warn"
-    ]
-    return [el("span", el("span", c["gate"], class_="gate"), f" — {c['message']}") for c in bad]
 
 
 def _facts(doc: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -337,7 +331,8 @@ def _segments(doc: dict[str, Any], stats: dict[str, Any]) -> Html:
         delta = ((extra.get("metrics") or {}).get("accuracy") or {}).get("delta")
         drop = el("span", sig(seg["accuracy_drop"]))
         if isinstance(delta, dict) and delta.get("low") is not None:
-            bounds = f"Δ [{signed(delta['low'])}, {signed(delta['high'])}]"
+            # the drop is minus the accuracy delta: its interval is the delta's, negated
+            bounds = f"[{sig(-delta['high'])}, {sig(-delta['low'])}]"
             drop = el("span", sig(seg["accuracy_drop"]), " ", el("span", bounds, class_="muted"))
         rows.append(
             el(

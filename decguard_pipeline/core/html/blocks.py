@@ -31,6 +31,35 @@ COMPARISONS = {">=": "≥", "<=": "≤", "<": "<", ">": ">"}
 FOLD_PASSING_ABOVE = 8  # with more checks than this, passing ones fold away behind failures
 
 
+MAX_REASONS = 8  # failing gates named in the verdict banner; the gates table has them all
+
+
+def reasons(checks: list[dict[str, Any]]) -> list[Html]:
+    """The failing, then the warning checks, one line each with the check's message."""
+    bad = [c for c in checks if c["status"] == "fail"]
+    bad += [c for c in checks if c["status"] == "warn"]
+    out = [
+        el(
+            "span",
+            el("span", c["gate"], class_="gate"),
+            f" — {c['message']}",
+            f" ({c['level']})" if c.get("level", "requirement") != "requirement" else "",
+        )
+        for c in bad[:MAX_REASONS]
+    ]
+    if len(bad) > MAX_REASONS:
+        out.append(el("span", f"and {len(bad) - MAX_REASONS} more (see the gates)", class_="muted"))
+    return out
+
+
+def tally(checks: list[dict[str, Any]]) -> str:
+    """How many gates hold, for the verdict banner."""
+    if not checks:
+        return "no gate applies"
+    held = sum(c["status"] == "pass" for c in checks)
+    return f"{held} of {len(checks)} gates hold"
+
+
 def checks_table(checks: list[dict[str, Any]]) -> Html:
     """Every check; failing and warning ones first. In a long list with failures, the
     passing checks are folded under the table."""

@@ -81,8 +81,9 @@ def sig(value: Any, digits: int = 4) -> str:
 
 
 def signed(value: Any) -> str:
+    """:func:`sig` with a ``+`` on positive numbers (a change); zero stays ``0``."""
     text = sig(value)
-    if text in ("n/a", "NaN") or text.startswith("-") or text.startswith("−"):
+    if text in ("n/a", "NaN", "0") or text.startswith("-") or text.startswith("−"):
         return text
     return "+" + text
 

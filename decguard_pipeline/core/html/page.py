@@ -65,6 +65,7 @@ class Page:
     subtitle: str
     status: str
     headline: str  # the verdict in words
+    tally: str = ""  # "16 of 18 gates hold"
     reasons: list[Html] = field(default_factory=list)  # failing/warning gates, one per line
     also: list[Html] = field(default_factory=list)  # secondary verdicts (extension gates)
     facts: list[tuple[str, Any]] = field(default_factory=list)  # what was evaluated
@@ -121,6 +122,7 @@ class Page:
         why = el(
             "div",
             el("p", self.headline, class_="headline"),
+            el("p", self.tally, class_="tally") if self.tally else None,
             el("ul", [el("li", r) for r in self.reasons]) if self.reasons else None,
             [el("div", a, class_="also") for a in self.also],
             class_="why",

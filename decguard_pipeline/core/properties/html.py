@@ -150,7 +150,7 @@ def pair_table(doc: dict[str, Any]) -> DataTable:
             Column("before", "before", "label", vocab=labels, width="7rem"),
             Column("after", "after", "label", vocab=labels, width="7rem"),
             Column("tv", "TV", "num", width="5rem"),
-            Column("violations", "violations"),
+            Column("violations", "violations", width="13rem"),
         ],
         details=[
             Column("id", "pair id"),

@@ -16,7 +16,14 @@ from typing import Any
 import numpy as np
 import orjson
 
-from decguard_pipeline.core.html.blocks import COMPARISONS, checks_table, safely, status_chip
+from decguard_pipeline.core.html.blocks import (
+    COMPARISONS,
+    checks_table,
+    reasons,
+    safely,
+    status_chip,
+    tally,
+)
 from decguard_pipeline.core.html.markup import Html, el, rounded_array, sig
 from decguard_pipeline.core.html.page import Page, Section, write_html
 from decguard_pipeline.core.html.tables import Column, DataTable, Filter, as_text, clip
@@ -34,7 +41,6 @@ from decguard_pipeline.core.report.sidecar import sidecar_path
 MISMATCH, ERROR, LOW, UNLABELED = 1, 2, 4, 8
 OUTCOMES = ["correct", "mismatch", "error", "unlabeled"]
 LOW_CONFIDENCE_DEFAULT = 0.5  # "low confidence" when the contract sets no threshold
-MAX_REASONS = 8
 
 # metric tiles: the gate_values name, its title
 TILES = (
@@ -68,7 +74,8 @@ def render_report_html(
         subtitle=f"{contract['type']} · labels: {', '.join(contract['labels'])}",
         status=status,
         headline=VERDICTS.get(status, status),
-        reasons=_reasons(doc["checks"]),
+        tally=tally(doc["checks"]),
+        reasons=reasons(doc["checks"]),
         facts=_facts(doc),
         source=source,
     )
@@ -78,14 +85,14 @@ def render_report_html(
     sections = page.sections
     sections.append(Section("gates", "Gates", checks_table(doc["checks"])))
     sections.append(Section("metrics", "Metrics", _metrics(doc, sidecar), _tiles_note(doc)))
-    if doc["metrics"]["calibration"]["n"] or doc["mode"] != "fuzz":
-        sections.append(Section("calibration", "Calibration", calibration_section(report)))
-    if doc["metrics"]["classification"]["per_label"]:
-        sections.append(Section("labels", "Per label", labels_section(report)))
     if doc.get("properties") is not None:
         body, block = properties_section(doc, sidecar)
         sections.append(Section("properties", "Properties", body))
         page.blocks.append(block)
+    if doc["metrics"]["calibration"]["n"] or doc["mode"] != "fuzz":
+        sections.append(Section("calibration", "Calibration", calibration_section(report)))
+    if doc["metrics"]["classification"]["per_label"]:
+        sections.append(Section("labels", "Per label", labels_section(report)))
     if isinstance(sidecar.get("evaluations"), list):
         body = guard_section(sidecar)
         sections.append(Section("guard", "Guard extension", body, "(pipeline.json)"))
@@ -117,24 +124,6 @@ def read_sidecar(report_path: str | Path, report: Report) -> dict[str, Any] | No
     if data.get("created_at") != report.document["created_at"]:
         return None
     return data
-
-
-def _reasons(checks: list[dict[str, Any]]) -> list[Html]:
-    bad = [c for c in checks if c["status"] == "fail"] + [
-        c for c in checks if c["status"] == "warn"
-    ]
-    out = [
-        el(
-            "span",
-            el("span", c["gate"], class_="gate"),
-            f" — {c['message']}",
-            f" ({c['level']})" if c["level"] != "requirement" else "",
-        )
-        for c in bad[:MAX_REASONS]
-    ]
-    if len(bad) > MAX_REASONS:
-        out.append(el("span", f"and {len(bad) - MAX_REASONS} more (see Gates)", class_="muted"))
-    return out
 
 
 def _facts(doc: dict[str, Any]) -> list[tuple[str, Any]]:
