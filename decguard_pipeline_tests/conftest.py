@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from decguard_pipeline_tests.support.browser import chromium  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "data" / "contracts"
 EXAMPLE_NAMES = ("refund", "severity", "spam")

@@ -21,6 +21,7 @@ from decguard_pipeline.cli.options import (
     format_option,
     fuzz_options,
     healthcheck_option,
+    html_option,
     output_option,
 )
 
@@ -41,10 +42,19 @@ cli.command_class = DocumentedCommand  # every command lists its arguments in --
 
 
 def emit_report(
-    report: Any, fmt: str, output: Path | None, fail_on_warn: bool, guarded: Any = None
+    report: Any,
+    fmt: str,
+    output: Path | None,
+    fail_on_warn: bool,
+    guarded: Any = None,
+    *,
+    html: Path | None = None,
+    sidecar: dict[str, Any] | None = None,
 ) -> None:
     """Write/print a test/fuzz report and exit with its gate status. ``guarded`` (a
-    guard_evaluation.GuardedRun) adds the sidecar, pictures and text sections after DecGuard's."""
+    guard_evaluation.GuardedRun) adds the sidecar, pictures and text sections after DecGuard's.
+    ``html`` also writes the HTML page (with ``sidecar``, else the sidecar sections of this
+    run); nothing else changes with it."""
     from decguard_pipeline.core.report.golden import result_records
     from decguard_pipeline.core.report.jsonio import print_document, write_document
     from decguard_pipeline.core.report.render import render_report
@@ -61,6 +71,14 @@ def emit_report(
 
             for name, section in report.extensions.items():
                 write_section(output, report.document, name, section)
+    if html is not None:
+        from decguard_pipeline.core.report.html import write_report_html
+
+        if sidecar is None:
+            sidecar = run_sidecar(report, guarded, output)
+        source = output.name if output is not None else ""
+        write_report_html(html, report, sidecar, source=source)
+        click.echo(f"HTML report written to {html}", err=True)
     if fmt == "json":
         print_document(report.document, stream_key="results", items=result_records(report.results))
     else:
@@ -72,6 +90,16 @@ def emit_report(
 
             click.echo("\n" + render_golden_statistics(report.extensions["statistics"]))
     _exit_for(report.status if guarded is None else guarded.status, fail_on_warn)
+
+
+def run_sidecar(report: Any, guarded: Any, output: Path | None) -> dict[str, Any] | None:
+    """The sidecar document of this run as ``-o`` writes it (guard document, then the
+    report's extension sections merged in), built in memory so ``--html`` works without -o."""
+    document: dict[str, Any] = {}
+    if guarded is not None:
+        document = guarded.document(output.name if output is not None else None)
+    document.update(report.extensions)
+    return document or None
 
 
 def _exit_for(status: str, fail_on_warn: bool) -> None:
@@ -94,7 +122,7 @@ def _run(
     mode: str, contract: Path, dataset: Path | None, backend: str | None, output: Path | None,
     fmt: str, max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool,
     seed: int | None, properties: tuple[str, ...], minimize: bool | None,
-    suite: str | None = None,
+    suite: str | None = None, html: Path | None = None,
 ) -> None:  # fmt: skip
     with handled():
         from decguard_pipeline.guard_evaluation import run_guarded_test
@@ -111,7 +139,7 @@ def _run(
             properties=list(properties) or None,
             minimize=minimize,
         )
-        emit_report(report, fmt, output, fail_on_warn, guarded)
+        emit_report(report, fmt, output, fail_on_warn, guarded, html=html)
 
 
 @cli.command("test")
@@ -128,14 +156,17 @@ def _run(
 @fuzz_options
 @click.option("--suite", default=None,
               help="Only this suite of the contract's pipeline.suites (default: all).")  # fmt: skip
+@html_option
 def test_command(
     contract: Path, dataset: Path | None, backend: str | None, output: Path | None, fmt: str,
     max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool, all_checks: bool,
     seed: int | None, properties: tuple[str, ...], minimize: bool | None, suite: str | None,
+    html: Path | None,
 ) -> None:  # fmt: skip
     """Run the golden dataset through a backend and check the contract's gates."""
     _run("all" if all_checks else "test", contract, dataset, backend, output, fmt,
-         max_concurrency, fail_on_warn, healthcheck, seed, properties, minimize, suite)  # fmt: skip
+         max_concurrency, fail_on_warn, healthcheck, seed, properties, minimize, suite,
+         html)  # fmt: skip
 
 
 @cli.command()
@@ -148,16 +179,17 @@ def test_command(
 @concurrency_option
 @fail_on_warn_option
 @healthcheck_option
+@html_option
 def fuzz(
     contract: Path, dataset: Path | None, backend: str | None, seed: int | None,
     properties: tuple[str, ...], minimize: bool | None, output: Path | None, fmt: str,
-    max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool,
+    max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool, html: Path | None,
 ) -> None:  # fmt: skip
     """Check the contract's metamorphic properties: every case is changed in controlled
     ways (option order, formatting, irrelevant context, paraphrases, ...) and the decision
     distributions before and after are compared. The same seed gives the same run."""
     _run("fuzz", contract, dataset, backend, output, fmt, max_concurrency, fail_on_warn,
-         healthcheck, seed, properties, minimize)  # fmt: skip
+         healthcheck, seed, properties, minimize, html=html)  # fmt: skip
 
 
 @cli.command()
@@ -167,8 +199,14 @@ def fuzz(
 @output_option
 @format_option
 @fail_on_warn_option
+@html_option
 def report(
-    results: Path, contract: Path | None, output: Path | None, fmt: str, fail_on_warn: bool
+    results: Path,
+    contract: Path | None,
+    output: Path | None,
+    fmt: str,
+    fail_on_warn: bool,
+    html: Path | None,
 ) -> None:
     """Show (and verify) a stored report; exits with the report's gate status."""
     with handled():
@@ -177,9 +215,15 @@ def report(
         from decguard_pipeline.core.report.verify import load_report
 
         stored = load_report(results)
+        sidecar = None
         if contract is not None:
             stored = reevaluate(stored, load_contract(contract))
-        emit_report(stored, fmt, output, fail_on_warn)
+        elif html is not None:
+            # the stored run's extension results, when its sidecar is next to it
+            from decguard_pipeline.core.report.html import read_sidecar
+
+            sidecar = read_sidecar(results, stored)
+        emit_report(stored, fmt, output, fail_on_warn, html=html, sidecar=sidecar or {})
 
 
 def _register_commands() -> None:

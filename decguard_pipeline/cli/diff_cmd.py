@@ -13,6 +13,7 @@ from decguard_pipeline.cli.options import (
     argument,
     fail_on_warn_option,
     format_option,
+    html_option,
 )
 
 
@@ -27,6 +28,7 @@ from decguard_pipeline.cli.options import (
               help="Also write the JSON diff to this file.")  # fmt: skip
 @format_option
 @fail_on_warn_option
+@html_option
 def diff(
     baseline: Path,
     candidate: Path,
@@ -35,6 +37,7 @@ def diff(
     output: Path | None,
     fmt: str,
     fail_on_warn: bool,
+    html: Path | None,
 ) -> None:
     """Compare two reports of the same decision: answer flips, confidence and distribution
     shifts, metric changes, new errors, per-segment changes. Exits 1 when a regression gate
@@ -62,6 +65,17 @@ def diff(
                 extra = sidecar_path(output)
                 write_document(extra, result.statistics, what="statistics")
                 click.echo(f"statistics written to {extra}", err=True)
+        if html is not None:
+            from decguard_pipeline.core.diff.html import write_diff_html
+
+            write_diff_html(
+                html,
+                result.document,
+                result.statistics,
+                flip_matrix=result.flip_matrix(),
+                source=output.name if output is not None else "",
+            )
+            click.echo(f"HTML report written to {html}", err=True)
         if fmt == "json":
             print_document(result.document)
         else:

@@ -74,6 +74,13 @@ def output_option(f: F) -> F:
     )(f)  # fmt: skip
 
 
+def html_option(f: F) -> F:
+    return click.option(
+        "--html", "html", type=PathArg, default=None, metavar="PATH",
+        help="Also write a self-contained HTML report to this file (opens offline).",
+    )(f)  # fmt: skip
+
+
 def format_option(f: F) -> F:
     return click.option(
         "--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text",

@@ -1,0 +1,216 @@
+"""Inline SVG and table charts: the reliability diagram and count matrices (confusion, flips).
+
+The reliability diagram draws bins exactly as the report's tables hold them (DecGuard's
+``lower/upper/count/mean_confidence/accuracy`` rows, from ``core.metrics.reliability`` or
+``core.calibration.equal_mass_reliability``); nothing is re-binned here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from decguard_pipeline.core.html.markup import Html, el, esc, sig
+
+WIDTH, HEIGHT = 360, 350
+LEFT, TOP, PLOT = 52, 34, 270  # the square plot area
+HISTOGRAM = 0.22  # the tallest count bar, as a share of the plot's height
+
+
+def _x(value: float) -> float:
+    return round(LEFT + PLOT * value, 2)
+
+
+def _y(value: float) -> float:
+    return round(TOP + PLOT * (1 - value), 2)
+
+
+def reliability_svg(bins: Sequence[dict[str, Any]], *, title: str) -> Html:
+    """One reliability panel: a dot per non-empty bin at (mean confidence, accuracy), its area
+    growing with the bin's cases, a red segment from the diagonal to the dot (the bin's gap:
+    below the diagonal = over-confident), and grey bars along the bottom spanning each bin's
+    confidence range, as tall as its share of the cases."""
+    parts: list[Html] = [el("title", title)]
+    for tick in range(6):
+        v = tick / 5
+        parts.append(el("line", x1=_x(v), y1=TOP, x2=_x(v), y2=TOP + PLOT, class_="grid"))
+        parts.append(el("line", x1=LEFT, y1=_y(v), x2=LEFT + PLOT, y2=_y(v), class_="grid"))
+        parts.append(
+            el("text", f"{v:g}", x=_x(v), y=TOP + PLOT + 15, text_anchor="middle", font_size=11)
+        )
+        parts.append(el("text", f"{v:g}", x=LEFT - 6, y=_y(v) + 4, text_anchor="end", font_size=11))
+    full = [b for b in bins if b.get("count") and b.get("mean_confidence") is not None]
+    parts.append(_histogram(full))
+    parts.append(el("rect", x=LEFT, y=TOP, width=PLOT, height=PLOT, fill="none", class_="axis"))
+    parts.append(el("line", x1=_x(0), y1=_y(0), x2=_x(1), y2=_y(1), class_="diag"))
+    parts.append(
+        el(
+            "text",
+            title,
+            x=LEFT + PLOT / 2,
+            y=18,
+            text_anchor="middle",
+            font_size=13,
+            font_weight="600",
+        )
+    )
+    parts.append(
+        el(
+            "text",
+            "mean confidence in bin",
+            x=LEFT + PLOT / 2,
+            y=TOP + PLOT + 34,
+            text_anchor="middle",
+            font_size=12,
+        )
+    )
+    parts.append(
+        el(
+            "text",
+            "accuracy in bin",
+            x=14,
+            y=TOP + PLOT / 2,
+            text_anchor="middle",
+            font_size=12,
+            transform=f"rotate(-90 14 {TOP + PLOT / 2})",
+        )
+    )
+    if not full:
+        parts.append(
+            el(
+                "text",
+                "no labeled, decided cases",
+                x=LEFT + PLOT / 2,
+                y=TOP + PLOT / 2,
+                text_anchor="middle",
+                font_size=13,
+            )
+        )
+    else:
+        biggest = max(b["count"] for b in full)
+        points = " ".join(f"{_x(b['mean_confidence'])},{_y(b['accuracy'])}" for b in full)
+        parts.append(el("polyline", points=points, class_="curve"))
+        for b in full:
+            conf, acc = b["mean_confidence"], b["accuracy"]
+            parts.append(
+                el("line", x1=_x(conf), y1=_y(conf), x2=_x(conf), y2=_y(acc), class_="gap")
+            )
+        for b in full:
+            radius = round(3 + 8 * math.sqrt(b["count"] / biggest), 2)
+            parts.append(
+                el(
+                    "circle",
+                    el("title", _describe(b)),
+                    cx=_x(b["mean_confidence"]),
+                    cy=_y(b["accuracy"]),
+                    r=radius,
+                    class_="dot",
+                )
+            )
+    return el(
+        "svg",
+        parts,
+        xmlns="http://www.w3.org/2000/svg",
+        class_="chart reliability",
+        width=WIDTH,
+        height=HEIGHT,
+        viewBox=f"0 0 {WIDTH} {HEIGHT}",
+        role="img",
+        aria_label=title,
+    )
+
+
+def _describe(b: dict[str, Any]) -> str:
+    return (
+        f"confidence {sig(b['lower'])}–{sig(b['upper'])}: {b['count']:,} cases, "
+        f"mean confidence {sig(b['mean_confidence'])}, accuracy {sig(b['accuracy'])}"
+    )
+
+
+def _histogram(bins: Sequence[dict[str, Any]]) -> Html:
+    """Each bin's cases as a bar over its confidence range (at least 3 px wide)."""
+    if not bins:
+        return el("g")
+    total = sum(b["count"] for b in bins)
+    biggest = max(b["count"] for b in bins)
+    bottom = TOP + PLOT
+    bars = []
+    for b in bins:
+        h = round(PLOT * HISTOGRAM * b["count"] / biggest, 2)
+        x0, x1 = _x(b["lower"]), _x(b["upper"])
+        if x1 - x0 < 3:
+            x0, x1 = (x0 + x1) / 2 - 1.5, (x0 + x1) / 2 + 1.5
+        share = f"{sig(100 * b['count'] / total)}% of cases"
+        bars.append(
+            el(
+                "rect",
+                el("title", f"{_describe(b)} ({share})"),
+                x=round(x0 + 0.5, 2),
+                y=bottom - h,
+                width=round(max(x1 - x0 - 1, 1), 2),
+                height=h,
+                class_="count",
+            )
+        )
+    return el("g", bars)
+
+
+def heat_table(
+    row_names: Sequence[str],
+    col_names: Sequence[str],
+    matrix: Sequence[Sequence[int | None]],
+    *,
+    corner: str,
+    totals: bool = True,
+    diagonal: bool = True,
+) -> Html:
+    """A count matrix as a table, cells shaded by their share of the largest off-diagonal
+    (red) or diagonal (blue) count; None cells show an en dash."""
+    cells = [[v for v in row] for row in matrix]
+    off = [v for i, row in enumerate(cells) for j, v in enumerate(row) if v and i != j]
+    on = [v for i, row in enumerate(cells) for j, v in enumerate(row) if v and i == j]
+    top_off, top_on = max(off, default=0), max(on, default=0)
+    head = el(
+        "tr",
+        el("th", corner, class_="corner"),
+        [el("th", c, class_="num") for c in col_names],
+        el("th", "total", class_="num") if totals else None,
+    )
+    rows = []
+    for i, name in enumerate(row_names):
+        tds = []
+        for j, value in enumerate(cells[i]):
+            is_diag = diagonal and i == j
+            style = None
+            if value:
+                share = value / (top_on if is_diag else top_off)
+                rgb = "9,105,218" if is_diag else "207,34,46"
+                style = f"background: rgba({rgb},{round(0.08 + 0.42 * share, 3)})"
+            tds.append(
+                el(
+                    "td",
+                    "–" if value is None else sig(value),
+                    class_="diag" if is_diag else None,
+                    style=style,
+                )
+            )
+        total = None
+        if totals:
+            known = [v for v in cells[i] if v is not None]
+            total = el("td", sig(sum(known)) if len(known) == len(cells[i]) else "–")
+        rows.append(el("tr", el("th", name), tds, total))
+    if totals:
+        sums = []
+        for j in range(len(col_names)):
+            column = [cells[i][j] for i in range(len(row_names))]
+            known = [v for v in column if v is not None]
+            sums.append(el("td", sig(sum(known)) if len(known) == len(column) else "–"))
+        flat = [v for row in cells for v in row]
+        grand = sig(sum(flat)) if None not in flat else "–"  # type: ignore[arg-type]
+        rows.append(el("tr", el("th", "total"), sums, el("td", grand)))
+    return el("table", el("thead", head), el("tbody", rows), class_="heat")
+
+
+def figure(svg: Html, caption: str) -> Html:
+    return el("figure", svg, el("figcaption", esc(caption)), class_="chart")

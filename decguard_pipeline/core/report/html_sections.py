@@ -1,0 +1,204 @@
+"""Sections of the report page: calibration, per label, guard extension (core.report.html
+builds the page; properties are in core.properties.html)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from decguard_pipeline.core.calibration import (
+    confidence_gap,
+    equal_mass_reliability,
+    mean_confidence,
+)
+from decguard_pipeline.core.html.blocks import checks_table, safely, status_chip
+from decguard_pipeline.core.html.charts import figure, heat_table, reliability_svg
+from decguard_pipeline.core.html.markup import Html, el, sig
+from decguard_pipeline.core.metrics import expected_calibration_error, per_label_counts
+from decguard_pipeline.core.report.golden import Report
+
+
+def calibration_section(report: Report) -> Html:
+    """Reliability diagrams over the report's equal-width bins and over equal-mass bins of the
+    same number, with both ECEs and the confidence gap."""
+    doc = report.document
+    calibration = doc["metrics"]["calibration"]
+    results = report.results
+    labeled = results.ok & (results.expected_index >= 0)
+    confidence = results.confidence[labeled]
+    correct = results.selected[labeled] == results.expected_index[labeled]
+    n_bins = calibration["bins"]
+    width_bins = calibration["reliability"]
+    mass_bins = equal_mass_reliability(confidence, correct, n_bins)
+    ece_mass = expected_calibration_error(mass_bins)
+    gap = confidence_gap(confidence, correct)
+    mean = mean_confidence(confidence)
+    accuracy = doc["metrics"]["classification"]["accuracy"]
+    charts = el(
+        "div",
+        figure(
+            reliability_svg(width_bins, title=f"Equal-width bins · ECE {sig(calibration['ece'])}"),
+            f"{n_bins} bins of width {sig(1 / n_bins)}, DecGuard's binning (the ECE gate uses "
+            "it). Dot area and grey bars: cases in the bin; red: the bin's gap to the diagonal "
+            "(below it: over-confident).",
+        ),
+        figure(
+            reliability_svg(mass_bins, title=f"Equal-mass bins · ECE {sig(ece_mass)}"),
+            f"Up to {n_bins} bins holding about the same number of cases each (equal "
+            "confidences kept together), so no bin is judged on a handful of cases; grey bars "
+            "span each bin's confidence range.",
+        ),
+        class_="charts",
+    )
+    if gap is None:
+        words = "No labeled, decided case: nothing to calibrate."
+    else:
+        side = "over-confident" if gap > 0 else "under-confident" if gap < 0 else "calibrated"
+        words = (
+            f"{calibration['n']:,} labeled, decided cases · mean confidence {sig(mean)} · "
+            f"accuracy {sig(accuracy)} · gap {sig(gap)} ({side} on average) · "
+            f"Brier {sig(calibration['brier'])} · NLL {sig(calibration['nll'])}"
+        )
+    return el("div", el("p", words, class_="lead"), charts, _bin_tables(width_bins, mass_bins))
+
+
+def _bin_tables(width_bins: list[dict[str, Any]], mass_bins: list[dict[str, Any]]) -> Html:
+    def table(bins: list[dict[str, Any]]) -> Html:
+        head = el(
+            "tr",
+            [
+                el("th", t, class_="num")
+                for t in ("from", "to", "cases", "mean confidence", "accuracy")
+            ],
+        )
+        rows = [
+            el(
+                "tr",
+                [
+                    el("td", sig(b[k]), class_="num")
+                    for k in ("lower", "upper", "count", "mean_confidence", "accuracy")
+                ],
+            )
+            for b in bins
+        ]
+        return el("table", el("thead", head), el("tbody", rows))
+
+    return el(
+        "details",
+        el("summary", "the bins as numbers"),
+        el(
+            "div",
+            el("div", el("h3", "equal-width"), table(width_bins)),
+            el("div", el("h3", "equal-mass"), table(mass_bins)),
+            class_="two",
+        ),
+    )
+
+
+def labels_section(report: Report) -> Html:
+    """The report's per-label precision, recall, F1 and support, how often each label was
+    chosen, and the confusion matrix of the labeled, decided cases."""
+    doc = report.document
+    per_label = doc["metrics"]["classification"]["per_label"]
+    results = report.results
+    labels = list(results.labels)
+    k = len(labels)
+    labeled = results.ok & (results.expected_index >= 0)
+    expected = results.expected_index[labeled]
+    predicted = results.selected[labeled]
+    _, predicted_n, _ = per_label_counts(expected, predicted, k)
+    matrix = np.bincount(expected * k + predicted, minlength=k * k).reshape(k, k).tolist()
+    head = el(
+        "tr",
+        el("th", "label"),
+        [el("th", t, class_="num") for t in ("precision", "recall", "F1", "support", "chosen")],
+    )
+    rows = [
+        el(
+            "tr",
+            el("th", label),
+            [
+                el("td", sig(per_label[label][m]), class_="num")
+                for m in ("precision", "recall", "f1")
+            ],
+            el("td", sig(per_label[label]["support"]), class_="num"),
+            el("td", sig(int(predicted_n[i])), class_="num"),
+        )
+        for i, label in enumerate(labels)
+    ]
+    table = el("table", el("thead", head), el("tbody", rows), class_="labels")
+    confusion = heat_table(labels, labels, matrix, corner="expected ↓ · selected →")
+    return el(
+        "div",
+        el(
+            "div",
+            el("div", el("h3", "Precision, recall, F1"), table),
+            el("div", el("h3", "Confusion (labeled, decided cases)"), confusion),
+            class_="two",
+        ),
+    )
+
+
+def guard_section(sidecar: dict[str, Any]) -> Html:
+    """The guard extension's result per suite and its gates (from the sidecar)."""
+
+    def build() -> Html:
+        head = el(
+            "tr",
+            el("th", "suite"),
+            el("th", "status"),
+            el("th", "DecGuard"),
+            [
+                el("th", t, class_="num")
+                for t in (
+                    "cases",
+                    "accuracy",
+                    "AUROC",
+                    "FNR",
+                    "FPR",
+                    "ECE equal-mass",
+                    "confidence gap",
+                    "AURC",
+                )
+            ],
+        )
+        rows, gates = [], []
+        for e in sidecar["evaluations"]:
+            m = e["metrics"]
+            guard = next(iter(m["guard"]["labels"].values()), {})
+            cal = m["calibration"]
+            suite = e.get("suite") or "main"
+            rows.append(
+                el(
+                    "tr",
+                    el("th", suite),
+                    el("td", status_chip(e["status"])),
+                    el("td", status_chip(e["decguard"]["status"])),
+                    [
+                        el("td", sig(v), class_="num")
+                        for v in (
+                            e["dataset"]["n_cases"],
+                            m["golden"]["accuracy"],
+                            guard.get("auroc"),
+                            guard.get("fnr"),
+                            guard.get("fpr"),
+                            cal["ece_equal_mass"],
+                            cal["confidence_gap"],
+                            m["risk_coverage"]["aurc"],
+                        )
+                    ],
+                )
+            )
+            for c in e["checks"]:
+                gates.append({**c, "gate": f"{c['gate']} [{suite}]"})
+        table = el("table", el("thead", head), el("tbody", rows))
+        return el(
+            "div",
+            el("div", table, class_="tablewrap"),
+            el("h3", "Extension gates"),
+            checks_table(gates),
+        )
+
+    out = safely("guard", build)
+    return out if isinstance(out, Html) else el("p", "")
