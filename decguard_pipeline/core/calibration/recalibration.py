@@ -76,46 +76,51 @@ def scale(probs: np.ndarray, temperature: float) -> np.ndarray:
 
 def _slope(beta: float, zt: np.ndarray, z_expected: np.ndarray) -> tuple[float, float]:
     """First and second derivative in β of the mean NLL of softmax(β z); ``zt`` holds the
-    logits label by label (k, n), so every reduction runs along the long axis."""
+    logits label by label (k, n), so every reduction runs along the long axis. The first is
+    Σ_j p_j (z_j − z_expected), which stays accurate when p_expected rounds to 1."""
     a = beta * zt
     a -= a.max(axis=0)
     e = np.exp(a)
     total = e.sum(axis=0)
-    mean_z = (e * zt).sum(axis=0) / total
-    variance = (e * (zt - mean_z) ** 2).sum(axis=0) / total
-    return float(np.mean(mean_z - z_expected)), float(np.mean(variance))
+    gap = zt - z_expected
+    mean_gap = (e * gap).sum(axis=0) / total
+    variance = (e * (gap - mean_gap) ** 2).sum(axis=0) / total
+    return float(np.mean(mean_gap)), float(np.mean(variance))
 
 
 def _fit_beta(z: np.ndarray, z_expected: np.ndarray, start: float = 1.0) -> float:
-    """β = 1/T minimising the mean NLL within [1/T_MAX, 1/T_MIN]: Newton steps on the convex
-    NLL, kept inside a bracket that every evaluation narrows (bisection when Newton leaves
-    it); a bound is evaluated only when the iteration heads for it."""
+    """β = 1/T minimising the mean NLL within [1/T_MAX, 1/T_MIN].
+
+    The NLL is convex in β, so its slope is increasing: one look at the bound the slope points
+    to settles whether the minimum lies beyond it; otherwise Newton steps, kept inside a
+    bracket that every evaluation narrows (bisection when a step leaves it), find the root."""
     if not (np.ptp(z, axis=1) > 0).any():
         return 1.0  # every row uniform (or one label): the likelihood does not depend on T
     zt = np.ascontiguousarray(z.T)
     low, high = 1 / T_MAX, 1 / T_MIN
-    checked = {low: False, high: False}
     beta = min(max(start, low), high)
+    g, h = _slope(beta, zt, z_expected)
+    if g < 0:
+        if beta == high or _slope(high, zt, z_expected)[0] <= 0:
+            return high
+        low = beta
+    elif g > 0:
+        if beta == low or _slope(low, zt, z_expected)[0] >= 0:
+            return low
+        high = beta
     for _ in range(_MAX_STEPS):
-        g, h = _slope(beta, zt, z_expected)
         if g == 0:
             return beta
-        if g > 0:
-            high = beta
-        else:
-            low = beta
-        nxt = beta - g / h if h > 0 else np.nan
-        if not low < nxt < high:
-            bound = high if g < 0 else low
-            if bound in checked and not checked[bound]:
-                checked[bound] = True
-                g_bound = _slope(bound, zt, z_expected)[0]
-                if (g_bound <= 0) if bound == high else (g_bound >= 0):
-                    return bound
-            nxt = (low + high) / 2
+        newton = beta - g / h if h > 0 else np.nan
+        nxt = newton if low < newton < high else (low + high) / 2
         if abs(nxt - beta) <= 1e-13 * beta:
             return nxt
         beta = nxt
+        g, h = _slope(beta, zt, z_expected)
+        if g > 0:
+            high = beta
+        elif g < 0:
+            low = beta
     return beta
 
 
