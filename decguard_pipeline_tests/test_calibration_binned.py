@@ -3,6 +3,7 @@ package (Kumar et al.'s own code) and against DecGuard's binning, on data of kno
 
 from __future__ import annotations
 
+import calibration as kumar  # the uncertainty-calibration package (Kumar et al.)
 import numpy as np
 import pytest
 
@@ -16,8 +17,6 @@ from decguard_pipeline.core.calibration import (
 from decguard_pipeline.core.calibration.summary import equal_mass_edges
 from decguard_pipeline.core.metrics import expected_calibration_error, reliability
 from decguard_pipeline_tests.calibration_data import binary_cases, multiclass_cases
-
-kumar = pytest.importorskip("calibration")  # the uncertainty-calibration package
 
 
 def our_equal_mass_scheme(probs, num_bins):

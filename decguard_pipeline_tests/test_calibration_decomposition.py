@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from model_diagnostics import scoring
+from sklearn.isotonic import IsotonicRegression
 
 from decguard_pipeline.core.calibration import (
     classwise_brier_decomposition,
@@ -14,9 +16,6 @@ from decguard_pipeline.core.calibration import (
 )
 from decguard_pipeline.core.metrics import brier
 from decguard_pipeline_tests.calibration_data import binary_cases, multiclass_cases
-
-IsotonicRegression = pytest.importorskip("sklearn.isotonic").IsotonicRegression
-scoring = pytest.importorskip("model_diagnostics.scoring")
 
 
 def pav_inputs():

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import optimize, special
 
 from decguard_pipeline.core.calibration import fit_temperature, scale, temperature_scaling
 from decguard_pipeline.core.calibration.recalibration import T_MAX, T_MIN
 from decguard_pipeline.core.metrics import brier, nll
 from decguard_pipeline_tests.calibration_data import multiclass_cases, sharpen
-
-optimize = pytest.importorskip("scipy.optimize")
-special = pytest.importorskip("scipy.special")
 
 
 def mean_nll(probs, expected, t):

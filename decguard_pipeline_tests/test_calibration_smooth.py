@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import relplot
+from relplot.estimators import KernelSmoother
+from relplot.kernels import ReflectedGaussianKernel
 
 from decguard_pipeline.core.calibration import (
     smooth_calibration,
@@ -14,10 +17,6 @@ from decguard_pipeline.core.calibration import (
 )
 from decguard_pipeline.core.calibration.smooth import _Grid, _smooth_direct
 from decguard_pipeline_tests.calibration_data import LINKS, binary_cases
-
-relplot = pytest.importorskip("relplot")
-from relplot.estimators import KernelSmoother  # noqa: E402
-from relplot.kernels import ReflectedGaussianKernel  # noqa: E402
 
 TOL = 1e-9
 
