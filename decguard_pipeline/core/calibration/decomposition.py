@@ -122,10 +122,13 @@ def corp_decomposition(
     if score not in SCORES:
         raise ValueError(f"score must be one of {SCORES}, got {score!r}")
     f, y = binary(forecast, outcome)
-    n = f.size
-    if not n:
+    if not f.size:
         return None
-    recalibrated = isotonic_fit(f, y)
+    return _decompose(score, f, y, isotonic_fit(f, y))
+
+
+def _decompose(score: str, f: np.ndarray, y: np.ndarray, recalibrated: np.ndarray) -> Decomposition:
+    n = f.size
     base_rate = np.full(n, fsum(y) / n)
     mean_f = fsum(_scores(score, f, y)) / n
     mean_r = fsum(_scores(score, recalibrated, y)) / n
@@ -153,11 +156,15 @@ def score_decompositions(
     probs: np.ndarray, expected: np.ndarray
 ) -> dict[str, Decomposition | None]:
     """``brier`` (class-wise sum, = DecGuard's brier), ``brier_top_label`` and
-    ``log_loss_top_label`` (confidence vs correct)."""
+    ``log_loss_top_label`` (confidence vs correct, one isotonic fit for both)."""
     p, e = multiclass(probs, expected)
     confidence, correct = top_label(p, e)
+    top: dict[str, Decomposition | None] = {"brier": None, "log": None}
+    if confidence.size:
+        recalibrated = isotonic_fit(confidence, correct)
+        top = {s: _decompose(s, confidence, correct, recalibrated) for s in SCORES}
     return {
         "brier": classwise_brier_decomposition(p, e),
-        "brier_top_label": corp_decomposition(confidence, correct, "brier"),
-        "log_loss_top_label": corp_decomposition(confidence, correct, "log"),
+        "brier_top_label": top["brier"],
+        "log_loss_top_label": top["log"],
     }

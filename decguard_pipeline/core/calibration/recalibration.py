@@ -112,10 +112,9 @@ def _fit_beta(z: np.ndarray, z_expected: np.ndarray, start: float = 1.0) -> floa
         if g == 0:
             return beta
         newton = beta - g / h if h > 0 else np.nan
-        nxt = newton if low < newton < high else (low + high) / 2
-        if abs(nxt - beta) <= 1e-13 * beta:
-            return nxt
-        beta = nxt
+        if abs(newton - beta) <= 1e-13 * beta:
+            return beta  # converged: the next step is below the slope's rounding noise
+        beta = newton if low < newton < high else (low + high) / 2
         g, h = _slope(beta, zt, z_expected)
         if g > 0:
             high = beta
