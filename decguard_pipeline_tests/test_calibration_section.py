@@ -101,3 +101,17 @@ def test_tells_over_from_under_confidence():
         mcb = worse.decomposition["brier"].miscalibration
         assert mcb > 3 * honest.decomposition["brier"].miscalibration
     assert over.smooth.curve.lower is None  # no resamples, no band
+
+
+def test_catalog_entries_point_at_real_fields():
+    from decguard_pipeline.core.metric_catalog import CALIBRATION_SECTION
+
+    rng = np.random.default_rng(6)
+    d = calibration_section(*multiclass_cases(rng, 100, 3, "over")).to_dict()
+    for info in CALIBRATION_SECTION:
+        for where in info.where.split(", "):
+            for score in d["decomposition"] if "<score>" in where else [None]:
+                node = d
+                for key in where.replace("<score>", str(score)).split("."):
+                    assert key in node, f"{info.name}: {where}"
+                    node = node[key]
