@@ -152,16 +152,21 @@ class _Grid:
         self.start = self.m // 2 + self.m - 1
         self._spectra: dict[int, np.ndarray] = {}
 
+    def _spectrum_of(self, quantity: int) -> np.ndarray:
+        return np.fft.rfft(_extend(self.masses[quantity]), self.size, axis=-1)
+
     def _spectrum(self, quantity: int) -> np.ndarray:
         if quantity not in self._spectra:
-            extended = _extend(self.masses[quantity])
-            self._spectra[quantity] = np.fft.rfft(extended, self.size, axis=-1)
+            self._spectra[quantity] = self._spectrum_of(quantity)
         return self._spectra[quantity]
 
-    def smooth(self, quantity: int, sigma: float, rows: np.ndarray) -> np.ndarray:
-        """Smoothed values (len(rows), m) of one quantity at bandwidth σ."""
+    def smooth(
+        self, quantity: int, sigma: float, rows: np.ndarray, *, keep: bool = True
+    ) -> np.ndarray:
+        """Smoothed values (len(rows), m) of one quantity at bandwidth σ; ``keep=False`` for
+        a quantity smoothed only once (its spectra are not kept)."""
         kernel = np.fft.rfft(_kernel(sigma, self.m), self.size)
-        spectra = self._spectrum(quantity)
+        spectra = self._spectrum(quantity) if keep else self._spectrum_of(quantity)
         out = np.empty((len(rows), self.m))
         for at in range(0, len(rows), self._ROWS_AT_ONCE):
             block = rows[at : at + self._ROWS_AT_ONCE]
@@ -223,6 +228,11 @@ class _Sample:
         density = _read(grid.smooth(_ONES, sigma, self._ONE)[0], t)
         return float(np.abs(residual).sum() / (density + DENSITY_FLOOR).sum())
 
+    def fixed_point(self) -> tuple[float, float]:
+        """``(σ*, smECE_σ*)``."""
+        sigma, value = _bisect(lambda s, rows: np.array([self.smece(float(s[0]))]), 1)
+        return float(sigma[0]), float(value[0])
+
 
 def _bisect(
     evaluate: Callable[[np.ndarray, np.ndarray], np.ndarray], count: int
@@ -273,9 +283,7 @@ def smooth_ece_bandwidth(forecast: np.ndarray, outcome: np.ndarray) -> tuple[flo
     f, y = binary(forecast, outcome)
     if not f.size:
         return None
-    sample = _Sample(f, y)
-    sigma, value = _bisect(lambda s, rows: np.array([sample.smece(float(s[0]))]), 1)
-    return float(sigma[0]), float(value[0])
+    return _Sample(f, y).fixed_point()
 
 
 # --- bootstrap ------------------------------------------------------------------------------
@@ -366,8 +374,7 @@ def smooth_calibration(
     if n_bootstrap < 0:
         raise ValueError("n_bootstrap must not be negative")
     sample = _Sample(f, y)
-    sigma, value = _bisect(lambda s, rows: np.array([sample.smece(float(s[0]))]), 1)
-    sigma_star, estimate = float(sigma[0]), float(value[0])
+    sigma_star, estimate = sample.fixed_point()
 
     mesh = np.linspace(0.0, 1.0, curve_points)
     smoothed = _smooth_direct(sample.grid(sigma_star).masses[:, 0, :], sigma_star)
@@ -396,7 +403,7 @@ def smooth_calibration(
 def _band(grid: _Grid, sigma: float, mesh: np.ndarray, tail: float) -> tuple[np.ndarray, ...]:
     """Pointwise percentile band of the resamples' smoothed accuracy at σ on the mesh."""
     rows = np.arange(1, grid.masses.shape[1])
-    outcome = _read(grid.smooth(_OUTCOME, sigma, rows), mesh)
-    density = _read(grid.smooth(_ONES, sigma, rows), mesh)
+    outcome = _read(grid.smooth(_OUTCOME, sigma, rows, keep=False), mesh)
+    density = _read(grid.smooth(_ONES, sigma, rows, keep=False), mesh)
     low, high = np.quantile(outcome / (density + DENSITY_FLOOR), [tail, 1 - tail], axis=0)
     return low, high
