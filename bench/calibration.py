@@ -21,16 +21,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from decguard_pipeline.core.calibration import (
-    calibration_section,
-    classwise_ece,
-    debiased_ece,
-    guaranteed_threshold,
-    score_decompositions,
-    smooth_calibration,
-    smooth_ece,
-    temperature_scaling,
-)
+from decguard_pipeline.core.calibration.abstention import guaranteed_threshold
+from decguard_pipeline.core.calibration.binned import classwise_ece, debiased_ece
+from decguard_pipeline.core.calibration.decomposition import score_decompositions
+from decguard_pipeline.core.calibration.recalibration import temperature_scaling
+from decguard_pipeline.core.calibration.section import calibration_section
+from decguard_pipeline.core.calibration.smooth import smooth_calibration, smooth_ece
 
 BOOTSTRAP = 200  # the section's default resamples
 REF_BOOTSTRAP = 100  # what relplot's diagram uses; scaled up to BOOTSTRAP for the ratio

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from decguard_pipeline.core.calibration import binomial_cdf, guaranteed_threshold
-from decguard_pipeline.core.calibration.abstention import GRID
+from decguard_pipeline.core.calibration.abstention import GRID, binomial_cdf, guaranteed_threshold
 
 
 @pytest.mark.parametrize("p", [0.001, 0.05, 0.1, 0.3, 0.5, 0.9])

@@ -7,7 +7,7 @@ import calibration as kumar  # the uncertainty-calibration package (Kumar et al.
 import numpy as np
 import pytest
 
-from decguard_pipeline.core.calibration import (
+from decguard_pipeline.core.calibration.binned import (
     classwise_ece,
     debiased_ece,
     l2_ece,

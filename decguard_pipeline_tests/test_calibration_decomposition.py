@@ -8,7 +8,7 @@ import pytest
 from model_diagnostics import scoring
 from sklearn.isotonic import IsotonicRegression
 
-from decguard_pipeline.core.calibration import (
+from decguard_pipeline.core.calibration.decomposition import (
     classwise_brier_decomposition,
     corp_decomposition,
     isotonic_fit,

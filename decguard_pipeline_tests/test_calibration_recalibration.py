@@ -7,8 +7,13 @@ import numpy as np
 import pytest
 from scipy import optimize, special
 
-from decguard_pipeline.core.calibration import fit_temperature, scale, temperature_scaling
-from decguard_pipeline.core.calibration.recalibration import T_MAX, T_MIN
+from decguard_pipeline.core.calibration.recalibration import (
+    T_MAX,
+    T_MIN,
+    fit_temperature,
+    scale,
+    temperature_scaling,
+)
 from decguard_pipeline.core.metrics import brier, nll
 from decguard_pipeline_tests.calibration_data import multiclass_cases, sharpen
 

@@ -8,17 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from decguard_pipeline.core.calibration import (
-    SectionSettings,
-    calibration_section,
-    classwise_ece,
-    debiased_ece,
-    guaranteed_threshold,
-    score_decompositions,
-    smooth_calibration,
-    temperature_scaling,
-    top_label_ece,
-)
+from decguard_pipeline.core.calibration.abstention import guaranteed_threshold
+from decguard_pipeline.core.calibration.binned import classwise_ece, debiased_ece, top_label_ece
+from decguard_pipeline.core.calibration.decomposition import score_decompositions
+from decguard_pipeline.core.calibration.recalibration import temperature_scaling
+from decguard_pipeline.core.calibration.section import SectionSettings, calibration_section
+from decguard_pipeline.core.calibration.smooth import smooth_calibration
 from decguard_pipeline.core.metrics import expected_calibration_error, reliability
 from decguard_pipeline_tests.calibration_data import multiclass_cases
 

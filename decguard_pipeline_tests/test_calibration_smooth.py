@@ -9,13 +9,14 @@ import relplot
 from relplot.estimators import KernelSmoother
 from relplot.kernels import ReflectedGaussianKernel
 
-from decguard_pipeline.core.calibration import (
+from decguard_pipeline.core.calibration.smooth import (
+    _Grid,
+    _smooth_direct,
     smooth_calibration,
     smooth_ece,
     smooth_ece_at,
     smooth_ece_bandwidth,
 )
-from decguard_pipeline.core.calibration.smooth import _Grid, _smooth_direct
 from decguard_pipeline_tests.calibration_data import LINKS, binary_cases
 
 TOL = 1e-9

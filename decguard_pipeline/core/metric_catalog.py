@@ -91,9 +91,9 @@ CATALOG: tuple[MetricInfo, ...] = (
        "alone"),
 )  # fmt: skip
 
-# The calibration section (core.calibration.calibration_section). Not in CATALOG yet: no output
-# carries it until the integration of issue 17 (sidecar, warehouse, UI); `where` is the path
-# inside CalibrationSection.to_dict(). Append these to CATALOG, prefixed with the section's
+# The calibration section (core.calibration.section.calibration_section). Not in CATALOG yet:
+# no output carries it until the integration of issue 17 (sidecar, warehouse, UI); `where` is
+# the path inside CalibrationSection.to_dict(). Append these to CATALOG, prefixed with the section's
 # place in the sidecar, when it is reported, so that `list metrics` never lists a number no
 # output holds.
 CALIBRATION_SECTION: tuple[MetricInfo, ...] = (

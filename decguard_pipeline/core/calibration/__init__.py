@@ -11,48 +11,12 @@ One module per job:
 * ``abstention``: the confidence threshold with a guaranteed selective risk;
 * ``section``: all of them for one result set (:func:`calibration_section`).
 
-The public names are re-exported here; existing imports of ``summary``'s names keep working.
+Only ``summary``'s names are re-exported here (the guard extension imports them on every CLI
+run); the other measures are imported from their modules, so that importing the package stays
+as cheap as before, e.g. ``from decguard_pipeline.core.calibration.section import
+calibration_section``.
 """
 
-from decguard_pipeline.core.calibration.abstention import (
-    Abstention,
-    binomial_cdf,
-    guaranteed_threshold,
-)
-from decguard_pipeline.core.calibration.binned import (
-    classwise_ece,
-    debiased_ece,
-    l2_ece,
-    per_label_ece,
-    top_label_ece,
-)
-from decguard_pipeline.core.calibration.decomposition import (
-    Decomposition,
-    classwise_brier_decomposition,
-    corp_decomposition,
-    isotonic_fit,
-    score_decompositions,
-)
-from decguard_pipeline.core.calibration.recalibration import (
-    Scores,
-    TemperatureScaling,
-    fit_temperature,
-    scale,
-    temperature_scaling,
-)
-from decguard_pipeline.core.calibration.section import (
-    CalibrationSection,
-    SectionSettings,
-    calibration_section,
-)
-from decguard_pipeline.core.calibration.smooth import (
-    ReliabilityCurve,
-    SmoothECE,
-    smooth_calibration,
-    smooth_ece,
-    smooth_ece_at,
-    smooth_ece_bandwidth,
-)
 from decguard_pipeline.core.calibration.summary import (
     CALIBRATED,
     MISSING,
@@ -72,38 +36,11 @@ __all__ = [
     "MISSING",
     "OVER",
     "UNDER",
-    "Abstention",
-    "CalibrationSection",
-    "Decomposition",
-    "ReliabilityCurve",
-    "Scores",
-    "SectionSettings",
-    "SmoothECE",
-    "TemperatureScaling",
-    "binomial_cdf",
-    "calibration_section",
     "calibration_summary",
-    "classwise_brier_decomposition",
-    "classwise_ece",
     "confidence_gap",
-    "corp_decomposition",
-    "debiased_ece",
     "equal_mass_edges",
     "equal_mass_reliability",
-    "fit_temperature",
     "gap_direction",
-    "guaranteed_threshold",
-    "isotonic_fit",
-    "l2_ece",
     "mean_confidence",
     "metadata_groups",
-    "per_label_ece",
-    "scale",
-    "score_decompositions",
-    "smooth_calibration",
-    "smooth_ece",
-    "smooth_ece_at",
-    "smooth_ece_bandwidth",
-    "temperature_scaling",
-    "top_label_ece",
 ]
