@@ -8,11 +8,12 @@ rest to a person; its selective risk R(λ) is the error rate among the kept case
 candidate λ test the null hypothesis "R(λ) > α": with n_λ cases kept and e_λ of them wrong,
 the p-value is the binomial tail P(Binomial(n_λ, α) <= e_λ) (how surprising so few errors
 would be if the risk were α). The candidates are tested in a fixed order from high to low
-(fixed-sequence testing): each test at level δ, stopping at the first that fails; the
-family-wise error stays <= δ without any correction for the number of thresholds, because a
-false rejection can only happen once the sequence reaches a threshold whose true risk is
-above α. The threshold returned is the lowest one rejected before the first failure, so that
-P(R(λ̂) <= α) >= 1 − δ for exchangeable (e.g. i.i.d.) cases.
+(fixed-sequence testing): each test at level δ, stopping at the first that fails. Any false
+rejection needs the first true null hypothesis of the fixed order to be rejected, which happens
+with probability <= δ, so the family-wise error stays <= δ without a correction for the number
+of thresholds. The threshold returned is the lowest one rejected before the first failure, so
+that P(R(λ̂) <= α) >= 1 − δ for exchangeable (e.g. i.i.d.) cases. (Each p-value is exact given
+the number of cases kept; the simulation in the tests checks the bound end to end.)
 
 Candidates are the fixed grid 1.000, 0.999, …, 0.000 (chosen before seeing the data); a
 threshold that keeps so few cases that even zero errors could not reject ((1 − α)^n_λ > δ)
