@@ -90,3 +90,38 @@ CATALOG: tuple[MetricInfo, ...] = (
     _p("excess_aurc", "risk_coverage", "aurc - optimal_aurc: the cost of imperfect ranking "
        "alone"),
 )  # fmt: skip
+
+# The calibration section (core.calibration.section.calibration_section). Not in CATALOG yet:
+# no output carries it until the integration of issue 17 (sidecar, warehouse, UI); `where` is
+# the path inside CalibrationSection.to_dict(). Append these to CATALOG, prefixed with the section's
+# place in the sidecar, when it is reported, so that `list metrics` never lists a number no
+# output holds.
+CALIBRATION_SECTION: tuple[MetricInfo, ...] = (
+    _p("smece", "smooth.value", "smooth ECE (Blasiok & Nakkiran 2023): mean |kernel-smoothed "
+       "residual| at the fixed-point bandwidth; 0 = calibrated, bin-free"),
+    _p("smece_low, smece_high", "smooth.low, smooth.high", "percentile bootstrap interval of "
+       "smooth ECE (bandwidth re-selected per resample, seeded)"),
+    _p("smece_bandwidth", "smooth.bandwidth", "the kernel bandwidth sigma* = smECE(sigma*)"),
+    _p("reliability curve", "smooth.curve", "smoothed accuracy, bootstrap band and forecast "
+       "density on 200 points of [0, 1], at sigma*"),
+    _p("ece_top_label", "ece_top_label", "DecGuard's ece (equal-width bins of the top-label "
+       "confidence), next to the class-wise one"),
+    _p("ece_classwise", "ece_classwise", "mean over labels of the one-vs-rest equal-width ECE of "
+       "p_label (Kull et al. 2019); per label in ece_per_label"),
+    _p("ece_l2, ece_l2_debiased", "ece_l2, ece_l2_debiased", "l2 ECE over equal-mass bins, plug-in "
+       "and with each bin's sampling variance removed (Kumar et al. 2019)"),
+    _p("miscalibration", "decomposition.<score>", "CORP (Dimitriadis et al. 2021): score(f) - "
+       "score(isotonic recalibration of f); what recalibration would save"),
+    _p("discrimination", "decomposition.<score>", "CORP: score(base rate) - score(recalibrated "
+       "f); how well the forecasts tell cases apart"),
+    _p("uncertainty", "decomposition.<score>", "CORP: score of always forecasting the base rate; "
+       "score = miscalibration - discrimination + uncertainty"),
+    _p("temperature", "recalibration.temperature", "NLL-minimising temperature (p ~ p^(1/T)) on "
+       "all cases; > 1 over-confident, < 1 under-confident"),
+    _p("ece/nll/brier after scaling", "recalibration.after", "DecGuard's ECE, NLL and Brier of "
+       "out-of-fold temperature-scaled probabilities (before: recalibration.before)"),
+    _p("abstention_threshold", "abstention.threshold", "lowest confidence threshold whose "
+       "selective risk is <= alpha with probability >= 1 - delta (Learn then Test)"),
+    _p("abstention_coverage", "abstention.coverage", "share of cases kept at the guaranteed "
+       "threshold; selective_risk is their observed error rate"),
+)  # fmt: skip
