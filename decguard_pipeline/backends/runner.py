@@ -63,6 +63,9 @@ class Collector:
         self.error_kind: list[str | None] = [None] * n
         self.error_message: list[str | None] = [None] * n
         self._pending: list[tuple[int, Any]] = []
+        # tokens per case, allocated when a backend first reports usage
+        self.prompt_tokens: np.ndarray | None = None
+        self.completion_tokens: np.ndarray | None = None
         # set when every request presents the same labels (a golden run)
         self.same_labels: tuple[str, ...] | None = None
 
@@ -74,6 +77,8 @@ class Collector:
         self.model_version[i] = prediction.model_version
         if prediction.metadata:
             self.metadata[i] = redact(dict(prediction.metadata))
+        if prediction.usage is not None:
+            self.spent(i, prediction.usage)
         self._pending.append((i, prediction.probabilities))
         if len(self._pending) >= FLUSH_EVERY:
             self.flush()
@@ -101,8 +106,18 @@ class Collector:
         for i, prediction in zip(rows, predictions, strict=True):
             if prediction.metadata:
                 self.metadata[i] = redact(dict(prediction.metadata))
+            if prediction.usage is not None:
+                self.spent(i, prediction.usage)
         self._pending.extend(zip(rows, [p.probabilities for p in predictions], strict=True))
         self.flush()
+
+    def spent(self, i: int, usage: tuple[int, int]) -> None:
+        """Tokens case ``i`` cost; kept even when its answer then fails validation (the
+        tokens were paid for)."""
+        if self.prompt_tokens is None or self.completion_tokens is None:
+            n = len(self.latency)
+            self.prompt_tokens, self.completion_tokens = np.full(n, np.nan), np.full(n, np.nan)
+        self.prompt_tokens[i], self.completion_tokens[i] = usage
 
     def fail(self, i: int, kind: str, message: str) -> None:
         self.error_kind[i] = kind
@@ -170,7 +185,7 @@ async def _run_async(
     def timed_predict(request: DecisionRequest) -> tuple[Prediction, float]:
         start = clock()
         prediction = backend.predict(request)
-        return prediction, (clock() - start) * 1000.0
+        return prediction, (clock() - start) * 1000.0 - prediction.queued_ms
 
     async def worker() -> None:
         for i in next_index:
@@ -179,7 +194,7 @@ async def _run_async(
                 if native:
                     start = clock()
                     prediction = await backend.apredict(request)
-                    latency = (clock() - start) * 1000.0
+                    latency = (clock() - start) * 1000.0 - prediction.queued_ms
                 else:
                     prediction, latency = await loop.run_in_executor(pool, timed_predict, request)
             except Exception as exc:
@@ -281,4 +296,6 @@ def _run_cases(
         result_metadata=out.metadata,
         error_kind=out.error_kind,
         error_message=out.error_message,
+        prompt_tokens=out.prompt_tokens,
+        completion_tokens=out.completion_tokens,
     )
