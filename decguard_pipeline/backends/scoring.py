@@ -5,6 +5,7 @@ read. Options are indexed in the order shown; letters follow that order.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -41,20 +42,27 @@ def first_token_alternatives(body: Any) -> list[Any]:
     return alternatives
 
 
+@functools.cache
+def _letter_index(letters: str) -> dict[str, int]:
+    return {letter: i for i, letter in enumerate(letters)}
+
+
 def letter_distribution(alternatives: list[Any], letters: str) -> list[float]:
     """Softmax over the letters' log-probabilities among the alternatives: a token counts
     for a letter when it equals it after stripping whitespace (case-sensitive); several
-    tokens of one letter (``A``, `` A``) add their probabilities; letters absent get 0."""
+    tokens of one letter (``A``, `` A``) add their probabilities; letters absent get 0.
+    A ``null`` logprob (how some servers write -inf) is probability 0."""
+    index = _letter_index(letters)
     found: dict[int, list[float]] = {}
-    index = {letter: i for i, letter in enumerate(letters)}
     for alternative in alternatives:
-        if not isinstance(alternative, dict):
-            raise InvalidResponse("a top_logprobs entry is not an object")
-        token, logprob = alternative.get("token"), alternative.get("logprob")
-        if logprob is None:  # what servers that serialise -inf as null send
-            logprob = -math.inf
-        if not isinstance(token, str) or not _number(logprob) or not logprob < math.inf:
+        token = alternative.get("token") if type(alternative) is dict else None
+        logprob = alternative.get("logprob") if token is not None else None
+        if type(token) is not str or (logprob is not None and not _number(logprob)):
             raise InvalidResponse("a top_logprobs entry lacks a token or a numeric logprob")
+        if logprob is None:
+            continue
+        if not logprob < math.inf:  # NaN or +inf: not a log-probability
+            raise InvalidResponse(f"a top_logprobs entry has logprob {logprob!r}")
         i = index.get(token.strip())
         if i is not None and logprob > -math.inf:
             found.setdefault(i, []).append(float(logprob))
