@@ -233,6 +233,18 @@ def test_rate_limits_pace_real_requests_and_queueing_is_not_latency():
     assert float(np.nanmax(results.latency_ms)) < 600.0
 
 
+def test_single_calls_share_the_pacing_of_the_backend():
+    with llm_server(lambda s: (200, chat_answer("A", top_logprobs=LETTERS), {})) as server:
+        b = backend(server.url, requests_per_minute=60)  # one a second
+        b.decide(DecisionRequest("a", SPEC, "x"))
+        second = b.decide(DecisionRequest("b", SPEC, "y"))  # sent at once: waits its turn
+    stats = b.run_stats()
+    assert (stats["requests"], stats["paced"]) == (2, 1)
+    assert 0.0 < stats["paced_wait_s"] <= 1.0
+    # the wait is not the model's latency (it would be at least the wait)
+    assert second["latency_ms"] < 1000 * stats["paced_wait_s"]
+
+
 # -- secrets -------------------------------------------------------------------------------------
 
 

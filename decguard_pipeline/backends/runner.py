@@ -1,12 +1,13 @@
 """Decide many requests on one asyncio event loop with bounded concurrency.
 
-* Native async backends (http, systemone): ``max_concurrency`` worker coroutines share one
+* Native async backends (http, systemone, openai, openjev): ``max_concurrency`` workers share one
   pooled session, so exactly that many requests are in flight and connections are reused.
 * Synchronous plugins: the same workers hand ``predict`` to a pool of ``max_concurrency``
   threads.
 * Inline backends (the mock): a plain loop; a thread hand-off would cost more than the call.
 
-Latency is measured around the request itself (retries included, queueing excluded). Every
+Latency is measured around the request itself: retries included; queueing excluded, and so
+is the time a backend waited for its own rate limit (``Prediction.queued_ms``). Every
 request ends as a prediction or a typed error, stored by index so results keep dataset
 order. A configuration error (say, an unset credential variable) aborts the whole run.
 """

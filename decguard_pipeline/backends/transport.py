@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 import httpx
 
@@ -83,13 +83,6 @@ def same_origin(a: str, b: str) -> bool:
     return (first.scheme, first.host, first.port) == (second.scheme, second.host, second.port)
 
 
-class TransportSettings(Protocol):
-    timeout_s: float
-    max_retries: int
-    retry_backoff_s: float
-    headers: dict[str, str]
-
-
 @dataclass(frozen=True, slots=True)
 class Reply:
     """An HTTP answer, whichever client fetched it. ``queued_s``: time the request waited
@@ -106,8 +99,9 @@ class Reply:
 
 
 class HttpTransport(Backend):
-    """A backend that talks HTTP. Subclasses set ``settings`` (see TransportSettings) and
-    say where credentials come from (``credential_sources``)."""
+    """A backend that talks HTTP. ``settings`` has at least ``timeout_s``, ``max_retries``,
+    ``retry_backoff_s`` and ``headers``; subclasses say where credentials come from
+    (``credential_sources``) and which URL's proxy applies (``proxy_target``)."""
 
     retryable: ClassVar[frozenset[int]] = RETRYABLE
     settings: Any
