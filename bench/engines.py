@@ -94,7 +94,15 @@ def serve(port: int, delay_ms: float, rpm: float | None) -> None:
         state["arrivals"], state["refused"] = [], 0
         return web.json_response(answer)
 
+    decided = json.dumps({"probabilities": {"billing": 0.7, "technical": 0.2, "sales": 0.1}})
+
+    async def decide(request: web.Request) -> web.Response:  # decguard.http/0.1, a baseline
+        await request.read()
+        await asyncio.sleep(delay_ms / 1000.0)
+        return web.Response(text=decided, content_type="application/json")
+
     app = web.Application()
+    app.router.add_post("/decide", decide)
     app.router.add_post("/v1/chat/completions", chat)
     app.router.add_get("/stats", stats)
     web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
@@ -126,14 +134,15 @@ def start_server(delay_ms: float, rpm: float | None) -> tuple[subprocess.Popen[b
 # -- the client ----------------------------------------------------------------------------------
 
 
-def run(url: str, n: int, **settings: Any) -> tuple[float, Any, dict[str, Any]]:
+def run(url: str, n: int, provider: str = "openai", **settings: Any) -> tuple[float, Any, Any]:
     from decguard_pipeline.backends import create_backend
     from decguard_pipeline.backends.runner import Cases, run_cases
     from decguard_pipeline.core.contract import BackendConfig, DecisionSpec
 
     spec = DecisionSpec("route", "choice", LABELS, "Route the support ticket.")
+    where = {"url": f"{url}/decide"} if provider == "http" else {"base_url": f"{url}/v1"}
     config = BackendConfig.model_validate(
-        {"provider": "openai", "model": "bench", "base_url": f"{url}/v1", **settings}
+        {"provider": provider, "model": "bench", **where, **settings}
     )
     backend = create_backend(config, decision=spec)
     inputs = [f"Ticket {i}: I was charged twice this month." for i in range(n)]
@@ -154,6 +163,9 @@ def server_stats(url: str) -> dict[str, Any]:
 
 
 def part_a(cases: int, delay_ms: float, repeat: int) -> None:
+    """The openai provider, and the http provider on the same server as a baseline (same
+    runner and transport, a smaller request and answer): on a busy machine the ratio of the
+    two says more than either share of the ideal."""
     ideal = CONCURRENCY / (delay_ms / 1000.0)
     print(
         f"(a) {cases:,} cases, scoring logprobs, {CONCURRENCY} in flight, server answers in "
@@ -161,22 +173,27 @@ def part_a(cases: int, delay_ms: float, repeat: int) -> None:
     )
     child, url = start_server(delay_ms, None)
     try:
-        run(url, 200)  # warm-up: imports, first connections
+        best: dict[str, float] = {}
+        for provider in ("openai", "http"):
+            run(url, 200, provider)  # warm-up: imports, first connections
         server_stats(url)
-        best = None
-        for _ in range(repeat):
-            wall, results, _stats = run(url, cases)
-            server_stats(url)
-            rps = cases / wall
-            best = rps if best is None else max(best, rps)
-            p50 = float(sorted(results.latency_ms.tolist())[cases // 2])
-            print(
-                f"    {rps:7,.0f} requests/s = {rps / ideal:6.1%} of ideal · p50 latency "
-                f"{p50:.1f} ms · wall {wall:.2f} s"
-            )
-        assert best is not None
-        verdict = "OK" if best / ideal >= 0.70 else "BELOW TARGET"
-        print(f"    best {best / ideal:.1%} of ideal (target >= 70%): {verdict}")
+        for _ in range(repeat):  # interleaved, so both meet the same load
+            for provider in ("openai", "http"):
+                wall, results, _stats = run(url, cases, provider)
+                server_stats(url)
+                rps = cases / wall
+                best[provider] = max(best.get(provider, 0.0), rps)
+                p50 = float(sorted(results.latency_ms.tolist())[cases // 2])
+                print(
+                    f"    {provider:<7}{rps:7,.0f} requests/s = {rps / ideal:6.1%} of ideal · "
+                    f"p50 latency {p50:.1f} ms · wall {wall:.2f} s"
+                )
+        share = best["openai"] / ideal
+        verdict = "OK" if share >= 0.70 else "BELOW TARGET"
+        print(
+            f"    best: openai {share:.1%} of ideal (target >= 70%): {verdict}; "
+            f"{best['openai'] / best['http']:.0%} of the http provider's rate"
+        )
     finally:
         child.terminate()
         child.wait(10)
