@@ -409,23 +409,23 @@ def test_usage_is_kept_per_case_and_prices_a_run():
         results = run(b, ["a", "b", "c", "d", "e"])
     assert results.error_kind == [None, None, None, "invalid_response", None]
     nan = float("nan")
-    np.testing.assert_array_equal(results.prompt_tokens, [100, 250, 40, nan, nan])
-    np.testing.assert_array_equal(results.completion_tokens, [1, 1, 2, nan, nan])
+    # a case's tokens are kept even when its answer then cannot be read: they were paid for
+    np.testing.assert_array_equal(results.prompt_tokens, [100, 250, 40, 60, nan])
+    np.testing.assert_array_equal(results.completion_tokens, [1, 1, 2, 1, nan])
     cost = run_cost(
         results.prompt_tokens, results.completion_tokens, b.settings.pricing, decided=results.ok
     )
-    dollars = (390 * 0.15 + 4 * 0.60) / 1e6
+    dollars = (450 * 0.15 + 5 * 0.60) / 1e6
     assert cost.as_dict() == {
         "cases": 5,
-        "cases_with_usage": 3,
+        "cases_with_usage": 4,
         "decisions": 4,
-        "prompt_tokens": 390,
-        "completion_tokens": 4,
+        "prompt_tokens": 450,
+        "completion_tokens": 5,
         "cost": pytest.approx(dollars, rel=1e-15),
         "cost_per_1000": pytest.approx(dollars / 4 * 1000, rel=1e-15),
     }
-    # a case's own tokens are counted even when its answer then fails validation
-    assert b.run_stats()["prompt_tokens"] == 390 + 60
+    assert b.run_stats()["prompt_tokens"] == 450
     assert results.take([1, 0]).prompt_tokens.tolist() == [250.0, 100.0]
 
 

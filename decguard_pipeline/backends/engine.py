@@ -126,6 +126,12 @@ class Ledger:
     queued_s: float = 0.0
     version: str | None = None
 
+    def charge(self, error: BackendError) -> None:
+        """The case failed: the tokens its answers cost go with the error (``usage``), for
+        the runner to count."""
+        if self.usage_known:
+            error.usage = (self.prompt_tokens, self.completion_tokens)  # type: ignore[attr-defined]
+
 
 @dataclass
 class Served:
@@ -220,6 +226,9 @@ class EngineBackend(HttpTransport):
                     call = flow.send(answer)
         except StopIteration as done:
             return self.prediction(request, done.value, ledger)
+        except BackendError as exc:
+            ledger.charge(exc)
+            raise
 
     async def apredict(self, request: DecisionRequest) -> Prediction:
         ledger = Ledger()
@@ -237,6 +246,9 @@ class EngineBackend(HttpTransport):
                     call = flow.send(answer)
         except StopIteration as done:
             return self.prediction(request, done.value, ledger)
+        except BackendError as exc:
+            ledger.charge(exc)
+            raise
 
     def read(self, reply: Reply, body: bytes, ledger: Ledger) -> dict[str, Any]:
         """Check and parse one answer; account its tokens and version in ``ledger``."""

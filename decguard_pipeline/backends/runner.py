@@ -120,6 +120,14 @@ class Collector:
             self.prompt_tokens, self.completion_tokens = np.full(n, np.nan), np.full(n, np.nan)
         self.prompt_tokens[i], self.completion_tokens[i] = usage
 
+    def failed(self, i: int, exc: Exception) -> None:
+        """Request ``i`` raised ``exc``: a typed error, plus the tokens it had already cost
+        when the backend says (``exc.usage``). Configuration errors propagate."""
+        self.fail(i, *_describe(exc))
+        usage = getattr(exc, "usage", None)
+        if usage is not None:
+            self.spent(i, usage)
+
     def fail(self, i: int, kind: str, message: str) -> None:
         self.error_kind[i] = kind
         self.error_message[i] = message
@@ -159,7 +167,7 @@ def _run_inline(backend: Backend, requests: Sequence[DecisionRequest], out: Coll
         try:
             prediction = predict(request)
         except Exception as exc:
-            out.fail(i, *_describe(exc))
+            out.failed(i, exc)
             continue
         latencies.append((clock() - start) * 1000.0)
         rows.append(i)
@@ -199,7 +207,7 @@ async def _run_async(
                 else:
                     prediction, latency = await loop.run_in_executor(pool, timed_predict, request)
             except Exception as exc:
-                out.fail(i, *_describe(exc))
+                out.failed(i, exc)
                 continue
             out.answer(i, prediction, latency, model)
 
