@@ -72,7 +72,7 @@ class Backend(ABC):
         """One validated decision (a DecisionResult dict) for single calls (``run``, SDK)."""
         start = time.perf_counter()
         prediction = self.predict(request)
-        latency_ms = (time.perf_counter() - start) * 1000.0
+        latency_ms = (time.perf_counter() - start) * 1000.0 - prediction.queued_ms
         return build_result(self, request, prediction, latency_ms, tolerance=tolerance)
 
     def metadata(self) -> dict[str, Any]:
@@ -81,6 +81,11 @@ class Backend(ABC):
 
     def healthcheck(self) -> dict[str, str]:
         return health("unknown", "healthcheck not implemented")
+
+    def run_stats(self) -> dict[str, Any]:
+        """Counters of the requests made so far (retries, waits, tokens) for extension
+        reports; empty for backends that keep none. Never a secret, never a body."""
+        return {}
 
     def version_hint(self) -> str | None:
         """The model version the backend says it serves without deciding anything (from its

@@ -4,72 +4,54 @@
                  "type", "labels"}, "input"}
     200 OK      {"probabilities": {...}, "model"?, "model_version"?, "metadata"?}
 
-Batch runs go through one pooled aiohttp session (connection reuse, at most
-``max_concurrency`` requests in flight); single calls (``run``, health checks, replays) use
-httpx. Credentials come only from environment variables, are read at the first request, and
-never reach a report, an error message or a log.
+The transport (pooled clients, retries, credentials from the environment, error mapping)
+is shared with the other network providers (``transport.py``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import threading
-import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
-import httpx
 from pydantic import Field, field_validator, model_validator
 
-from decguard_pipeline import __version__
-from decguard_pipeline.backends.base import Backend, backend_metadata, backend_settings, health
+from decguard_pipeline.backends.base import backend_metadata, backend_settings, health
+from decguard_pipeline.backends.transport import (
+    RETRYABLE,
+    SECRET_HEADERS,
+    SECRET_QUERY_KEYS,
+    USER_AGENT,
+    HttpTransport,
+    Reply,
+    check_url,
+    no_literal_secrets,
+    public_url,
+    same_origin,
+)
 from decguard_pipeline.core.contract import BackendConfig, DecisionSpec
 from decguard_pipeline.core.decision import DecisionRequest, Prediction
 from decguard_pipeline.core.errors import (
     BackendError,
-    BackendTimeout,
     BackendUnavailable,
     ContractError,
     InvalidResponse,
 )
 from decguard_pipeline.core.validation import Strict
 
+__all__ = [
+    "PROTOCOL",
+    "RETRYABLE",
+    "SECRET_HEADERS",
+    "SECRET_QUERY_KEYS",
+    "USER_AGENT",
+    "HttpBackend",
+    "HttpSettings",
+    "Reply",
+    "check_url",
+    "public_url",
+]
+
 PROTOCOL = "decguard.http/0.1"
-USER_AGENT = f"decguard-pipeline/{__version__}"
-RETRYABLE = frozenset({502, 503, 504})
-SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key"})
-SECRET_QUERY_KEYS = frozenset(
-    {"api_key", "apikey", "access_token", "token", "key", "signature", "auth", "password"}
-)
-
-
-def check_url(value: str | None) -> str | None:
-    """An absolute http(s) URL without embedded credentials."""
-    if value is None:
-        return None
-    try:
-        url = httpx.URL(value)
-    except httpx.InvalidURL as exc:
-        raise ValueError("invalid URL") from exc
-    if url.scheme not in {"http", "https"} or not url.host:
-        raise ValueError("must be an absolute http:// or https:// URL")
-    if url.userinfo:
-        raise ValueError("must not embed credentials; use bearer_token_env or headers_from_env")
-    for key, _ in url.params.multi_items():
-        if key.lower() in SECRET_QUERY_KEYS:
-            raise ValueError(
-                f"query parameter {key!r} looks like a credential; use an environment "
-                "variable and a request header"
-            )
-    return value
-
-
-def public_url(url: str) -> str:
-    """The URL without query and fragment, which may carry tokens."""
-    return str(httpx.URL(url).copy_with(query=None, fragment=None))
 
 
 class HttpSettings(Strict):
@@ -85,46 +67,23 @@ class HttpSettings(Strict):
 
     _urls = field_validator("url", "health_url")(check_url)
 
-    @field_validator("headers")
-    @classmethod
-    def _no_literal_secrets(cls, value: dict[str, str]) -> dict[str, str]:
-        for header in value:
-            if header.lower() in SECRET_HEADERS:
-                raise ValueError(
-                    f"{header!r} looks like a credential; put it in an environment variable "
-                    "and use headers_from_env or bearer_token_env"
-                )
-        return value
+    _no_literal_secrets = field_validator("headers")(no_literal_secrets)
 
     @model_validator(mode="after")
     def _credentials_stay_on_origin(self) -> HttpSettings:
         env_headers = {header.lower() for header in self.headers_from_env}
         if self.bearer_token_env and "authorization" in env_headers:
             raise ValueError("set either bearer_token_env or an Authorization header, not both")
-        if self.health_url is not None and (self.bearer_token_env or self.headers_from_env):
-            target, probe = httpx.URL(self.url), httpx.URL(self.health_url)
-            if (target.scheme, target.host, target.port) != (probe.scheme, probe.host, probe.port):
-                raise ValueError(
-                    "health_url must use the backend URL's origin when environment headers "
-                    "are configured"
-                )
+        with_env = self.bearer_token_env or self.headers_from_env
+        if self.health_url is not None and with_env and not same_origin(self.url, self.health_url):
+            raise ValueError(
+                "health_url must use the backend URL's origin when environment headers "
+                "are configured"
+            )
         return self
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """An HTTP answer, whichever client fetched it."""
-
-    status: int
-    body: bytes
-    headers: Mapping[str, str]  # case-insensitive (the client's own header mapping)
-
-    @property
-    def ok(self) -> bool:
-        return 200 <= self.status < 300
-
-
-class HttpBackend(Backend):
+class HttpBackend(HttpTransport):
     provider = "http"
     protocol: ClassVar[str] = PROTOCOL
     retryable: ClassVar[frozenset[int]] = RETRYABLE
@@ -132,16 +91,9 @@ class HttpBackend(Backend):
     def __init__(
         self, settings: HttpSettings, *, name: str = "default", model: str | None = None
     ) -> None:
-        super().__init__(name=name, model=model)
-        self.settings = settings
+        super().__init__(settings, name=name, model=model)
+        self.settings: HttpSettings = settings
         self._to_backend_label = {v: k for k, v in settings.label_map.items()}
-        self._headers: dict[str, str] | None = None
-        self._lock = threading.Lock()
-        self._client: httpx.Client | None = None
-        self._session: Any = None  # aiohttp.ClientSession, created inside the running loop
-        self._session_loop: asyncio.AbstractEventLoop | None = None
-        self._session_limit = 0
-        self._proxy: tuple[Any, Any] = (None, None)  # (proxy URL, auth) from the environment
 
     @classmethod
     def from_config(cls, config: BackendConfig, *, name: str, decision: DecisionSpec) -> Self:
@@ -165,26 +117,17 @@ class HttpBackend(Backend):
 
     # -- requests ------------------------------------------------------------------------
 
-    def request_headers(self) -> dict[str, str]:
-        """Static plus environment headers; read once, at the first request."""
-        with self._lock:
-            if self._headers is None:
-                headers = {"User-Agent": USER_AGENT, **self.settings.headers}
-                wanted = dict(self.settings.headers_from_env)
-                if self.settings.bearer_token_env:
-                    wanted["Authorization"] = self.settings.bearer_token_env
-                for header, variable in wanted.items():
-                    value = os.environ.get(variable)
-                    if not value:
-                        raise ContractError(
-                            f"http backend {self.name!r}: environment variable {variable} is "
-                            "not set"
-                        )
-                    if header == "Authorization" and variable == self.settings.bearer_token_env:
-                        value = f"Bearer {value}"
-                    headers[header] = value
-                self._headers = headers
-            return self._headers
+    def credential_sources(self) -> dict[str, tuple[str, str]]:
+        sources = super().credential_sources()
+        if self.settings.bearer_token_env:
+            sources["Authorization"] = (self.settings.bearer_token_env, "Bearer ")
+        return sources
+
+    def missing_variable(self, variable: str) -> ContractError:
+        # DecGuard's wording, for systemone too
+        return ContractError(
+            f"http backend {self.name!r}: environment variable {variable} is not set"
+        )
 
     def backend_labels(self, labels: tuple[str, ...]) -> list[str]:
         return [self._to_backend_label.get(label, label) for label in labels]
@@ -246,41 +189,7 @@ class HttpBackend(Backend):
             self.payload(request), ensure_ascii=False, separators=(",", ":"), allow_nan=False
         ).encode("utf-8")
 
-    # -- synchronous path (httpx): single calls and health checks -------------------------
-
-    def _sync_client(self) -> httpx.Client:
-        headers = self.request_headers()
-        with self._lock:
-            if self._client is None:
-                self._client = httpx.Client(
-                    headers=headers, timeout=self.settings.timeout_s, follow_redirects=False
-                )
-            return self._client
-
-    def _send_sync(self, method: str, url: str, body: bytes | None = None) -> Reply:
-        client = self._sync_client()
-        extra = {"Content-Type": "application/json"} if body is not None else None
-        attempts = self.settings.max_retries + 1
-        for attempt in range(attempts):
-            last = attempt == attempts - 1
-            try:
-                response = client.request(method, url, content=body, headers=extra)
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                if last:
-                    raise self._connect_error(type(exc).__name__) from exc
-            except httpx.TimeoutException as exc:
-                raise self._timeout() from exc
-            except httpx.TransportError as exc:
-                raise self._transport_error(type(exc).__name__) from exc
-            else:
-                if response.status_code not in self.retryable or last:
-                    return Reply(
-                        response.status_code,
-                        response.content,
-                        response.headers,
-                    )
-            time.sleep(self.settings.retry_backoff_s * 2**attempt)
-        raise AssertionError("unreachable")
+    # -- calls: httpx for single calls and health checks, aiohttp for batch runs ----------
 
     def predict(self, request: DecisionRequest) -> Prediction:
         return self.parse(request, self._send_sync("POST", self.settings.url, self.encode(request)))
@@ -309,93 +218,11 @@ class HttpBackend(Backend):
                     return str(body[key])
         return None
 
-    # -- asynchronous path (aiohttp): batch runs ---------------------------------------
-
-    def open_session(self, limit: int) -> None:
-        """Size the pool for a run of at most ``limit`` requests in flight."""
-        self._session_limit = limit
-
-    def _async_session(self) -> Any:
-        import aiohttp
-
-        loop = asyncio.get_running_loop()
-        if self._session is None or self._session_loop is not loop:
-            connector = aiohttp.TCPConnector(
-                limit=max(self._session_limit, 1), limit_per_host=0, ttl_dns_cache=300
-            )
-            timeout = aiohttp.ClientTimeout(
-                total=None,
-                sock_connect=self.settings.timeout_s,
-                sock_read=self.settings.timeout_s,
-            )
-            # Proxy variables are honoured as httpx honours them, but resolved once per run:
-            # aiohttp's trust_env looks them (and ~/.netrc) up on a worker thread for every
-            # request, two thread hand-offs that cost more than the request on loopback.
-            self._proxy = _env_proxy(self.settings.url)
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=timeout,
-                headers=self.request_headers(),
-                trust_env=False,
-                auto_decompress=True,
-                skip_auto_headers=("Accept-Encoding",),
-            )
-            self._session_loop = loop
-        return self._session
-
-    async def _send_async(self, method: str, url: str, body: bytes | None = None) -> Reply:
-        import aiohttp
-
-        session = self._async_session()
-        extra = {"Content-Type": "application/json"} if body is not None else None
-        attempts = self.settings.max_retries + 1
-        for attempt in range(attempts):
-            last = attempt == attempts - 1
-            try:
-                async with session.request(
-                    method,
-                    url,
-                    data=body,
-                    headers=extra,
-                    allow_redirects=False,
-                    proxy=self._proxy[0],
-                    proxy_auth=self._proxy[1],
-                ) as response:
-                    status = response.status
-                    if status not in self.retryable or last:
-                        content = await response.read()
-                        return Reply(status, content, response.headers)
-                    await response.read()
-            except aiohttp.ConnectionTimeoutError as exc:
-                if last:
-                    raise self._connect_error("ConnectTimeout") from exc
-            except aiohttp.ClientConnectorError as exc:
-                if last:
-                    raise self._connect_error("ConnectError") from exc
-            except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-                raise self._timeout() from exc
-            except aiohttp.ServerDisconnectedError as exc:
-                raise self._transport_error("RemoteProtocolError") from exc
-            except aiohttp.ClientError as exc:
-                raise self._transport_error(_httpx_name(exc)) from exc
-            await asyncio.sleep(self.settings.retry_backoff_s * 2**attempt)
-        raise AssertionError("unreachable")
-
     async def apredict(self, request: DecisionRequest) -> Prediction:
         reply = await self._send_async("POST", self.settings.url, self.encode(request))
         return self.parse(request, reply)
 
-    # -- errors, metadata, lifecycle -------------------------------------------------------
-
-    def _connect_error(self, what: str) -> BackendError:
-        kind = BackendTimeout if what == "ConnectTimeout" else BackendUnavailable
-        return kind(f"cannot connect to backend {self.name!r}: {what}")
-
-    def _timeout(self) -> BackendError:
-        return BackendTimeout(f"backend {self.name!r} timed out after {self.settings.timeout_s:g}s")
-
-    def _transport_error(self, what: str) -> BackendError:
-        return BackendUnavailable(f"transport error from backend {self.name!r}: {what}")
+    # -- provenance -------------------------------------------------------------------------
 
     def metadata(self) -> dict[str, Any]:
         return backend_metadata(
@@ -404,36 +231,3 @@ class HttpBackend(Backend):
             self.model,
             details={"url": public_url(self.settings.url), "protocol": self.protocol},
         )
-
-    async def aclose(self) -> None:
-        session, self._session, self._session_loop = self._session, None, None
-        if session is not None:
-            await session.close()
-
-    def close(self) -> None:
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
-
-
-def _env_proxy(url: str) -> tuple[Any, Any]:
-    """The proxy (and its credentials) the environment assigns to ``url``, or (None, None)."""
-    from aiohttp.helpers import get_env_proxy_for_url
-    from yarl import URL
-
-    try:
-        return get_env_proxy_for_url(URL(url))
-    except LookupError:
-        return None, None
-
-
-def _httpx_name(exc: Exception) -> str:
-    """The httpx exception name DecGuard reports for an aiohttp transport failure."""
-    import aiohttp
-
-    if isinstance(exc, aiohttp.ClientPayloadError):
-        return "RemoteProtocolError"
-    if isinstance(exc, aiohttp.ClientOSError):
-        return "ReadError"
-    return "TransportError"

@@ -23,7 +23,13 @@ BUILTIN: dict[str, tuple[str, str]] = {
     "mock": ("decguard_pipeline.backends.mock", "MockBackend"),
     "http": ("decguard_pipeline.backends.http", "HttpBackend"),
     "systemone": ("decguard_pipeline.backends.systemone", "SystemOneBackend"),
+    # pipeline extensions: language-model deciders (docs/engines.md)
+    "openai": ("decguard_pipeline.backends.openai", "OpenAIBackend"),
+    "openjev": ("decguard_pipeline.backends.openjev", "OpenJevBackend"),
 }
+# DecGuard's own built-ins: the only ones its "unknown provider" message lists, so that the
+# message stays DecGuard's word for word
+DECGUARD_BUILTIN = ("http", "mock", "systemone")
 
 
 def entry_points(*, group: str, name: str | None = None) -> tuple[Any, ...]:
@@ -34,9 +40,9 @@ def entry_points(*, group: str, name: str | None = None) -> tuple[Any, ...]:
     return tuple(found)
 
 
-def available_providers() -> list[str]:
+def available_providers(*, extensions: bool = True) -> list[str]:
     plugins = {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    return sorted(set(BUILTIN) | plugins)
+    return sorted(set(BUILTIN if extensions else DECGUARD_BUILTIN) | plugins)
 
 
 def backend_class(provider: str) -> type[Backend]:
@@ -47,7 +53,8 @@ def backend_class(provider: str) -> type[Backend]:
     found = entry_points(group=ENTRY_POINT_GROUP, name=provider)
     if not found:
         raise ContractError(
-            f"unknown backend provider {provider!r}; available: {', '.join(available_providers())}"
+            f"unknown backend provider {provider!r}; available: "
+            + ", ".join(available_providers(extensions=False))
         )
     entry_point = found[0]
     try:

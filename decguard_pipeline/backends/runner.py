@@ -1,12 +1,13 @@
 """Decide many requests on one asyncio event loop with bounded concurrency.
 
-* Native async backends (http, systemone): ``max_concurrency`` worker coroutines share one
+* Native async backends (http, systemone, openai, openjev): ``max_concurrency`` workers share one
   pooled session, so exactly that many requests are in flight and connections are reused.
 * Synchronous plugins: the same workers hand ``predict`` to a pool of ``max_concurrency``
   threads.
 * Inline backends (the mock): a plain loop; a thread hand-off would cost more than the call.
 
-Latency is measured around the request itself (retries included, queueing excluded). Every
+Latency is measured around the request itself: retries included; queueing excluded, and so
+is the time a backend waited for its own rate limit (``Prediction.queued_ms``). Every
 request ends as a prediction or a typed error, stored by index so results keep dataset
 order. A configuration error (say, an unset credential variable) aborts the whole run.
 """
@@ -63,6 +64,9 @@ class Collector:
         self.error_kind: list[str | None] = [None] * n
         self.error_message: list[str | None] = [None] * n
         self._pending: list[tuple[int, Any]] = []
+        # tokens per case, allocated when a backend first reports usage
+        self.prompt_tokens: np.ndarray | None = None
+        self.completion_tokens: np.ndarray | None = None
         # set when every request presents the same labels (a golden run)
         self.same_labels: tuple[str, ...] | None = None
 
@@ -74,6 +78,8 @@ class Collector:
         self.model_version[i] = prediction.model_version
         if prediction.metadata:
             self.metadata[i] = redact(dict(prediction.metadata))
+        if prediction.usage is not None:
+            self.spent(i, prediction.usage)
         self._pending.append((i, prediction.probabilities))
         if len(self._pending) >= FLUSH_EVERY:
             self.flush()
@@ -101,8 +107,26 @@ class Collector:
         for i, prediction in zip(rows, predictions, strict=True):
             if prediction.metadata:
                 self.metadata[i] = redact(dict(prediction.metadata))
+            if prediction.usage is not None:
+                self.spent(i, prediction.usage)
         self._pending.extend(zip(rows, [p.probabilities for p in predictions], strict=True))
         self.flush()
+
+    def spent(self, i: int, usage: tuple[int, int]) -> None:
+        """Tokens case ``i`` cost; kept even when its answer then fails validation (the
+        tokens were paid for)."""
+        if self.prompt_tokens is None or self.completion_tokens is None:
+            n = len(self.latency)
+            self.prompt_tokens, self.completion_tokens = np.full(n, np.nan), np.full(n, np.nan)
+        self.prompt_tokens[i], self.completion_tokens[i] = usage
+
+    def failed(self, i: int, exc: Exception) -> None:
+        """Request ``i`` raised ``exc``: a typed error, plus the tokens it had already cost
+        when the backend says (``exc.usage``). Configuration errors propagate."""
+        self.fail(i, *_describe(exc))
+        usage = getattr(exc, "usage", None)
+        if usage is not None:
+            self.spent(i, usage)
 
     def fail(self, i: int, kind: str, message: str) -> None:
         self.error_kind[i] = kind
@@ -143,7 +167,7 @@ def _run_inline(backend: Backend, requests: Sequence[DecisionRequest], out: Coll
         try:
             prediction = predict(request)
         except Exception as exc:
-            out.fail(i, *_describe(exc))
+            out.failed(i, exc)
             continue
         latencies.append((clock() - start) * 1000.0)
         rows.append(i)
@@ -170,7 +194,7 @@ async def _run_async(
     def timed_predict(request: DecisionRequest) -> tuple[Prediction, float]:
         start = clock()
         prediction = backend.predict(request)
-        return prediction, (clock() - start) * 1000.0
+        return prediction, (clock() - start) * 1000.0 - prediction.queued_ms
 
     async def worker() -> None:
         for i in next_index:
@@ -179,11 +203,11 @@ async def _run_async(
                 if native:
                     start = clock()
                     prediction = await backend.apredict(request)
-                    latency = (clock() - start) * 1000.0
+                    latency = (clock() - start) * 1000.0 - prediction.queued_ms
                 else:
                     prediction, latency = await loop.run_in_executor(pool, timed_predict, request)
             except Exception as exc:
-                out.fail(i, *_describe(exc))
+                out.failed(i, exc)
                 continue
             out.answer(i, prediction, latency, model)
 
@@ -281,4 +305,6 @@ def _run_cases(
         result_metadata=out.metadata,
         error_kind=out.error_kind,
         error_message=out.error_message,
+        prompt_tokens=out.prompt_tokens,
+        completion_tokens=out.completion_tokens,
     )

@@ -36,12 +36,19 @@ class DecisionRequest(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Prediction:
-    """A backend's raw answer, before validation."""
+    """A backend's raw answer, before validation.
+
+    ``usage`` is (prompt_tokens, completion_tokens) spent on the case when the backend says;
+    ``queued_ms`` is time the backend spent waiting for its own rate limit, which is
+    queueing, not model latency: the runner subtracts it from the measured latency. Neither
+    enters DecGuard's report."""
 
     probabilities: Any
     model: str | None = None
     model_version: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    usage: tuple[int, int] | None = None
+    queued_ms: float = 0.0
 
 
 def _row_values(labels: Sequence[str], raw: Any) -> list[float]:

@@ -46,6 +46,13 @@ class InvalidResponse(BackendError):
     kind: ClassVar[str] = "invalid_response"
 
 
+class RateLimited(BackendError):
+    """The backend still refused with HTTP 429 after the last retry (an error kind of this
+    project; DecGuard's reports accept any kind string)."""
+
+    kind: ClassVar[str] = "rate_limited"
+
+
 class ParaphraseError(BackendError):
     """A paraphrase provider failed for one case (fuzzing only)."""
 
@@ -58,6 +65,7 @@ ERROR_KINDS = (
     "invalid_response",
     "backend_error",
     "exception",
+    "rate_limited",
     "paraphrase_error",
     "original_error",
 )

@@ -37,6 +37,10 @@ class CaseResults:
     error_message: list[str | None]
     # The case id each result carries; differs from case_ids only for transformed cases.
     result_ids: list[str] | None = None
+    # Tokens each case cost (NaN where the backend did not say); None when no case reported
+    # usage. Extension data: never part of DecGuard's report.
+    prompt_tokens: np.ndarray | None = None
+    completion_tokens: np.ndarray | None = None
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
@@ -95,6 +99,10 @@ class CaseResults:
             error_kind=lst(self.error_kind),
             error_message=lst(self.error_message),
             result_ids=None if self.result_ids is None else lst(self.result_ids),
+            prompt_tokens=None if self.prompt_tokens is None else self.prompt_tokens[rows],
+            completion_tokens=(
+                None if self.completion_tokens is None else self.completion_tokens[rows]
+            ),
         )
 
     def row_probabilities(self, i: int) -> dict[str, float] | None:

@@ -1,0 +1,337 @@
+"""HTTP transport shared by every network provider: pooled clients, credentials from the
+environment, retries and the mapping of transport failures to typed per-case errors.
+
+Batch runs go through one pooled aiohttp session (connection reuse, at most
+``max_concurrency`` requests in flight); single calls (``run``, health checks, canaries)
+use httpx. A provider decides what to send and how to read the answer; it may also pace
+requests (``admit``) and choose the wait before a retry (``retry_delay``). The defaults
+are those of ``decguard.http/0.1``: no pacing, ``retry_backoff_s × 2^attempt``.
+
+Secrets: header values named by ``*_env`` settings are read from the environment at the
+first request, kept only in :meth:`HttpTransport.request_headers` (listed by
+:meth:`HttpTransport.secret_values`) and never reach a report, an error message or a log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import httpx
+
+from decguard_pipeline import __version__
+from decguard_pipeline.backends.base import Backend
+from decguard_pipeline.core.errors import (
+    BackendError,
+    BackendTimeout,
+    BackendUnavailable,
+    ContractError,
+)
+
+USER_AGENT = f"decguard-pipeline/{__version__}"
+RETRYABLE = frozenset({502, 503, 504})
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key"})
+SECRET_QUERY_KEYS = frozenset(
+    {"api_key", "apikey", "access_token", "token", "key", "signature", "auth", "password"}
+)
+
+
+def check_url(value: str | None) -> str | None:
+    """An absolute http(s) URL without embedded credentials."""
+    if value is None:
+        return None
+    try:
+        url = httpx.URL(value)
+    except httpx.InvalidURL as exc:
+        raise ValueError("invalid URL") from exc
+    if url.scheme not in {"http", "https"} or not url.host:
+        raise ValueError("must be an absolute http:// or https:// URL")
+    if url.userinfo:
+        raise ValueError("must not embed credentials; use bearer_token_env or headers_from_env")
+    for key, _ in url.params.multi_items():
+        if key.lower() in SECRET_QUERY_KEYS:
+            raise ValueError(
+                f"query parameter {key!r} looks like a credential; use an environment "
+                "variable and a request header"
+            )
+    return value
+
+
+def public_url(url: str) -> str:
+    """The URL without query and fragment, which may carry tokens."""
+    return str(httpx.URL(url).copy_with(query=None, fragment=None))
+
+
+def no_literal_secrets(value: dict[str, str]) -> dict[str, str]:
+    """Static headers must not carry credentials (they would sit in the contract)."""
+    for header in value:
+        if header.lower() in SECRET_HEADERS:
+            raise ValueError(
+                f"{header!r} looks like a credential; put it in an environment variable "
+                "and use headers_from_env or bearer_token_env"
+            )
+    return value
+
+
+def same_origin(a: str, b: str) -> bool:
+    first, second = httpx.URL(a), httpx.URL(b)
+    return (first.scheme, first.host, first.port) == (second.scheme, second.host, second.port)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """An HTTP answer, whichever client fetched it. ``queued_s``: time the request waited
+    for the provider's own pacing (``admit``) before it was sent, retries included."""
+
+    status: int
+    body: bytes
+    headers: Mapping[str, str]  # case-insensitive (the client's own header mapping)
+    queued_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+
+class HttpTransport(Backend):
+    """A backend that talks HTTP. ``settings`` has at least ``timeout_s``, ``max_retries``,
+    ``retry_backoff_s`` and ``headers``; subclasses say where credentials come from
+    (``credential_sources``) and which URL's proxy applies (``proxy_target``)."""
+
+    retryable: ClassVar[frozenset[int]] = RETRYABLE
+    settings: Any
+
+    def __init__(self, settings: Any, *, name: str = "default", model: str | None = None) -> None:
+        super().__init__(name=name, model=model)
+        self.settings = settings
+        self._headers: dict[str, str] | None = None
+        self._secrets: tuple[str, ...] = ()
+        self._lock = threading.Lock()
+        self._client: httpx.Client | None = None
+        self._session: Any = None  # aiohttp.ClientSession, created inside the running loop
+        self._session_loop: asyncio.AbstractEventLoop | None = None
+        self._session_limit = 0
+        self._proxy: tuple[Any, Any] = (None, None)  # (proxy URL, auth) from the environment
+
+    # -- what a provider says ------------------------------------------------------------
+
+    def credential_sources(self) -> dict[str, tuple[str, str]]:
+        """Header -> (environment variable, value prefix) for every secret header."""
+        return {header: (variable, "") for header, variable in self.headers_from_env().items()}
+
+    def headers_from_env(self) -> dict[str, str]:
+        return dict(getattr(self.settings, "headers_from_env", {}))
+
+    def missing_variable(self, variable: str) -> ContractError:
+        return ContractError(
+            f"{self.provider} backend {self.name!r}: environment variable {variable} is not set"
+        )
+
+    def proxy_target(self) -> str:
+        """The URL whose proxy (from the environment) the batch session uses."""
+        return str(self.settings.url)
+
+    def admit(self, body: bytes | None) -> float:
+        """Seconds to wait before sending ``body`` (a provider's own rate limit)."""
+        return 0.0
+
+    def retry_delay(self, attempt: int, reply: Reply | None) -> float | None:
+        """Seconds to wait before retry ``attempt + 1`` after ``reply`` (None: the connection
+        failed); None gives up and hands ``reply`` back as the answer."""
+        return float(self.settings.retry_backoff_s * 2**attempt)
+
+    # -- credentials -----------------------------------------------------------------------
+
+    def request_headers(self) -> dict[str, str]:
+        """Static plus environment headers; read once, at the first request."""
+        with self._lock:
+            if self._headers is None:
+                headers = {"User-Agent": USER_AGENT, **self.settings.headers}
+                secrets = []
+                for header, (variable, prefix) in self.credential_sources().items():
+                    value = os.environ.get(variable)
+                    if not value:
+                        raise self.missing_variable(variable)
+                    headers[header] = prefix + value
+                    secrets.append(value)
+                self._headers, self._secrets = headers, tuple(secrets)
+            return self._headers
+
+    def secret_values(self) -> tuple[str, ...]:
+        """The secret values read from the environment so far (for redaction by value)."""
+        with self._lock:
+            return self._secrets
+
+    # -- synchronous path (httpx): single calls and health checks -------------------------
+
+    def _sync_client(self) -> httpx.Client:
+        headers = self.request_headers()
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client(
+                    headers=headers, timeout=self.settings.timeout_s, follow_redirects=False
+                )
+            return self._client
+
+    def _send_sync(self, method: str, url: str, body: bytes | None = None) -> Reply:
+        client = self._sync_client()
+        extra = {"Content-Type": "application/json"} if body is not None else None
+        attempts = self.settings.max_retries + 1
+        queued = 0.0
+        for attempt in range(attempts):
+            last = attempt == attempts - 1
+            pause = self.admit(body)
+            if pause > 0.0:
+                time.sleep(pause)
+                queued += pause
+            reply: Reply | None = None
+            try:
+                response = client.request(method, url, content=body, headers=extra)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                if last:
+                    raise self._connect_error(type(exc).__name__) from exc
+            except httpx.TimeoutException as exc:
+                raise self._timeout() from exc
+            except httpx.TransportError as exc:
+                raise self._transport_error(type(exc).__name__) from exc
+            else:
+                reply = Reply(response.status_code, response.content, response.headers, queued)
+                if response.status_code not in self.retryable or last:
+                    return reply
+            delay = self.retry_delay(attempt, reply)
+            if delay is None and reply is not None:
+                return reply
+            time.sleep(delay or 0.0)
+        raise AssertionError("unreachable")
+
+    # -- asynchronous path (aiohttp): batch runs ---------------------------------------
+
+    def open_session(self, limit: int) -> None:
+        """Size the pool for a run of at most ``limit`` requests in flight."""
+        self._session_limit = limit
+
+    def _async_session(self) -> Any:
+        import aiohttp
+
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session_loop is not loop:
+            connector = aiohttp.TCPConnector(
+                limit=max(self._session_limit, 1), limit_per_host=0, ttl_dns_cache=300
+            )
+            timeout = aiohttp.ClientTimeout(
+                total=None,
+                sock_connect=self.settings.timeout_s,
+                sock_read=self.settings.timeout_s,
+            )
+            # Proxy variables are honoured as httpx honours them, but resolved once per run:
+            # aiohttp's trust_env looks them (and ~/.netrc) up on a worker thread for every
+            # request, two thread hand-offs that cost more than the request on loopback.
+            self._proxy = _env_proxy(self.proxy_target())
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=timeout,
+                headers=self.request_headers(),
+                trust_env=False,
+                auto_decompress=True,
+                skip_auto_headers=("Accept-Encoding",),
+            )
+            self._session_loop = loop
+        return self._session
+
+    async def _send_async(self, method: str, url: str, body: bytes | None = None) -> Reply:
+        import aiohttp
+
+        session = self._async_session()
+        extra = {"Content-Type": "application/json"} if body is not None else None
+        attempts = self.settings.max_retries + 1
+        queued = 0.0
+        for attempt in range(attempts):
+            last = attempt == attempts - 1
+            pause = self.admit(body)
+            if pause > 0.0:
+                await asyncio.sleep(pause)
+                queued += pause
+            reply: Reply | None = None
+            try:
+                async with session.request(
+                    method,
+                    url,
+                    data=body,
+                    headers=extra,
+                    allow_redirects=False,
+                    proxy=self._proxy[0],
+                    proxy_auth=self._proxy[1],
+                ) as response:
+                    status = response.status
+                    if status not in self.retryable or last:
+                        content = await response.read()
+                        return Reply(status, content, response.headers, queued)
+                    await response.read()
+                    reply = Reply(status, b"", response.headers, queued)
+            except aiohttp.ConnectionTimeoutError as exc:
+                if last:
+                    raise self._connect_error("ConnectTimeout") from exc
+            except aiohttp.ClientConnectorError as exc:
+                if last:
+                    raise self._connect_error("ConnectError") from exc
+            except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+                raise self._timeout() from exc
+            except aiohttp.ServerDisconnectedError as exc:
+                raise self._transport_error("RemoteProtocolError") from exc
+            except aiohttp.ClientError as exc:
+                raise self._transport_error(_httpx_name(exc)) from exc
+            delay = self.retry_delay(attempt, reply)
+            if delay is None and reply is not None:
+                return reply
+            await asyncio.sleep(delay or 0.0)
+        raise AssertionError("unreachable")
+
+    # -- errors and lifecycle ---------------------------------------------------------------
+
+    def _connect_error(self, what: str) -> BackendError:
+        kind = BackendTimeout if what == "ConnectTimeout" else BackendUnavailable
+        return kind(f"cannot connect to backend {self.name!r}: {what}")
+
+    def _timeout(self) -> BackendError:
+        return BackendTimeout(f"backend {self.name!r} timed out after {self.settings.timeout_s:g}s")
+
+    def _transport_error(self, what: str) -> BackendError:
+        return BackendUnavailable(f"transport error from backend {self.name!r}: {what}")
+
+    async def aclose(self) -> None:
+        session, self._session, self._session_loop = self._session, None, None
+        if session is not None:
+            await session.close()
+
+    def close(self) -> None:
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+
+def _env_proxy(url: str) -> tuple[Any, Any]:
+    """The proxy (and its credentials) the environment assigns to ``url``, or (None, None)."""
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
+    try:
+        return get_env_proxy_for_url(URL(url))
+    except LookupError:
+        return None, None
+
+
+def _httpx_name(exc: Exception) -> str:
+    """The httpx exception name DecGuard reports for an aiohttp transport failure."""
+    import aiohttp
+
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return "RemoteProtocolError"
+    if isinstance(exc, aiohttp.ClientOSError):
+        return "ReadError"
+    return "TransportError"

@@ -1,0 +1,1 @@
+"""Bundled demo services for examples: deterministic, loopback-only, no network."""
