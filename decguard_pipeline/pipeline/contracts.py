@@ -104,7 +104,7 @@ def discover_contracts(spec: str | None = None) -> list[ContractEntry]:
 
     Contracts whose folder names give the same key are all refused (each a broken entry
     naming every folder involved): numbering them would make a key depend on which other
-    folders exist, and a contract could take over another's history."""
+    folders exist, so that removing one folder handed its key and history to another."""
     paths: list[Path] = []
     seen: set[Path] = set()
     for path in contract_paths(spec):  # the same file listed twice is one contract
@@ -123,7 +123,7 @@ def discover_contracts(spec: str | None = None) -> list[ContractEntry]:
             error = (
                 f"{_where(path)}: contract key {key!r} is claimed by {len(claims[key])} "
                 f"contracts ({folders}); rename all but one of them (a key comes from the "
-                "folder name alone, so that history never passes from one contract to another)"
+                "folder name alone and names the contract's history in the warehouse)"
             )
             entries.append(ContractEntry(_collision_key(key, path), path, None, error))
             continue
