@@ -135,11 +135,13 @@ def test_a_write_killed_midway_breaks_no_query_and_not_the_next_write(tmp_path: 
 PARALLEL_WRITER = textwrap.dedent(
     """
     import sys
+    from pathlib import Path
     from decguard_pipeline.warehouse import Warehouse
     from decguard_pipeline_tests.test_warehouse_reliability import case_rows
-    root, writer, files, rows = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    root, writer, rows, stop = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
     wh = Warehouse(root)
-    for i in range(files):
+    i = 0
+    while not stop.exists():  # until the reader has polled enough
         target = f"{writer}@v{i % 3}"
         run = f"{writer}-{i}"
         wh.write("case_results", case_rows(rows, contract="c", target=target, run_id=run,
@@ -147,6 +149,8 @@ PARALLEL_WRITER = textwrap.dedent(
         wh.write("metrics", [{"contract": "c", "target": target, "run_id": run,
                               "metric": "total", "value": float(rows)}],
                  contract="c", target=target, run_id=run)
+        i += 1
+    print(i)
     """
 )
 
@@ -155,17 +159,19 @@ PARALLEL_WRITER = textwrap.dedent(
 def test_parallel_writers_and_a_polling_reader_see_whole_files_only(tmp_path: Path):
     wh = Warehouse(tmp_path / "wh")
     wh.ensure_catalog()
-    writers, files, rows = 3, 12, 40_000
+    stop = tmp_path / "stop"
+    writers, rows, rounds = 3, 20_000, 3
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", PARALLEL_WRITER, str(wh.root), f"w{k}", str(files), str(rows)],
+            [sys.executable, "-c", PARALLEL_WRITER, str(wh.root), f"w{k}", str(rows), str(stop)],
             cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for k in range(writers)
     ]
     errors: list[str] = []
     seen: list[int] = []
-    polls = 0
 
     def poll(con) -> None:
         count_every_view(con)
@@ -180,24 +186,29 @@ def test_parallel_writers_and_a_polling_reader_see_whole_files_only(tmp_path: Pa
             errors.append(f"rows went from {seen[-1]} down to {total}")
         seen.append(total)
 
-    while any(p.poll() is None for p in procs) or polls < 2:
-        for opener in (wh.open_catalog, wh.connect):
-            try:
-                with opener() as con:
-                    poll(con)
-            except Exception as exc:  # every failure counts; none is expected
-                errors.append(f"{type(exc).__name__}: {exc}")
-        polls += 1
-    assert [p.wait(timeout=300) for p in procs] == [0] * writers
-    assert errors == [], f"{len(errors)} of {2 * polls} polls failed: {errors[:3]}"
+    try:
+        for _ in range(rounds):  # every view, through both kinds of connection
+            for opener in (wh.open_catalog, wh.connect):
+                try:
+                    with opener() as con:
+                        poll(con)
+                except Exception as exc:  # every failure counts; none is expected
+                    errors.append(f"{type(exc).__name__}: {exc}")
+        running = [p.poll() is None for p in procs]
+    finally:
+        stop.touch()
+    written = [int(p.communicate(timeout=300)[0]) for p in procs]
+    assert [p.returncode for p in procs] == [0] * writers
+    assert running == [True] * writers  # every poll overlapped all the writers
+    assert errors == [], f"{len(errors)} of {2 * rounds} polls failed: {errors[:3]}"
+    assert seen[-1] > seen[0]  # files were published while the reader polled
     with wh.open_catalog() as con:
         total, distinct = con.execute(
             "SELECT count(*), count(DISTINCT case_id) FROM case_results"
         ).fetchone()
         metrics = con.execute("SELECT count(*) FROM metrics").fetchone()[0]
-    assert total == distinct == writers * files * rows  # no row lost, none seen twice
-    assert metrics == writers * files
-    assert polls > 2
+    assert total == distinct == sum(written) * rows  # no row lost, none seen twice
+    assert metrics == sum(written)
 
 
 # -- the folder encoding and partition pruning -------------------------------------------------
