@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -24,7 +25,9 @@ def project_root() -> Path:
 
 
 def contract_key(path: Path) -> str:
-    """Asset-key-safe name: the directory of a ``decguard.yaml``, else the file stem."""
+    """Asset-key-safe name: the directory of a ``decguard.yaml``, else the file stem. It
+    depends on that name alone (never on the other contracts), so a contract keeps its key,
+    and with it its history, whatever is added or removed beside it."""
     name = path.parent.name if path.name == CONTRACT_FILE else path.stem
     key = _KEY.sub("_", name).strip("_") or "contract"
     return key if not key[0].isdigit() else f"c_{key}"
@@ -84,17 +87,46 @@ def contract_paths(spec: str | None = None) -> list[Path]:
     return found
 
 
+def _where(path: Path) -> str:
+    """What names a contract for a person: its folder, or the file when not a decguard.yaml."""
+    return str(path.parent if path.name == CONTRACT_FILE else path)
+
+
+def _collision_key(key: str, path: Path) -> str:
+    """A key for a contract refused for a collision: unique (from its own path) so that each
+    refused contract still shows as its own broken asset."""
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
+    return f"{key}__collision_{digest}"
+
+
 def discover_contracts(spec: str | None = None) -> list[ContractEntry]:
-    """Every contract, loaded; a broken one is kept with its error so the others still load."""
+    """Every contract, loaded; a broken one is kept with its error so the others still load.
+
+    Contracts whose folder names give the same key are all refused (each a broken entry
+    naming every folder involved): numbering them would make a key depend on which other
+    folders exist, so that removing one folder handed its key and history to another."""
+    paths: list[Path] = []
+    seen: set[Path] = set()
+    for path in contract_paths(spec):  # the same file listed twice is one contract
+        resolved = path.resolve()
+        if resolved not in seen:
+            seen.add(resolved)
+            paths.append(path)
+    claims: dict[str, list[Path]] = {}
+    for path in paths:
+        claims.setdefault(contract_key(path), []).append(path)
     entries: list[ContractEntry] = []
-    seen: dict[str, int] = {}
-    for path in contract_paths(spec):
+    for path in paths:
         key = contract_key(path)
-        if key in seen:  # two contracts in directories of the same name
-            seen[key] += 1
-            key = f"{key}_{seen[key]}"
-        else:
-            seen[key] = 1
+        if len(claims[key]) > 1:
+            folders = ", ".join(repr(_where(p)) for p in sorted(claims[key], key=_where))
+            error = (
+                f"{_where(path)}: contract key {key!r} is claimed by {len(claims[key])} "
+                f"contracts ({folders}); rename all but one of them (a key comes from the "
+                "folder name alone and names the contract's history in the warehouse)"
+            )
+            entries.append(ContractEntry(_collision_key(key, path), path, None, error))
+            continue
         try:
             entries.append(ContractEntry(key, path, load_contract(path)))
         except DecGuardError as exc:

@@ -65,17 +65,8 @@ def evaluation_ref(contract: str, target: str, run_id: str) -> str:
 
 
 def _partitions(warehouse: Warehouse, table: str, contract: str) -> dict[str, list[Path]]:
-    """A contract's files of ``table`` by target directory, oldest first (file names start
-    with the UTC time of the write, so name order is time order)."""
-    root = warehouse.partition_dir(table, contract, "_").parent
-    if not root.is_dir():
-        return {}
-    out = {}
-    for directory in sorted(root.glob("target=*")):
-        files = sorted(directory.glob("*.parquet"))
-        if files:
-            out[directory.name] = files
-    return out
+    """A contract's files of ``table`` by target, oldest first."""
+    return warehouse.partitions(table, contract)
 
 
 def _first_row(path: Path) -> dict[str, Any]:

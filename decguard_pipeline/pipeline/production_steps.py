@@ -55,7 +55,7 @@ from decguard_pipeline.pipeline import steps
 from decguard_pipeline.pipeline.contracts import ContractEntry, project_root
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse import tables as T
-from decguard_pipeline.warehouse.schema import NO_TARGET, TABLES
+from decguard_pipeline.warehouse.schema import TABLES
 from decguard_pipeline.warehouse.schema_production import INBOX_FIELDS
 from decguard_pipeline.warehouse.store import read_file
 
@@ -107,16 +107,9 @@ def file_days(contract: str) -> list[str]:
 
 def _day_dirs(warehouse: Warehouse, table: str, contract: str) -> dict[str, list[Path]]:
     """A contract's files of ``table`` by day, oldest write first."""
-    root = warehouse.partition_dir(table, contract, NO_TARGET).parent
-    if not root.is_dir():
-        return {}
-    out = {}
-    for directory in sorted(root.glob("target=*")):
-        day = directory.name.removeprefix("target=")
-        files = sorted(directory.glob("*.parquet"))
-        if files and parse_day(day):
-            out[day] = files
-    return out
+    return {
+        day: files for day, files in warehouse.partitions(table, contract).items() if parse_day(day)
+    }
 
 
 def inbox_days(contract: str, warehouse: Warehouse) -> list[str]:

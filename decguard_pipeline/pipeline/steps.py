@@ -110,7 +110,14 @@ def record_dataset(entry: ContractEntry, step: Step) -> tuple[Dataset, dict[str,
     return data, row
 
 
-def record_target(entry: ContractEntry, target: Target, step: Step) -> None:
+# What identifies a registration: a new row is written only when one of these changed.
+TARGET_FIELDS = ("backend", "provider", "model", "model_version", "version_source")
+
+
+def record_target(entry: ContractEntry, target: Target, step: Step) -> bool:
+    """Record a target in ``targets`` when it is new or its registration changed (a sensor
+    tick or an ``evaluate`` that finds the same version writes nothing); returns whether a
+    row was written."""
     row = {
         "contract": entry.key,
         "target": target.key,
@@ -119,6 +126,11 @@ def record_target(entry: ContractEntry, target: Target, step: Step) -> None:
         **target.as_row(),
     }
     row.pop("key")
+    latest = step.warehouse.read_latest("targets", entry.key, target.key)
+    if latest is not None and latest.num_rows:
+        last = latest.to_pylist()[-1]
+        if all(last[name] == row[name] for name in TARGET_FIELDS):
+            return False
     step.warehouse.write(
         "targets",
         [row],
@@ -127,6 +139,7 @@ def record_target(entry: ContractEntry, target: Target, step: Step) -> None:
         run_id=step.run_id,
         recorded_at=step.at,
     )
+    return True
 
 
 @dataclass

@@ -3,23 +3,39 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import re
-import tempfile
+import time
+import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from decguard_pipeline.warehouse.schema import NO_TARGET, SCHEMA_VERSION, TABLES
 
 CATALOG = "decguard.duckdb"
 STAMP = "catalog.json"
-_UNSAFE = re.compile(r"[^A-Za-z0-9._@=-]")
+# Files are written here and renamed into their table folder once complete: the folder is
+# outside every table's glob, so no reader ever sees a half-written file, and on the same
+# filesystem as the tables, so the rename is atomic.
+STAGING = ".staging"
+# A temporary file untouched for this long belongs to a writer that died (a live writer
+# keeps writing to it, and a rename publishes it within moments of the last byte).
+STALE_AFTER_S = 3600.0
+# Published files, and only they, are named ``<UTC timestamp>_<run id>.parquet`` (the empty
+# seed of a table ``00000000_schema.parquet``): every reader lists files with this pattern,
+# so a stray or half-written file left by anything else is never read.
+PUBLISHED = "[0-9]*.parquet"
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._@=-]")
 
 
 def default_root() -> Path:
@@ -27,8 +43,24 @@ def default_root() -> Path:
     return Path(os.environ.get("DECGUARD_WAREHOUSE") or Path.cwd() / "data" / "warehouse")
 
 
-def _segment(value: str) -> str:
-    return _UNSAFE.sub("_", value) or "_"
+def folder_value(value: str) -> str:
+    """A contract or target as the value of its ``key=value`` folder: percent-encoded outside
+    ``[A-Za-z0-9._~@-]``. DuckDB's hive partitioning decodes it back to exactly ``value``,
+    which is what lets the views read ``contract``/``target`` from folder names and skip
+    whole folders (every key the pipeline makes is left as it is)."""
+    if not value:
+        raise ValueError("a warehouse contract or target must not be empty")
+    return quote(value, safe="@")
+
+
+def _name_part(value: str) -> str:
+    """A run id as part of a file name."""
+    return _UNSAFE_NAME.sub("_", value) or "_"
+
+
+def published_files(directory: Path) -> list[Path]:
+    """The published files of a partition folder, oldest first (name order is time order)."""
+    return sorted(directory.glob(PUBLISHED)) if directory.is_dir() else []
 
 
 def now() -> datetime:
@@ -48,7 +80,16 @@ class Warehouse:
     # -- writing -------------------------------------------------------------------------
 
     def partition_dir(self, table: str, contract: str, target: str = NO_TARGET) -> Path:
-        return self.root / table / f"contract={_segment(contract)}" / f"target={_segment(target)}"
+        return (
+            self.root
+            / table
+            / f"contract={folder_value(contract)}"
+            / f"target={folder_value(target)}"
+        )
+
+    @property
+    def staging_dir(self) -> Path:
+        return self.root / STAGING
 
     def write(
         self,
@@ -63,32 +104,61 @@ class Warehouse:
         """Write one immutable file of ``table`` rows; returns its path.
 
         Files are named ``<UTC timestamp>_<run id>.parquet`` so that name order is time order.
-        """
+        The rows' ``contract`` and ``target`` must be the partition's (the views read both
+        from the folder names); empty key cells are filled with the write's values."""
         schema = TABLES[table]
         if isinstance(data, list):
             data = pa.Table.from_pylist(data, schema=schema)
         else:
             data = data.select(schema.names).cast(schema)
-        stamp = (recorded_at or now()).strftime("%Y%m%dT%H%M%S%fZ")
+        at = recorded_at or now()
+        data = _in_partition(data, table, contract=contract, target=target, run_id=run_id, at=at)
+        stamp = at.strftime("%Y%m%dT%H%M%S%fZ")
         directory = self.partition_dir(table, contract, target)
         directory.mkdir(parents=True, exist_ok=True)
-        final = directory / f"{stamp}_{_segment(run_id)}.parquet"
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".parquet")
-        os.close(fd)
-        try:
-            pq.write_table(data, tmp, compression="zstd")
-            os.replace(tmp, final)  # readers see the whole file or nothing
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        final = directory / f"{stamp}_{_name_part(run_id)}.parquet"
+        self._publish(final, lambda tmp: pq.write_table(data, tmp, compression="zstd"))
         self.ensure_catalog()
         return final
+
+    def _publish(self, final: Path, write: Callable[[str], None]) -> None:
+        """Run ``write`` on a new file in the staging folder, flush it to disk and rename it
+        to ``final``: readers see the whole file or none, a killed writer leaves only a
+        staging file (swept later). The file gets the permissions of the process umask."""
+        self.sweep()
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.staging_dir / f"{os.getpid()}-{uuid.uuid4().hex}{final.suffix}.tmp"
+        try:
+            write(str(tmp))
+            _flush(tmp)
+            os.replace(tmp, final)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+    def sweep(self, *, full: bool = False) -> None:
+        """Delete temporary files left by writers that died: every staging file untouched for
+        ``STALE_AFTER_S``; with ``full``, also the ``.tmp-*`` files older versions wrote
+        inside table folders and the warehouse root (walks every table folder)."""
+        cutoff = time.time() - STALE_AFTER_S
+        candidates: list[Path] = []
+        if self.staging_dir.is_dir():
+            candidates += self.staging_dir.iterdir()
+        if full and self.root.is_dir():
+            candidates += self.root.glob(".tmp-*")
+            for table in TABLES:
+                candidates += (self.root / table).glob("*/*/.tmp-*")
+        for path in candidates:
+            try:
+                if path.is_file() and path.stat().st_mtime < cutoff:
+                    path.unlink()
+            except FileNotFoundError:  # another process swept it first
+                pass
 
     # -- reading inside the pipeline (no DuckDB file, so nothing to lock) ----------------
 
     def latest_file(self, table: str, contract: str, target: str = NO_TARGET) -> Path | None:
-        directory = self.partition_dir(table, contract, target)
-        files = sorted(directory.glob("*.parquet")) if directory.is_dir() else []
+        files = published_files(self.partition_dir(table, contract, target))
         return files[-1] if files else None
 
     def read_latest(self, table: str, contract: str, target: str = NO_TARGET) -> pa.Table | None:
@@ -97,9 +167,26 @@ class Warehouse:
         return None if path is None else read_file(path)
 
     def read_run(self, table: str, contract: str, target: str, run_id: str) -> pa.Table | None:
-        directory = self.partition_dir(table, contract, target)
-        files = sorted(directory.glob(f"*_{_segment(run_id)}.parquet"))
+        """The rows run ``run_id`` wrote (its newest file when it wrote several)."""
+        name = f"{_name_part(run_id)}.parquet"
+        files = [
+            p
+            for p in published_files(self.partition_dir(table, contract, target))
+            if p.name.split("_", 1)[-1] == name
+        ]
         return read_file(files[-1]) if files else None
+
+    def partitions(self, table: str, contract: str) -> dict[str, list[Path]]:
+        """A contract's published files of ``table`` by target, oldest first."""
+        root = self.partition_dir(table, contract).parent
+        if not root.is_dir():
+            return {}
+        out = {}
+        for directory in sorted(root.glob("target=*")):
+            files = published_files(directory)
+            if files:
+                out[unquote(directory.name.removeprefix("target="))] = files
+        return out
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """An in-memory DuckDB connection with every table and ``latest_*`` view defined."""
@@ -119,13 +206,25 @@ class Warehouse:
     def catalog_path(self) -> Path:
         return self.root / CATALOG
 
+    def _hive_partitioning(self) -> bool:
+        """Folder names give ``contract`` and ``target`` (and let a filter on them skip other
+        folders) unless the root path itself holds a ``key=value`` folder, which DuckDB
+        would read as one more partition column."""
+        return not any("=" in part for part in self.root.parts)
+
     def view_statements(self) -> list[str]:
+        hive = (
+            "hive_partitioning = true, hive_types = {'contract': 'VARCHAR', 'target': 'VARCHAR'}"
+            if self._hive_partitioning()
+            else "hive_partitioning = false"
+        )
         statements = []
         for table in TABLES:
-            pattern = str(self.root / table / "*" / "*" / "*.parquet").replace("'", "''")
+            pattern = str(self.root / table / "contract=*" / "target=*" / PUBLISHED)
+            pattern = pattern.replace("'", "''")
             statements.append(
                 f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet('{pattern}', "
-                "union_by_name = true, hive_partitioning = false)"
+                f"union_by_name = true, {hive})"
             )
             statements.append(
                 f"CREATE OR REPLACE VIEW latest_{table} AS SELECT * EXCLUDE (_rank) FROM ("
@@ -142,19 +241,27 @@ class Warehouse:
     def _seed_empty_tables(self) -> None:
         """A zero-row file per table so that views bind before the first evaluation."""
         for table, schema in TABLES.items():
-            seed = self.root / table / "contract=_" / "target=_" / "00000000_schema.parquet"
+            seed = self.partition_dir(table, "_") / "00000000_schema.parquet"
             if not seed.exists():
                 seed.parent.mkdir(parents=True, exist_ok=True)
-                tmp = seed.with_name(f".tmp-{os.getpid()}-{seed.name}")
-                pq.write_table(schema.empty_table(), tmp)
-                os.replace(tmp, seed)
+                self._publish(seed, lambda tmp, s=schema: pq.write_table(s.empty_table(), tmp))
+
+    def _stamp(self) -> dict[str, Any]:
+        views = hashlib.sha256("\n".join(self.view_statements()).encode()).hexdigest()
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "root": str(self.root),
+            "tables": list(TABLES),
+            "views_sha256": views,
+        }
 
     def ensure_catalog(self) -> Path:
-        """(Re)write the catalog when missing, or made for another schema or location.
+        """(Re)write the catalog when missing, or made for another schema, location or view
+        definition.
 
-        Built in a temporary file and renamed into place: a reader holding the old catalog
+        Built in the staging folder and renamed into place: a reader holding the old catalog
         open keeps reading it, and concurrent writers never share a DuckDB file."""
-        stamp = {"schema_version": SCHEMA_VERSION, "root": str(self.root), "tables": list(TABLES)}
+        stamp = self._stamp()
         stamp_path = self.root / STAMP
         if self.catalog_path.exists() and stamp_path.exists():
             try:
@@ -163,10 +270,14 @@ class Warehouse:
             except ValueError:
                 pass
         self.root.mkdir(parents=True, exist_ok=True)
+        self.sweep(full=True)  # rare (a new warehouse or version): also clear old leftovers
         self._seed_empty_tables()
-        tmp = self.root / f".tmp-{os.getpid()}-{CATALOG}"
-        tmp.unlink(missing_ok=True)
-        con = duckdb.connect(str(tmp))
+        self._publish(self.catalog_path, self._write_catalog)
+        self._publish(stamp_path, lambda tmp: Path(tmp).write_text(json.dumps(stamp)))
+        return self.catalog_path
+
+    def _write_catalog(self, path: str) -> None:
+        con = duckdb.connect(path)
         try:
             for statement in self.view_statements():
                 con.execute(statement)
@@ -177,13 +288,45 @@ class Warehouse:
             con.execute("CHECKPOINT")
         finally:
             con.close()
-        os.replace(tmp, self.catalog_path)
-        stamp_tmp = stamp_path.with_name(f".tmp-{os.getpid()}-{STAMP}")
-        stamp_tmp.write_text(json.dumps(stamp))
-        os.replace(stamp_tmp, stamp_path)
-        return self.catalog_path
 
     def open_catalog(self) -> duckdb.DuckDBPyConnection:
-        """The catalog, read-only (what an analyst or ``decguard-pipeline sql`` opens)."""
-        self.ensure_catalog()
+        """The catalog, read-only (what an analyst or ``decguard-pipeline sql`` opens). An
+        account that may read the warehouse but not write it opens the catalog as it is."""
+        try:
+            self.ensure_catalog()
+        except PermissionError:
+            if not self.catalog_path.exists():
+                raise
         return duckdb.connect(str(self.catalog_path), read_only=True)
+
+
+def _in_partition(
+    data: pa.Table, table: str, *, contract: str, target: str, run_id: str, at: datetime
+) -> pa.Table:
+    """``data`` with empty key cells set to the write's values; refuses rows of another
+    contract or target (the views read those two from the folder names)."""
+    keys = {"contract": contract, "target": target, "run_id": run_id, "recorded_at": at}
+    for name, value in keys.items():
+        index = data.schema.get_field_index(name)
+        column = data.column(index)
+        if column.null_count:
+            filler = pa.scalar(value, type=column.type)
+            data = data.set_column(index, name, pc.fill_null(column, filler))
+            column = data.column(index)
+        if name in ("contract", "target"):
+            other = pc.filter(column, pc.not_equal(column, value))
+            if len(other):
+                raise ValueError(
+                    f"{table}: a row of {name} {other[0].as_py()!r} written to the "
+                    f"{name} {value!r} partition"
+                )
+    return data
+
+
+def _flush(path: Path) -> None:
+    """Force the file's bytes to disk, so that after a power cut the renamed file is whole."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

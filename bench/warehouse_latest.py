@@ -1,0 +1,108 @@
+"""How a ``latest_metrics`` query grows with the warehouse's history.
+
+    python bench/warehouse_latest.py [--evaluations 1 100 1000] [--repeat 5]
+
+One evaluation of the bundled examples writes one ``metrics`` file per target (8 targets of
+4 contracts, 26 metrics each). The warehouse is filled with N such evaluations (files
+written directly in the warehouse layout, each with its own ``recorded_at`` and run id), then
+each query runs on the catalog opened read-only, as ``decguard-pipeline sql`` and an analyst
+open it (a fresh connection per query): best of ``--repeat``.
+
+Run it once with the code to compare (e.g. ``PYTHONPATH=<old checkout>``) and once as is;
+only ``metrics`` files are written, since the queries read no other table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline.warehouse.schema import TABLES
+
+TARGETS = {
+    "injection": ["default@injection-guard-mock-v1"],
+    "refund": [
+        "default@refund-mock-v1",
+        "order_sensitive@refund-mock-v2",
+        "strong_model@refund-strong-v1",
+    ],
+    "severity": ["default@severity-mock-v1", "candidate@severity-mock-v2"],
+    "spam": ["default@spam-mock-v1", "candidate@spam-mock-v2"],
+}
+METRICS = 26
+QUERIES = {
+    "latest, one contract": "SELECT * FROM latest_metrics WHERE contract = 'refund'",
+    "latest, one target": "SELECT * FROM latest_metrics WHERE contract = 'refund' "
+    "AND target = 'default@refund-mock-v1'",
+    "latest, everything": "SELECT * FROM latest_metrics",
+}
+
+
+def fill(root: Path, evaluations: int) -> int:
+    schema = TABLES["metrics"]
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    files = 0
+    for n in range(evaluations):
+        at = start + timedelta(minutes=n)
+        for contract, targets in TARGETS.items():
+            for target in targets:
+                rows = [
+                    {
+                        "contract": contract,
+                        "target": target,
+                        "run_id": f"run-{n}",
+                        "recorded_at": at,
+                        "backend": target.split("@")[0],
+                        "model_version": target.split("@")[1],
+                        "metric": f"m{i}",
+                        "value": float(i),
+                    }
+                    for i in range(METRICS)
+                ]
+                folder = root / "metrics" / f"contract={contract}" / f"target={target}"
+                folder.mkdir(parents=True, exist_ok=True)
+                name = f"{at.strftime('%Y%m%dT%H%M%S%fZ')}_run-{n}.parquet"
+                pq.write_table(pa.Table.from_pylist(rows, schema=schema), folder / name)
+                files += 1
+    return files
+
+
+def best_ms(wh: Warehouse, sql: str, repeat: int) -> tuple[float, int]:
+    times, rows = [], 0
+    for _ in range(repeat):
+        start = time.perf_counter()
+        with wh.open_catalog() as con:
+            rows = len(con.execute(sql).fetchall())
+        times.append(time.perf_counter() - start)
+    return min(times) * 1000, rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--evaluations", type=int, nargs="+", default=[1, 100, 1000])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f}; best of {args.repeat}")
+    print(f"{'evaluations':>11} {'files':>6}  " + "  ".join(f"{q:>22}" for q in QUERIES))
+    for evaluations in args.evaluations:
+        with tempfile.TemporaryDirectory() as tmp:
+            wh = Warehouse(Path(tmp) / "wh")
+            files = fill(wh.root, evaluations)
+            wh.ensure_catalog()  # seeds the empty tables, as the first write would
+            cells = []
+            for sql in QUERIES.values():
+                ms, rows = best_ms(wh, sql, args.repeat)
+                cells.append(f"{ms:>10.1f} ms {rows:>5} rows")
+            print(f"{evaluations:>11} {files:>6}  " + "  ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
