@@ -6,8 +6,13 @@
 
 Batch runs go through one pooled aiohttp session (connection reuse, at most
 ``max_concurrency`` requests in flight); single calls (``run``, health checks, replays) use
-httpx. Credentials come only from environment variables, are read at the first request, and
-never reach a report, an error message or a log.
+httpx. Credentials come only from environment variables, are read at the first request
+(when they are registered as secrets: ``core.secrets`` redacts them wherever a model echoes
+them), and never reach a report, an error message or a log.
+
+Answers are read within ``max_response_bytes`` (decoded; over it: ``invalid_response``), and
+a body must arrive within ``timeout_s`` of the response headers, so a model that sends a
+gzip bomb or trickles its answer byte by byte cannot exhaust memory or hold a worker.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -26,8 +32,18 @@ from pydantic import Field, field_validator, model_validator
 
 from decguard_pipeline import __version__
 from decguard_pipeline.backends.base import Backend, backend_metadata, backend_settings, health
+from decguard_pipeline.backends.body import (
+    ACCEPT_ENCODING,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    BoundedBody,
+    TooLarge,
+)
 from decguard_pipeline.core.contract import BackendConfig, DecisionSpec
-from decguard_pipeline.core.decision import DecisionRequest, Prediction
+from decguard_pipeline.core.decision import (
+    DEFAULT_MAX_METADATA_BYTES,
+    DecisionRequest,
+    Prediction,
+)
 from decguard_pipeline.core.errors import (
     BackendError,
     BackendTimeout,
@@ -35,6 +51,7 @@ from decguard_pipeline.core.errors import (
     ContractError,
     InvalidResponse,
 )
+from decguard_pipeline.core.secrets import register_secret
 from decguard_pipeline.core.validation import Strict
 
 PROTOCOL = "decguard.http/0.1"
@@ -82,6 +99,9 @@ class HttpSettings(Strict):
     headers_from_env: dict[str, str] = {}
     bearer_token_env: str | None = None
     label_map: dict[str, str] = {}  # backend label -> contract label
+    # pipeline extensions (docs/contracts.md#backend-limits); DecGuard reads without limits
+    max_response_bytes: int = Field(default=DEFAULT_MAX_RESPONSE_BYTES, ge=1, le=1 << 30)
+    max_metadata_bytes: int = Field(default=DEFAULT_MAX_METADATA_BYTES, ge=1, le=1 << 30)
 
     _urls = field_validator("url", "health_url")(check_url)
 
@@ -134,6 +154,7 @@ class HttpBackend(Backend):
     ) -> None:
         super().__init__(name=name, model=model)
         self.settings = settings
+        self.max_metadata_bytes = settings.max_metadata_bytes
         self._to_backend_label = {v: k for k, v in settings.label_map.items()}
         self._headers: dict[str, str] | None = None
         self._lock = threading.Lock()
@@ -180,6 +201,7 @@ class HttpBackend(Backend):
                             f"http backend {self.name!r}: environment variable {variable} is "
                             "not set"
                         )
+                    register_secret(value)  # before any request can carry it
                     if header == "Authorization" and variable == self.settings.bearer_token_env:
                         value = f"Bearer {value}"
                     headers[header] = value
@@ -249,7 +271,7 @@ class HttpBackend(Backend):
     # -- synchronous path (httpx): single calls and health checks -------------------------
 
     def _sync_client(self) -> httpx.Client:
-        headers = self.request_headers()
+        headers = {"Accept-Encoding": ACCEPT_ENCODING, **self.request_headers()}
         with self._lock:
             if self._client is None:
                 self._client = httpx.Client(
@@ -257,14 +279,23 @@ class HttpBackend(Backend):
                 )
             return self._client
 
-    def _send_sync(self, method: str, url: str, body: bytes | None = None) -> Reply:
+    def _send_sync(
+        self, method: str, url: str, body: bytes | None = None, *, read: bool = True
+    ) -> Reply:
+        """The final answer (retries done). Only a 2xx body is read, and only when ``read``:
+        the body of any other status is never used."""
         client = self._sync_client()
         extra = {"Content-Type": "application/json"} if body is not None else None
         attempts = self.settings.max_retries + 1
         for attempt in range(attempts):
             last = attempt == attempts - 1
             try:
-                response = client.request(method, url, content=body, headers=extra)
+                with client.stream(method, url, content=body, headers=extra) as response:
+                    status = response.status_code
+                    if status not in self.retryable or last:
+                        wanted = read and 200 <= status < 300
+                        content = self._read_sync(response) if wanted else b""
+                        return Reply(status, content, response.headers)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 if last:
                     raise self._connect_error(type(exc).__name__) from exc
@@ -272,15 +303,21 @@ class HttpBackend(Backend):
                 raise self._timeout() from exc
             except httpx.TransportError as exc:
                 raise self._transport_error(type(exc).__name__) from exc
-            else:
-                if response.status_code not in self.retryable or last:
-                    return Reply(
-                        response.status_code,
-                        response.content,
-                        response.headers,
-                    )
             time.sleep(self.settings.retry_backoff_s * 2**attempt)
         raise AssertionError("unreachable")
+
+    def _read_sync(self, response: httpx.Response) -> bytes:
+        # each read waits at most timeout_s (the client's timeout); the whole body about as long
+        deadline = time.monotonic() + self.settings.timeout_s
+        try:
+            body = BoundedBody(response.headers, self.settings.max_response_bytes)
+            for chunk in response.iter_raw():
+                body.feed(chunk)
+                if time.monotonic() > deadline:
+                    raise self._timeout()
+            return body.finish()
+        except TooLarge:
+            raise self._too_large() from None
 
     def predict(self, request: DecisionRequest) -> Prediction:
         return self.parse(request, self._send_sync("POST", self.settings.url, self.encode(request)))
@@ -289,7 +326,7 @@ class HttpBackend(Backend):
         if self.settings.health_url is None:
             return health("unknown", "no health_url configured")
         try:
-            reply = self._send_sync("GET", self.settings.health_url)
+            reply = self._send_sync("GET", self.settings.health_url, read=False)
         except BackendError as exc:
             return health("unhealthy", str(exc))
         return health("ok" if reply.ok else "unhealthy", f"HTTP {reply.status}")
@@ -301,7 +338,7 @@ class HttpBackend(Backend):
         try:
             reply = self._send_sync("GET", self.settings.health_url)
             body = json.loads(reply.body) if reply.ok else None
-        except (BackendError, ValueError):
+        except (BackendError, ValueError, httpx.DecodingError):
             return None
         if isinstance(body, dict):
             for key in ("model_version", "version"):
@@ -337,7 +374,7 @@ class HttpBackend(Backend):
                 timeout=timeout,
                 headers=self.request_headers(),
                 trust_env=False,
-                auto_decompress=True,
+                auto_decompress=False,  # bodies are decoded within the limit (body.py)
                 skip_auto_headers=("Accept-Encoding",),
             )
             self._session_loop = loop
@@ -363,9 +400,9 @@ class HttpBackend(Backend):
                 ) as response:
                     status = response.status
                     if status not in self.retryable or last:
-                        content = await response.read()
+                        wanted = 200 <= status < 300
+                        content = await self._read_async(response) if wanted else b""
                         return Reply(status, content, response.headers)
-                    await response.read()
             except aiohttp.ConnectionTimeoutError as exc:
                 if last:
                     raise self._connect_error("ConnectTimeout") from exc
@@ -380,6 +417,16 @@ class HttpBackend(Backend):
                 raise self._transport_error(_httpx_name(exc)) from exc
             await asyncio.sleep(self.settings.retry_backoff_s * 2**attempt)
         raise AssertionError("unreachable")
+
+    async def _read_async(self, response: Any) -> bytes:
+        try:
+            body = BoundedBody(response.headers, self.settings.max_response_bytes)
+            async with asyncio.timeout(self.settings.timeout_s):
+                async for chunk in response.content.iter_any():
+                    body.feed(chunk)
+            return body.finish()
+        except TooLarge:
+            raise self._too_large() from None
 
     async def apredict(self, request: DecisionRequest) -> Prediction:
         reply = await self._send_async("POST", self.settings.url, self.encode(request))
@@ -396,6 +443,12 @@ class HttpBackend(Backend):
 
     def _transport_error(self, what: str) -> BackendError:
         return BackendUnavailable(f"transport error from backend {self.name!r}: {what}")
+
+    def _too_large(self) -> BackendError:
+        limit = self.settings.max_response_bytes
+        return InvalidResponse(
+            f"backend {self.name!r} answered more than {limit} bytes (max_response_bytes)"
+        )
 
     def metadata(self) -> dict[str, Any]:
         return backend_metadata(
@@ -428,12 +481,17 @@ def _env_proxy(url: str) -> tuple[Any, Any]:
         return None, None
 
 
+_SOCKET_ERROR = re.compile(r"\. \w+Error\(\d+, .*\)$")
+
+
 def _httpx_name(exc: Exception) -> str:
     """The httpx exception name DecGuard reports for an aiohttp transport failure."""
     import aiohttp
 
     if isinstance(exc, aiohttp.ClientPayloadError):
-        return "RemoteProtocolError"
+        # a body cut short by a socket error (a reset) is httpx's ReadError; aiohttp keeps
+        # that error only in the message, as "... . ConnectionResetError(104, '...')"
+        return "ReadError" if _SOCKET_ERROR.search(str(exc)) else "RemoteProtocolError"
     if isinstance(exc, aiohttp.ClientOSError):
         return "ReadError"
     return "TransportError"

@@ -1,0 +1,156 @@
+"""Redaction by value (core.secrets): the registry, the scrubber and the places that apply it
+without a network (errors, backend self-descriptions, DecGuard's key rule kept as it is)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from decguard_pipeline.core import secrets
+from decguard_pipeline.core.secrets import REDACTED, register_secret, scrub, scrub_text
+
+TOKEN = "tok-5ecret-aa11"
+
+
+def test_nothing_registered_returns_the_same_objects():
+    value = {"a": ["x", {"b": TOKEN}], "n": float("nan")}
+    assert scrub(value) is value
+    assert scrub_text(TOKEN) == TOKEN
+
+
+def test_values_are_replaced_everywhere_also_inside_strings_and_keys():
+    register_secret(TOKEN)
+    register_secret("key-22")
+    value = {
+        "trace": f"Bearer {TOKEN}; key-22.",
+        TOKEN: 1,
+        "nested": [{"deep": (TOKEN, "fine")}],
+        "number": 1.5,
+        "nan": float("nan"),
+    }
+    out = scrub(value)
+    assert out["trace"] == f"Bearer {REDACTED}; {REDACTED}."
+    assert out[REDACTED] == 1 and TOKEN not in out
+    assert out["nested"] == [{"deep": (REDACTED, "fine")}]
+    assert out["number"] == 1.5 and math.isnan(out["nan"])
+    assert value["trace"].endswith("key-22.")  # the input is not changed
+
+
+def test_longest_secret_wins_and_replacements_are_not_rescanned():
+    register_secret("abc")
+    register_secret("abcdef")
+    register_secret("RED")  # a substring of the replacement itself
+    assert scrub_text("xabcdefy abc RED") == f"x{REDACTED}y {REDACTED} {REDACTED}"
+
+
+def test_stripped_form_is_registered_too():
+    register_secret("  padded-value\n")
+    assert scrub_text("got 'padded-value\\n'") == f"got '{REDACTED}\\n'"
+
+
+def test_env_settings_by_convention(monkeypatch):
+    monkeypatch.setenv("DG_T1", "value-one")
+    monkeypatch.setenv("DG_T2", "value-two")
+    secrets.register_env_secrets(
+        {
+            "api_key_env": "DG_T1",
+            "headers_from_env": {"X-A": "DG_T2", "X-B": "DG_UNSET_ANYWHERE"},
+            "url_env_like": 3,
+            "plain": "DG_T1",
+        }
+    )
+    assert scrub_text("value-one value-two") == f"{REDACTED} {REDACTED}"
+
+
+def test_empty_and_non_strings_are_ignored():
+    register_secret("")
+    register_secret(None)
+    register_secret("   ")
+    assert not secrets.has_secrets()
+
+
+def test_errors_are_scrubbed_when_made():
+    from decguard_pipeline.core.errors import BackendError, ContractError
+
+    register_secret(TOKEN)
+    assert str(BackendError(f"model said {TOKEN}")) == f"model said {REDACTED}"
+    assert BackendError("x").kind == "backend_error"
+    assert str(ContractError(f"{TOKEN}")) == REDACTED
+
+
+def test_decguard_key_rule_is_unchanged_by_value_redaction():
+    """redact() is DecGuard's rule (secret-looking keys) plus registered values; with nothing
+    registered it gives what DecGuard's own redaction gives."""
+    from decguard.decisions.result import redact_sensitive_values
+
+    from decguard_pipeline.core.validation import redact
+
+    value: dict[str, Any] = {
+        "Api-Key": "k",
+        "token": {"nested": 1},
+        "list": [{"PASSWORD": "p"}, {"fine": TOKEN}],
+        "cookie": None,
+        "ok": "yes",
+    }
+    assert redact(value) == redact_sensitive_values(value)
+    register_secret(TOKEN)
+    assert redact(value)["list"] == [{"PASSWORD": REDACTED}, {"fine": REDACTED}]
+
+
+def test_backend_self_descriptions_are_scrubbed_whoever_implements_them():
+    """metadata(), healthcheck() and version_hint() of any Backend subclass (a plugin too)."""
+    from decguard_pipeline.backends.base import Backend, backend_metadata, health
+
+    class Leaky(Backend):
+        provider = "leaky"
+
+        def metadata(self) -> dict[str, Any]:
+            about = backend_metadata(self.name, self.provider, self.model)
+            return {**about, "model": f"m-{TOKEN}", "details": {"echo": [TOKEN]}}
+
+        def healthcheck(self) -> dict[str, str]:
+            return health("ok", f"serving with {TOKEN}")
+
+        def version_hint(self) -> str | None:
+            return f"v-{TOKEN}"
+
+    class LeakierStill(Leaky):
+        def version_hint(self) -> str | None:
+            return f"{super().version_hint()}-2"
+
+    register_secret(TOKEN)
+    backend = LeakierStill(name="b", model="m")
+    assert backend.metadata()["model"] == f"m-{REDACTED}"
+    assert backend.metadata()["details"] == {"echo": [REDACTED]}
+    assert backend.healthcheck() == {"status": "ok", "detail": f"serving with {REDACTED}"}
+    assert backend.version_hint() == f"v-{REDACTED}-2"
+
+
+def test_scrub_is_thread_safe_while_registering():
+    import threading
+
+    stop = threading.Event()
+    seen: list[str] = []
+
+    def reader() -> None:
+        while not stop.is_set():
+            seen.append(scrub_text("alpha-secret-0 beta"))
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    for i in range(200):
+        register_secret(f"alpha-secret-{i}")
+    stop.set()
+    thread.join()
+    assert scrub_text("alpha-secret-0 beta") == f"{REDACTED} beta"
+    assert all(text in ("alpha-secret-0 beta", f"{REDACTED} beta") for text in seen)
+
+
+@pytest.mark.parametrize("count", [1, 50])
+def test_many_secrets(count):
+    for i in range(count):
+        register_secret(f"s{i:03d}-value")
+    text = " ".join(f"s{i:03d}-value" for i in range(count))
+    assert scrub_text(text) == " ".join([REDACTED] * count)
