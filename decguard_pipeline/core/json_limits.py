@@ -36,9 +36,6 @@ PARSE_ANYWAY_BYTES = 1 << 20
 _CHUNK = 1 << 22
 _WHITESPACE = b" \t\n\r"
 _VALUE_START = frozenset(b'["-0123456789tfn')
-_DELTA = np.zeros(256, dtype=np.int8)
-_DELTA[[ord("["), ord("{")]] = 1
-_DELTA[[ord("]"), ord("}")]] = -1
 _SPACE = re.compile(rb"[ \t\n\r]*")
 _KEY = re.compile(rb'"(?:[^"\\]|\\.)*"[ \t\n\r]*:[ \t\n\r]*', re.DOTALL)
 
@@ -124,13 +121,16 @@ def too_deep(raw: bytes, limit: int = PARSER_DEPTH) -> int | None:
             end += 1
         chunk = data[start:end]
         quotes = _unescaped_quotes(chunk)
-        marks = np.flatnonzero(_DELTA[chunk])
+        folded = chunk | 0x20  # "[" -> "{" and "]" -> "}", nothing else lands on them
+        opens = folded == 0x7B
+        marks = np.flatnonzero(opens | (folded == 0x7D))
         if len(marks):
             quoted = (np.searchsorted(quotes, marks) + in_string) & 1
             marks = marks[quoted == 0]
-            levels = depth + np.cumsum(_DELTA[chunk[marks]], dtype=np.int64)
+            steps = np.where(opens[marks], 1, -1)
+            levels = depth + np.cumsum(steps, dtype=np.int64)
             if len(levels) and levels.max() > limit:
-                deepest = marks[(levels == limit + 1) & (_DELTA[chunk[marks]] > 0)]
+                deepest = marks[(levels == limit + 1) & (steps > 0)]
                 for mark in deepest.tolist():
                     found = _first_child(raw, start + mark)
                     if found is not None:
