@@ -34,6 +34,32 @@ BOMB_BYTES = 200 << 20  # what a gzip bomb inflates to (from about 200 KB)
 HUGE_BYTES = 2 << 20  # over the default 1 MiB limit
 
 
+# Runs a command under a 4 GiB address-space cap (a regression then fails the test, not the
+# machine) and prints its exit code and peak resident KiB. It is a fresh small process, so the
+# peak is the command's own: a child forked straight from pytest would count pytest's pages.
+_MEASURE = """
+import os, resource, subprocess, sys
+resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+err = child.stderr.read()
+_, status, usage = os.wait4(child.pid, 0)
+sys.stderr.buffer.write(err)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"""
+
+
+def run_measured(args: list[str], env: dict[str, str] | None = None) -> tuple[int, str, int]:
+    """Exit code, stderr and peak resident memory (MiB) of a command."""
+    import subprocess
+    import sys
+
+    ran = subprocess.run(
+        [sys.executable, "-c", _MEASURE, *args], env=env, capture_output=True, text=True
+    )
+    code, peak_kib = ran.stdout.split()
+    return int(code), ran.stderr, int(peak_kib) // 1024
+
+
 @dataclass(frozen=True)
 class Fault:
     kind: str | None  # error kind for the http backend; None: a stored answer

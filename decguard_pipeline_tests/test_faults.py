@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from decguard_pipeline_tests.faults import FAULTS, TIMEOUT_S, fault_of, hostile
+from decguard_pipeline_tests.faults import FAULTS, TIMEOUT_S, fault_of, hostile, run_measured
 from decguard_pipeline_tests.test_differential_golden import comparable
 
 TOKEN = "tok-8d1c5e0b7a-bearer"
@@ -178,29 +177,12 @@ def test_faults_decguard_defines_give_decguards_kinds_and_messages(workdir, serv
     assert leaks(ours=Path("ours.json").read_text()) == {}
 
 
-def _peak_rss_mb(args: list[str], env: dict[str, str]) -> tuple[int, str, int]:
-    """Run a command; its exit code, stderr and peak resident memory in MiB. Its address space
-    is capped at 4 GiB, so that a regression fails this test rather than the machine."""
-
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-
-    child = subprocess.Popen(
-        args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=cap
-    )
-    assert child.stderr is not None
-    stderr = child.stderr.read().decode()
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return child.returncode, stderr, usage.ru_maxrss // 1024
-
-
 def test_bombs_and_huge_bodies_keep_memory_bounded(workdir, server):
     """Twelve gzip and deflate bombs of 200 MB and eight 2 MiB bodies, eight at a time: before
     the limit, one bomb alone took 3.4 GB."""
     write_cases(["gzip-bomb", "deflate-bomb", "huge", "huge-chunked", "ok"], per_fault=6)
     Path("c.yaml").write_text(contract(server.url))
-    code, stderr, peak = _peak_rss_mb(
+    code, stderr, peak = run_measured(
         [
             str(BIN / "decguard-pipeline"),
             "test",

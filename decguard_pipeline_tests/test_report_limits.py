@@ -6,11 +6,8 @@ message is DecGuard's own, at the same line and column (pydantic is the oracle).
 from __future__ import annotations
 
 import json
-import os
 import random
-import resource
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from decguard_pipeline.core.json_limits import structure_problem, too_deep
 from decguard_pipeline_tests.conftest import EXAMPLES
+from decguard_pipeline_tests.faults import run_measured
 
 BIN = Path(sys.executable).parent
 ANY = TypeAdapter(Any)
@@ -217,22 +215,6 @@ def test_a_records_array_is_still_a_baseline(stored, ours, ref):
 # -- hostile files: memory stays bounded --------------------------------------------------
 
 
-def _run_capped(args: list[str]) -> tuple[int, str, int]:
-    """Exit code, stderr and peak resident MiB of a command whose address space is capped at
-    4 GiB (a regression then fails the test, not the machine)."""
-
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-
-    child = subprocess.Popen(
-        args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=cap
-    )
-    assert child.stderr is not None
-    stderr = child.stderr.read().decode()
-    _, status, usage = os.wait4(child.pid, 0)
-    return os.waitstatus_to_exitcode(status), stderr, usage.ru_maxrss // 1024
-
-
 HOSTILE_MB = 40
 
 
@@ -256,7 +238,7 @@ def test_hostile_files_are_refused_before_parsing(tmp_path, shape, message):
             out.write(b"[" * (n // 2) + b"]" * (n // 2))
         else:
             out.write(b'{"a":' + b"[" * (n // 2) + b"]" * (n // 2) + b"}")
-    code, stderr, peak = _run_capped([str(BIN / "decguard-pipeline"), "report", str(path)])
+    code, stderr, peak = run_measured([str(BIN / "decguard-pipeline"), "report", str(path)])
     assert code == 2
     assert stderr == f"error: {path}: not a DecGuard 0.1 report:\n  {message}\n"
     assert peak < 3 * HOSTILE_MB + 150, f"peak {peak} MiB"

@@ -33,7 +33,7 @@ PARSER_DEPTH = 200  # pydantic-core's JSON recursion limit, which DecGuard reads
 # object"); above it, not parsing matters more.
 PARSE_ANYWAY_BYTES = 1 << 20
 
-_CHUNK = 1 << 22
+_CHUNK = 1 << 20  # bytes per vectorised step: a few MB of temporaries, whatever the file
 _WHITESPACE = b" \t\n\r"
 _VALUE_START = frozenset(b'["-0123456789tfn')
 _SPACE = re.compile(rb"[ \t\n\r]*")
