@@ -154,3 +154,19 @@ def test_many_secrets(count):
         register_secret(f"s{i:03d}-value")
     text = " ".join(f"s{i:03d}-value" for i in range(count))
     assert scrub_text(text) == " ".join([REDACTED] * count)
+
+
+@pytest.mark.parametrize("debug", ["", "1"])
+def test_internal_errors_and_tracebacks_are_scrubbed(capsys, monkeypatch, debug):
+    """Any exception text may quote a model; the CLI prints it scrubbed, traceback too."""
+    from decguard_pipeline.cli.errors import handled
+
+    monkeypatch.setenv("DECGUARD_DEBUG", debug)
+    register_secret(TOKEN)
+    with pytest.raises(SystemExit) as exit_info, handled():
+        raise RuntimeError(f"plugin failed with {TOKEN}")
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert f"internal error: RuntimeError: plugin failed with {REDACTED}" in err
+    assert TOKEN not in err
+    assert ("Traceback (most recent call last)" in err) == bool(debug)

@@ -29,7 +29,7 @@ def handled() -> Iterator[None]:
         raise SystemExit(EXIT_ERROR) from None
     except Exception as exc:
         if os.environ.get("DECGUARD_DEBUG"):
-            traceback.print_exc()
+            click.echo(scrub_text(traceback.format_exc()), err=True, nl=False)
         # any exception text may quote a model's answer: scrubbed like everything printed
         message = scrub_text(f"{type(exc).__name__}: {exc}")
         click.echo(
