@@ -35,6 +35,16 @@ def _invoke(app: Any, args: list[str], prog: str) -> Ran:
     return Ran(result.exit_code, result.stdout, result.stderr)
 
 
+@pytest.fixture(autouse=True)
+def _no_secrets_across_tests() -> Iterator[None]:
+    """Secrets are registered per process (core.secrets); one test's throwaway token must not
+    redact another test's output."""
+    yield
+    from decguard_pipeline.core.secrets import forget_secrets
+
+    forget_secrets()
+
+
 @pytest.fixture
 def ours() -> Callable[..., Ran]:
     """Run ``decguard-pipeline ARGS`` in-process."""

@@ -39,6 +39,8 @@ def _chat_app(chat: Chat) -> web.Application:
             return web.json_response({"error": {"message": f"echo {SECRET}"}}, status=500)
         if "SLOW" in text:
             await asyncio.sleep(1)
+        if "HUGE" in text:  # over the 1 MiB limit: whitespace, then a valid answer
+            return web.Response(body=b" " * (2 << 20) + b"{}", content_type="application/json")
         if "NOCHOICES" in text:
             return web.json_response({"object": "chat.completion"})
         content = json.dumps([text.upper(), f"  {text} indeed ", text.lower()])
@@ -48,6 +50,12 @@ def _chat_app(chat: Chat) -> web.Application:
             content = f"```json\n{content}\n```"
         if "BLANK" in text:
             content = json.dumps(["fine", "   "])
+        if "ECHOKEY" in text:  # a provider repeating the key it was sent
+            key = request.headers.get("Authorization", "").removeprefix("Bearer ")
+            content = json.dumps([f"KEY {key} ECHOED"])
+            return web.json_response(
+                {"model": f"served-{key}", "choices": [{"message": {"content": content}}]}
+            )
         answer = {
             "model": "para-served-1",
             "system_fingerprint": "fp_123",

@@ -571,7 +571,11 @@ def test_defaults_match_reference():
     from decguard_pipeline.backends.http import HttpSettings
 
     url = "https://models.internal/decide"
-    assert HttpSettings(url=url).model_dump() == RefSettings(url=url).model_dump()
+    ours = HttpSettings(url=url).model_dump()
+    # the pipeline's limits (docs/contracts.md#backend-limits) are the only additions
+    assert ours.pop("max_response_bytes") == 1 << 20
+    assert ours.pop("max_metadata_bytes") == 64 * 1024
+    assert ours == RefSettings(url=url).model_dump()
 
 
 def test_input_that_is_not_json_compliant(workdir, loopback, ours, ref):

@@ -4,12 +4,19 @@ A backend turns a :class:`DecisionRequest` into a raw :class:`Prediction`; valid
 normalisation are shared (``core.decision``) so no adapter can diverge in result semantics.
 Adapters implement ``predict`` (synchronous; called from worker threads, so it must be
 thread-safe) and may implement ``apredict`` for native asyncio I/O.
+
+What a backend says about itself (``metadata``, ``healthcheck``, ``version_hint``,
+``run_stats``) is scrubbed of registered secrets whichever class implements it
+(``__init_subclass__``); what it answers is scrubbed and size-checked by the runner and
+:func:`build_result`.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from abc import ABC
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, ClassVar, Self, TypeVar
 
@@ -17,13 +24,16 @@ from pydantic import BaseModel, ValidationError
 
 from decguard_pipeline.core.contract import BackendConfig, DecisionSpec
 from decguard_pipeline.core.decision import (
+    DEFAULT_MAX_METADATA_BYTES,
     DEFAULT_TOLERANCE,
     DecisionRequest,
     Prediction,
+    metadata_problem,
     select_index,
     validate_probabilities,
 )
-from decguard_pipeline.core.errors import ContractError
+from decguard_pipeline.core.errors import ContractError, InvalidResponse
+from decguard_pipeline.core.secrets import scrub, scrub_optional
 from decguard_pipeline.core.validation import format_errors, redact
 
 SettingsT = TypeVar("SettingsT", bound=BaseModel)
@@ -41,6 +51,15 @@ class Backend(ABC):
     # In-process and CPU-cheap (the mock): the runner calls ``predict`` in a plain loop,
     # skipping thread hand-offs that would cost more than the call itself.
     inline: ClassVar[bool] = False
+    # the largest metadata (as compact JSON) stored with one answer; over it: invalid_response
+    max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in _SELF_DESCRIPTIONS:
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "_scrubbed", False):
+                setattr(cls, name, _scrubbing(method))
 
     def __init__(self, *, name: str = "default", model: str | None = None) -> None:
         self.name = name
@@ -110,6 +129,18 @@ class Backend(ABC):
         self.close()
 
 
+_SELF_DESCRIPTIONS = ("metadata", "healthcheck", "version_hint", "run_stats")
+
+
+def _scrubbing(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def scrubbed(self: Backend, *args: Any, **kwargs: Any) -> Any:
+        return scrub(method(self, *args, **kwargs))
+
+    scrubbed._scrubbed = True  # type: ignore[attr-defined]
+    return scrubbed
+
+
 def backend_metadata(
     name: str,
     provider: str,
@@ -120,8 +151,8 @@ def backend_metadata(
     return {
         "name": name,
         "provider": provider,
-        "model": model,
-        "model_version": model_version,
+        "model": scrub_optional(model),
+        "model_version": scrub_optional(model_version),
         "details": redact(details or {}),
     }
 
@@ -137,6 +168,9 @@ def build_result(
     """Validate one prediction into a DecisionResult dict (raises InvalidResponse)."""
     labels = request.decision.labels
     probabilities = validate_probabilities(labels, prediction.probabilities, tolerance=tolerance)
+    problem = metadata_problem(prediction.metadata, backend.max_metadata_bytes)
+    if problem is not None:
+        raise InvalidResponse(problem)
     values = list(probabilities.values())
     selected = labels[select_index(values)]
     return {
@@ -149,8 +183,8 @@ def build_result(
         "confidence": probabilities[selected],
         "backend": backend.name,
         "provider": backend.provider,
-        "model": prediction.model or backend.model,
-        "model_version": prediction.model_version,
+        "model": scrub_optional(prediction.model) or backend.model,
+        "model_version": scrub_optional(prediction.model_version),
         "latency_ms": latency_ms,
         "metadata": redact(dict(prediction.metadata)),
     }

@@ -7,8 +7,9 @@ A provider writes its scoring as a *flow*: a generator that yields the requests 
 the generator) and returns one probability per option shown. The driver owns everything
 else: pacing under ``requests_per_minute`` / ``tokens_per_minute``, retries that honour
 ``Retry-After``, typed errors, the model version (the answer's ``model``, optionally with
-``system_fingerprint``) and the tokens the case cost. Answer bodies are parsed and dropped:
-never stored, never quoted in an error.
+``system_fingerprint``) and the tokens the case cost. Answer bodies are read within
+``max_response_bytes`` (the transport), parsed and dropped: never stored, never quoted in an
+error.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import orjson
 from pydantic import Field, field_validator, model_validator
 
 from decguard_pipeline.backends.base import backend_metadata, health
+from decguard_pipeline.backends.body import DEFAULT_MAX_RESPONSE_BYTES
 from decguard_pipeline.backends.prompts import check_template
 from decguard_pipeline.backends.ratelimit import Pacer, backoff_s, retry_after_s
 from decguard_pipeline.backends.transport import (
@@ -34,7 +36,7 @@ from decguard_pipeline.backends.transport import (
     public_url,
     same_origin,
 )
-from decguard_pipeline.core.decision import DecisionRequest, Prediction
+from decguard_pipeline.core.decision import DEFAULT_MAX_METADATA_BYTES, DecisionRequest, Prediction
 from decguard_pipeline.core.errors import (
     BackendError,
     BackendUnavailable,
@@ -67,6 +69,9 @@ class EngineSettings(Strict):
     version_from: Literal["model", "model+fingerprint"] = "model"
     pricing: Pricing | None = None
     prompt: str | None = None
+    # as for the http provider (docs/contracts.md#backend-limits)
+    max_response_bytes: int = Field(default=DEFAULT_MAX_RESPONSE_BYTES, ge=1, le=1 << 30)
+    max_metadata_bytes: int = Field(default=DEFAULT_MAX_METADATA_BYTES, ge=1, le=1 << 30)
 
     _health = field_validator("health_url")(check_url)
     _no_literal_secrets = field_validator("headers")(no_literal_secrets)
@@ -321,7 +326,7 @@ class EngineBackend(HttpTransport):
         if url is None:
             return health("unknown", "no health_url configured")
         try:
-            reply = self._send_sync("GET", url)
+            reply = self._send_sync("GET", url, read=False)  # the status is the answer
         except BackendError as exc:
             return health("unhealthy", str(exc))
         return health("ok" if reply.ok else "unhealthy", f"HTTP {reply.status}")

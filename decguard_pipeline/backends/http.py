@@ -6,6 +6,10 @@
 
 The transport (pooled clients, retries, credentials from the environment, error mapping)
 is shared with the other network providers (``transport.py``).
+
+Answers are read within ``max_response_bytes`` (decoded; over it: ``invalid_response``) and
+credentials are registered as secrets as they are read (both in ``transport.py``); result
+metadata larger than ``max_metadata_bytes`` is an ``invalid_response`` (the runner).
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar, Self
 
+import httpx
 from pydantic import Field, field_validator, model_validator
 
 from decguard_pipeline.backends.base import backend_metadata, backend_settings, health
+from decguard_pipeline.backends.body import DEFAULT_MAX_RESPONSE_BYTES
 from decguard_pipeline.backends.transport import (
     RETRYABLE,
     SECRET_HEADERS,
@@ -29,7 +35,11 @@ from decguard_pipeline.backends.transport import (
     same_origin,
 )
 from decguard_pipeline.core.contract import BackendConfig, DecisionSpec
-from decguard_pipeline.core.decision import DecisionRequest, Prediction
+from decguard_pipeline.core.decision import (
+    DEFAULT_MAX_METADATA_BYTES,
+    DecisionRequest,
+    Prediction,
+)
 from decguard_pipeline.core.errors import (
     BackendError,
     BackendUnavailable,
@@ -64,6 +74,9 @@ class HttpSettings(Strict):
     headers_from_env: dict[str, str] = {}
     bearer_token_env: str | None = None
     label_map: dict[str, str] = {}  # backend label -> contract label
+    # pipeline extensions (docs/contracts.md#backend-limits); DecGuard reads without limits
+    max_response_bytes: int = Field(default=DEFAULT_MAX_RESPONSE_BYTES, ge=1, le=1 << 30)
+    max_metadata_bytes: int = Field(default=DEFAULT_MAX_METADATA_BYTES, ge=1, le=1 << 30)
 
     _urls = field_validator("url", "health_url")(check_url)
 
@@ -198,7 +211,7 @@ class HttpBackend(HttpTransport):
         if self.settings.health_url is None:
             return health("unknown", "no health_url configured")
         try:
-            reply = self._send_sync("GET", self.settings.health_url)
+            reply = self._send_sync("GET", self.settings.health_url, read=False)
         except BackendError as exc:
             return health("unhealthy", str(exc))
         return health("ok" if reply.ok else "unhealthy", f"HTTP {reply.status}")
@@ -210,7 +223,7 @@ class HttpBackend(HttpTransport):
         try:
             reply = self._send_sync("GET", self.settings.health_url)
             body = json.loads(reply.body) if reply.ok else None
-        except (BackendError, ValueError):
+        except (BackendError, ValueError, httpx.DecodingError):
             return None
         if isinstance(body, dict):
             for key in ("model_version", "version"):

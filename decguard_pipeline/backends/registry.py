@@ -15,6 +15,7 @@ from decguard_pipeline.backends.base import Backend, backend_metadata, health
 from decguard_pipeline.core.contract import BackendConfig, DecisionSpec
 from decguard_pipeline.core.decision import DecisionRequest, Prediction
 from decguard_pipeline.core.errors import BackendError, ContractError
+from decguard_pipeline.core.secrets import register_env_secrets
 
 ENTRY_POINT_GROUP = "decguard.backends"
 # provider -> (module, class); imported when first used, so a mock run never loads the
@@ -166,5 +167,8 @@ def adopt_decguard_backend(instance: Any) -> Backend | None:
 def create_backend(
     config: BackendConfig, *, decision: DecisionSpec, name: str = "default"
 ) -> Backend:
-    """Build a backend from contract configuration. No network I/O."""
+    """Build a backend from contract configuration. No network I/O. The credentials its
+    settings name (``*_env``, ``*_from_env``, as DecGuard's providers do) are registered as
+    secrets now, so that a plugin's too are redacted wherever a model echoes them."""
+    register_env_secrets(config.settings)
     return backend_class(config.provider).from_config(config, name=name, decision=decision)

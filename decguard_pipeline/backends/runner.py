@@ -10,6 +10,10 @@ Latency is measured around the request itself: retries included; queueing exclud
 is the time a backend waited for its own rate limit (``Prediction.queued_ms``). Every
 request ends as a prediction or a typed error, stored by index so results keep dataset
 order. A configuration error (say, an unset credential variable) aborts the whole run.
+
+This is where answers leave the backend: metadata too large or too deep to store becomes an
+``invalid_response`` (after the probability checks, whose error wins), and metadata, model
+names and error messages are scrubbed of registered secrets (``core.secrets``).
 """
 
 from __future__ import annotations
@@ -26,13 +30,16 @@ from decguard_pipeline.backends.base import Backend
 from decguard_pipeline.core.contract import DecisionSpec
 from decguard_pipeline.core.dataset import gc_paused
 from decguard_pipeline.core.decision import (
+    DEFAULT_MAX_METADATA_BYTES,
     DecisionRequest,
     Prediction,
+    metadata_problem,
     select_many,
     validate_many,
 )
-from decguard_pipeline.core.errors import BackendError, DecGuardError
+from decguard_pipeline.core.errors import BackendError, DecGuardError, InvalidResponse
 from decguard_pipeline.core.results import CaseResults
+from decguard_pipeline.core.secrets import scrub_optional, scrub_text
 from decguard_pipeline.core.validation import redact
 
 FLUSH_EVERY = 4096
@@ -52,10 +59,18 @@ class Collector:
     """Validated results by request index; raw answers are validated in vectorised batches."""
 
     def __init__(
-        self, n: int, labels_of: Callable[[int], tuple[str, ...]], k: int, tolerance: float
+        self,
+        n: int,
+        labels_of: Callable[[int], tuple[str, ...]],
+        k: int,
+        tolerance: float,
+        max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES,
     ) -> None:
         self.labels_of = labels_of
         self.tolerance = tolerance
+        self.max_metadata_bytes = max_metadata_bytes
+        # metadata that cannot be stored, by row: the error unless the probabilities fail
+        self.unstorable: dict[int, str] = {}
         self.probs = np.full((n, k), np.nan)
         self.latency = np.full(n, np.nan)
         self.model: list[str | None] = [None] * n
@@ -74,10 +89,10 @@ class Collector:
         self, i: int, prediction: Prediction, latency_ms: float, default_model: str | None
     ) -> None:
         self.latency[i] = latency_ms
-        self.model[i] = prediction.model or default_model
-        self.model_version[i] = prediction.model_version
+        self.model[i] = scrub_optional(prediction.model) or default_model
+        self.model_version[i] = scrub_optional(prediction.model_version)
         if prediction.metadata:
-            self.metadata[i] = redact(dict(prediction.metadata))
+            self._keep_metadata(i, prediction.metadata)
         if prediction.usage is not None:
             self.spent(i, prediction.usage)
         self._pending.append((i, prediction.probabilities))
@@ -95,8 +110,8 @@ class Collector:
         if not rows:
             return
         self.latency[rows] = latencies
-        models = [p.model or default_model for p in predictions]
-        versions = [p.model_version for p in predictions]
+        models = [scrub_optional(p.model) or default_model for p in predictions]
+        versions = [scrub_optional(p.model_version) for p in predictions]
         first, last = rows[0], rows[-1]
         if last - first == len(rows) - 1:  # consecutive rows: slice writes
             self.model[first : last + 1] = models
@@ -106,7 +121,7 @@ class Collector:
                 self.model[i], self.model_version[i] = model, version
         for i, prediction in zip(rows, predictions, strict=True):
             if prediction.metadata:
-                self.metadata[i] = redact(dict(prediction.metadata))
+                self._keep_metadata(i, prediction.metadata)
             if prediction.usage is not None:
                 self.spent(i, prediction.usage)
         self._pending.extend(zip(rows, [p.probabilities for p in predictions], strict=True))
@@ -128,9 +143,16 @@ class Collector:
         if usage is not None:
             self.spent(i, usage)
 
+    def _keep_metadata(self, i: int, metadata: Any) -> None:
+        problem = metadata_problem(metadata, self.max_metadata_bytes)
+        if problem is None:
+            self.metadata[i] = redact(dict(metadata))
+        else:
+            self.unstorable[i] = problem
+
     def fail(self, i: int, kind: str, message: str) -> None:
         self.error_kind[i] = kind
-        self.error_message[i] = message
+        self.error_message[i] = scrub_text(message)
 
     def flush(self) -> None:
         pending, self._pending = self._pending, []
@@ -148,6 +170,10 @@ class Collector:
             batch = validate_many(labels, [raw for _, raw in items], tolerance=self.tolerance)
             self.probs[rows] = batch.probs
             for i, error, kind in zip(rows, batch.errors, batch.kinds, strict=True):
+                problem = self.unstorable.pop(i, None) if self.unstorable else None
+                if error is None and problem is not None:
+                    error, kind = problem, InvalidResponse.kind
+                    self.probs[i] = np.nan
                 if error is not None:
                     self.fail(i, kind or "invalid_response", error)
                     self.latency[i] = np.nan
@@ -238,7 +264,13 @@ def decide_all(
     tolerance: float,
 ) -> Collector:
     """Decide every request; returns the collected, validated outcomes by index."""
-    out = Collector(len(requests), lambda i: requests[i].decision.labels, k, tolerance)
+    out = Collector(
+        len(requests),
+        lambda i: requests[i].decision.labels,
+        k,
+        tolerance,
+        getattr(backend, "max_metadata_bytes", DEFAULT_MAX_METADATA_BYTES),
+    )
     if requests and all(r.decision is requests[0].decision for r in requests):
         out.same_labels = requests[0].decision.labels
     if backend.inline or not requests:

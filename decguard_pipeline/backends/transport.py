@@ -9,13 +9,21 @@ are those of ``decguard.http/0.1``: no pacing, ``retry_backoff_s × 2^attempt``.
 
 Secrets: header values named by ``*_env`` settings are read from the environment at the
 first request, kept only in :meth:`HttpTransport.request_headers` (listed by
-:meth:`HttpTransport.secret_values`) and never reach a report, an error message or a log.
+:meth:`HttpTransport.secret_values`) and registered with ``core.secrets`` as they are read,
+so they are redacted by value wherever a model echoes them; they never reach a report, an
+error message or a log.
+
+Answers are read within ``max_response_bytes`` (decoded here, not by the client; over it:
+``invalid_response``), only when they are 2xx, and a body must arrive within ``timeout_s``
+of the response headers, so a model that sends a gzip bomb or trickles its answer byte by
+byte cannot exhaust memory or hold a worker (``body.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -26,12 +34,15 @@ import httpx
 
 from decguard_pipeline import __version__
 from decguard_pipeline.backends.base import Backend
+from decguard_pipeline.backends.body import ACCEPT_ENCODING, BoundedBody, TooLarge
 from decguard_pipeline.core.errors import (
     BackendError,
     BackendTimeout,
     BackendUnavailable,
     ContractError,
+    InvalidResponse,
 )
+from decguard_pipeline.core.secrets import register_secret
 
 USER_AGENT = f"decguard-pipeline/{__version__}"
 RETRYABLE = frozenset({502, 503, 504})
@@ -100,8 +111,9 @@ class Reply:
 
 class HttpTransport(Backend):
     """A backend that talks HTTP. ``settings`` has at least ``timeout_s``, ``max_retries``,
-    ``retry_backoff_s`` and ``headers``; subclasses say where credentials come from
-    (``credential_sources``) and which URL's proxy applies (``proxy_target``)."""
+    ``retry_backoff_s``, ``headers``, ``max_response_bytes`` and ``max_metadata_bytes``;
+    subclasses say where credentials come from (``credential_sources``) and which URL's
+    proxy applies (``proxy_target``)."""
 
     retryable: ClassVar[frozenset[int]] = RETRYABLE
     settings: Any
@@ -109,6 +121,7 @@ class HttpTransport(Backend):
     def __init__(self, settings: Any, *, name: str = "default", model: str | None = None) -> None:
         super().__init__(name=name, model=model)
         self.settings = settings
+        self.max_metadata_bytes = settings.max_metadata_bytes
         self._headers: dict[str, str] | None = None
         self._secrets: tuple[str, ...] = ()
         self._lock = threading.Lock()
@@ -157,6 +170,7 @@ class HttpTransport(Backend):
                     value = os.environ.get(variable)
                     if not value:
                         raise self.missing_variable(variable)
+                    register_secret(value)  # before any request can carry it
                     headers[header] = prefix + value
                     secrets.append(value)
                 self._headers, self._secrets = headers, tuple(secrets)
@@ -170,7 +184,7 @@ class HttpTransport(Backend):
     # -- synchronous path (httpx): single calls and health checks -------------------------
 
     def _sync_client(self) -> httpx.Client:
-        headers = self.request_headers()
+        headers = {"Accept-Encoding": ACCEPT_ENCODING, **self.request_headers()}
         with self._lock:
             if self._client is None:
                 self._client = httpx.Client(
@@ -178,7 +192,12 @@ class HttpTransport(Backend):
                 )
             return self._client
 
-    def _send_sync(self, method: str, url: str, body: bytes | None = None) -> Reply:
+    def _send_sync(
+        self, method: str, url: str, body: bytes | None = None, *, read: bool = True
+    ) -> Reply:
+        """The final answer (retries done). Only a 2xx body is read, and only when ``read``:
+        the body of any other status is never used (a reply handed to ``retry_delay`` has
+        its status and headers only)."""
         client = self._sync_client()
         extra = {"Content-Type": "application/json"} if body is not None else None
         attempts = self.settings.max_retries + 1
@@ -191,7 +210,13 @@ class HttpTransport(Backend):
                 queued += pause
             reply: Reply | None = None
             try:
-                response = client.request(method, url, content=body, headers=extra)
+                with client.stream(method, url, content=body, headers=extra) as response:
+                    status = response.status_code
+                    if status not in self.retryable or last:
+                        wanted = read and 200 <= status < 300
+                        content = self._read_sync(response) if wanted else b""
+                        return Reply(status, content, response.headers, queued)
+                    reply = Reply(status, b"", response.headers, queued)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 if last:
                     raise self._connect_error(type(exc).__name__) from exc
@@ -199,15 +224,24 @@ class HttpTransport(Backend):
                 raise self._timeout() from exc
             except httpx.TransportError as exc:
                 raise self._transport_error(type(exc).__name__) from exc
-            else:
-                reply = Reply(response.status_code, response.content, response.headers, queued)
-                if response.status_code not in self.retryable or last:
-                    return reply
             delay = self.retry_delay(attempt, reply)
             if delay is None and reply is not None:
                 return reply
             time.sleep(delay or 0.0)
         raise AssertionError("unreachable")
+
+    def _read_sync(self, response: httpx.Response) -> bytes:
+        # each read waits at most timeout_s (the client's timeout); the whole body about as long
+        deadline = time.monotonic() + self.settings.timeout_s
+        try:
+            body = BoundedBody(response.headers, self.settings.max_response_bytes)
+            for chunk in response.iter_raw():
+                body.feed(chunk)
+                if time.monotonic() > deadline:
+                    raise self._timeout()
+            return body.finish()
+        except TooLarge:
+            raise self._too_large() from None
 
     # -- asynchronous path (aiohttp): batch runs ---------------------------------------
 
@@ -237,7 +271,7 @@ class HttpTransport(Backend):
                 timeout=timeout,
                 headers=self.request_headers(),
                 trust_env=False,
-                auto_decompress=True,
+                auto_decompress=False,  # bodies are decoded within the limit (body.py)
                 skip_auto_headers=("Accept-Encoding",),
             )
             self._session_loop = loop
@@ -269,9 +303,9 @@ class HttpTransport(Backend):
                 ) as response:
                     status = response.status
                     if status not in self.retryable or last:
-                        content = await response.read()
+                        wanted = 200 <= status < 300
+                        content = await self._read_async(response) if wanted else b""
                         return Reply(status, content, response.headers, queued)
-                    await response.read()
                     reply = Reply(status, b"", response.headers, queued)
             except aiohttp.ConnectionTimeoutError as exc:
                 if last:
@@ -291,6 +325,16 @@ class HttpTransport(Backend):
             await asyncio.sleep(delay or 0.0)
         raise AssertionError("unreachable")
 
+    async def _read_async(self, response: Any) -> bytes:
+        try:
+            body = BoundedBody(response.headers, self.settings.max_response_bytes)
+            async with asyncio.timeout(self.settings.timeout_s):
+                async for chunk in response.content.iter_any():
+                    body.feed(chunk)
+            return body.finish()
+        except TooLarge:
+            raise self._too_large() from None
+
     # -- errors and lifecycle ---------------------------------------------------------------
 
     def _connect_error(self, what: str) -> BackendError:
@@ -302,6 +346,12 @@ class HttpTransport(Backend):
 
     def _transport_error(self, what: str) -> BackendError:
         return BackendUnavailable(f"transport error from backend {self.name!r}: {what}")
+
+    def _too_large(self) -> BackendError:
+        limit = self.settings.max_response_bytes
+        return InvalidResponse(
+            f"backend {self.name!r} answered more than {limit} bytes (max_response_bytes)"
+        )
 
     async def aclose(self) -> None:
         session, self._session, self._session_loop = self._session, None, None
@@ -326,12 +376,17 @@ def _env_proxy(url: str) -> tuple[Any, Any]:
         return None, None
 
 
+_SOCKET_ERROR = re.compile(r"\. \w+Error\(\d+, .*\)$")
+
+
 def _httpx_name(exc: Exception) -> str:
     """The httpx exception name DecGuard reports for an aiohttp transport failure."""
     import aiohttp
 
     if isinstance(exc, aiohttp.ClientPayloadError):
-        return "RemoteProtocolError"
+        # a body cut short by a socket error (a reset) is httpx's ReadError; aiohttp keeps
+        # that error only in the message, as "... . ConnectionResetError(104, '...')"
+        return "ReadError" if _SOCKET_ERROR.search(str(exc)) else "RemoteProtocolError"
     if isinstance(exc, aiohttp.ClientOSError):
         return "ReadError"
     return "TransportError"

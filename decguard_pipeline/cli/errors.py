@@ -10,6 +10,7 @@ from contextlib import contextmanager
 import click
 
 from decguard_pipeline.core.errors import DecGuardError
+from decguard_pipeline.core.secrets import scrub_text
 
 EXIT_PASS, EXIT_GATE_FAILED, EXIT_ERROR = 0, 1, 2
 
@@ -28,9 +29,11 @@ def handled() -> Iterator[None]:
         raise SystemExit(EXIT_ERROR) from None
     except Exception as exc:
         if os.environ.get("DECGUARD_DEBUG"):
-            traceback.print_exc()
+            click.echo(scrub_text(traceback.format_exc()), err=True, nl=False)
+        # any exception text may quote a model's answer: scrubbed like everything printed
+        message = scrub_text(f"{type(exc).__name__}: {exc}")
         click.echo(
-            f"internal error: {type(exc).__name__}: {exc} (set DECGUARD_DEBUG=1 for a traceback)",
+            f"internal error: {message} (set DECGUARD_DEBUG=1 for a traceback)",
             err=True,
         )
         raise SystemExit(EXIT_ERROR) from None

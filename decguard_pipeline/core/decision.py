@@ -20,6 +20,12 @@ from decguard_pipeline.core.errors import InvalidResponse
 from decguard_pipeline.core.exact import row_fsum
 
 DEFAULT_TOLERANCE = 1e-3
+# Limits on what a model may ask us to store with each answer (a pipeline extension; DecGuard
+# keeps whatever it gets). The depth keeps every report readable by DecGuard's parser, which
+# refuses a value inside more than 200 arrays and objects; a result's metadata sits at most
+# 7 levels down in any document written here.
+DEFAULT_MAX_METADATA_BYTES = 64 * 1024
+MAX_METADATA_DEPTH = 128
 
 DecisionInput = str | dict[str, Any]
 
@@ -91,6 +97,36 @@ def validate_probabilities(
     if abs(total - 1.0) > tolerance:
         raise InvalidResponse(_sum_message(total, tolerance))
     return dict(zip(labels, values, strict=True))
+
+
+def metadata_problem(metadata: Mapping[str, Any], max_bytes: int) -> str | None:
+    """Why a result's ``metadata`` cannot be stored, or None: nested more than
+    MAX_METADATA_DEPTH levels (the object itself is level 1), or larger than ``max_bytes``
+    as compact JSON."""
+    stack: list[tuple[Any, int]] = [(metadata, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, Mapping) else value
+        for child in children:
+            if isinstance(child, Mapping | list | tuple):
+                if depth + 1 > MAX_METADATA_DEPTH:
+                    return f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep"
+                stack.append((child, depth + 1))
+    size = _json_size(metadata)
+    if size > max_bytes:
+        return f"metadata is {size} bytes as JSON, over the limit of {max_bytes} bytes"
+    return None
+
+
+def _json_size(value: Any) -> int:
+    import orjson
+
+    try:
+        return len(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
+    except (orjson.JSONEncodeError, TypeError):  # integers beyond 64 bits, odd plugin values
+        import json
+
+        return len(json.dumps(value, separators=(",", ":"), default=str).encode("utf-8"))
 
 
 def select_index(values: Sequence[float]) -> int:

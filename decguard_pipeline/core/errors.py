@@ -7,11 +7,19 @@ could not be decided: the runner records them as typed per-case errors instead o
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
+
+from decguard_pipeline.core.secrets import scrub_text
 
 
 class DecGuardError(Exception):
-    """A problem the user can fix: bad input, configuration, an unusable backend."""
+    """A problem the user can fix: bad input, configuration, an unusable backend.
+
+    Its message is scrubbed of registered secrets when the error is made, so no printer,
+    log or Dagster event can show one (a message may quote a model's words)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(scrub_text(a) if isinstance(a, str) else a for a in args))
 
 
 class ContractError(DecGuardError):

@@ -1,5 +1,6 @@
 """Shared strictness: a frozen pydantic base that rejects unknown keys, error formatting in
-DecGuard's ``location: message`` style, duplicate-key-safe JSON, and secret redaction."""
+DecGuard's ``location: message`` style, duplicate-key-safe JSON, and secret redaction (by key
+name as DecGuard does, and by value for the secrets registered in ``core.secrets``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+from decguard_pipeline.core.secrets import REDACTED, scrub
 
 MAX_ERROR_LINES = 20
 
@@ -26,7 +29,6 @@ SECRET_KEYS = frozenset(
         "set_cookie",
     }
 )
-REDACTED = "[REDACTED]"
 
 
 class Strict(BaseModel):
@@ -86,15 +88,20 @@ def loads_strict(text: str) -> Any:
 
 
 def redact(value: Any) -> Any:
-    """Copy of ``value`` with values under secret-looking keys replaced, at any depth."""
+    """Copy of ``value`` with values under secret-looking keys replaced, at any depth
+    (DecGuard's rule), and every registered secret value replaced wherever it appears."""
+    return scrub(_redact_keys(value))
+
+
+def _redact_keys(value: Any) -> Any:
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
             norm = key.lower().replace("-", "_") if isinstance(key, str) else ""
-            out[key] = REDACTED if norm in SECRET_KEYS else redact(item)
+            out[key] = REDACTED if norm in SECRET_KEYS else _redact_keys(item)
         return out
     if isinstance(value, list):
-        return [redact(item) for item in value]
+        return [_redact_keys(item) for item in value]
     if isinstance(value, tuple):
-        return tuple(redact(item) for item in value)
+        return tuple(_redact_keys(item) for item in value)
     return value

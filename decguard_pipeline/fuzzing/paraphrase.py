@@ -3,18 +3,24 @@
 * ``identity``: the text itself; checks that a model answers the same input the same way.
 * ``file``: curated paraphrases from a JSONL file next to the contract (reviewable, exact).
 * ``openai``: any OpenAI-compatible chat-completions endpoint; the key comes from an
-  environment variable and never reaches a report.
+  environment variable and never reaches a report. Answers are read within
+  ``max_response_bytes`` (a pipeline extension, as for the http backend).
 * plugins: :class:`Paraphraser` subclasses in the ``decguard.paraphrasers`` entry-point group.
 
-Building a paraphraser does no network I/O, so ``validate`` stays offline.
+Building a paraphraser does no network I/O, so ``validate`` stays offline. Every paraphrase
+and provenance a paraphraser hands out is scrubbed of registered secrets (``core.secrets``):
+a paraphrase becomes a model input and is stored in reports.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -23,6 +29,12 @@ import httpx
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from decguard_pipeline import __version__
+from decguard_pipeline.backends.body import (
+    ACCEPT_ENCODING,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    BoundedBody,
+    TooLarge,
+)
 from decguard_pipeline.backends.http import check_url, public_url
 from decguard_pipeline.core.contract.properties import ParaphraseSource
 from decguard_pipeline.core.errors import (
@@ -31,6 +43,7 @@ from decguard_pipeline.core.errors import (
     ContractError,
     ParaphraseError,
 )
+from decguard_pipeline.core.secrets import register_env_secrets, register_secret, scrub
 from decguard_pipeline.core.validation import Strict, format_errors, unique_pairs
 
 ENTRY_POINT_GROUP = "decguard.paraphrasers"
@@ -41,6 +54,13 @@ class Paraphraser(ABC):
     :class:`ParaphraseError`) for one case; they become errored pairs, never dropped cases."""
 
     provider: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in ("paraphrase", "provenance"):
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "_scrubbed", False):
+                setattr(cls, name, _scrubbing(method))
 
     @classmethod
     def from_config(cls, source: ParaphraseSource, *, base_dir: Path) -> Self:
@@ -58,6 +78,15 @@ class Paraphraser(ABC):
 
     def close(self) -> None:
         """Release connections (optional)."""
+
+
+def _scrubbing(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def scrubbed(self: Paraphraser, *args: Any, **kwargs: Any) -> Any:
+        return scrub(method(self, *args, **kwargs))
+
+    scrubbed._scrubbed = True  # type: ignore[attr-defined]
+    return scrubbed
 
 
 def provider_settings(model: type[BaseModel], source: ParaphraseSource) -> Any:
@@ -155,6 +184,8 @@ class OpenAISettings(Strict):
     timeout_s: float = Field(default=60.0, gt=0.0, le=600.0)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     instructions: str = DEFAULT_INSTRUCTIONS
+    # pipeline extension (docs/contracts.md#backend-limits)
+    max_response_bytes: int = Field(default=DEFAULT_MAX_RESPONSE_BYTES, ge=1, le=1 << 30)
 
     _url = field_validator("url")(check_url)
 
@@ -176,7 +207,10 @@ class OpenAIParaphraser(Paraphraser):
 
     def _http(self) -> httpx.Client:
         if self._client is None:
-            headers = {"User-Agent": f"decguard-pipeline/{__version__}"}
+            headers = {
+                "User-Agent": f"decguard-pipeline/{__version__}",
+                "Accept-Encoding": ACCEPT_ENCODING,
+            }
             variable = self.settings.api_key_env
             if variable is not None:
                 key = os.environ.get(variable)
@@ -184,6 +218,7 @@ class OpenAIParaphraser(Paraphraser):
                     raise ContractError(
                         f"paraphraser 'openai': environment variable {variable} is not set"
                     )
+                register_secret(key)
                 headers["Authorization"] = f"Bearer {key}"
             self._client = httpx.Client(
                 headers=headers, timeout=self.settings.timeout_s, transport=self._transport
@@ -202,17 +237,16 @@ class OpenAIParaphraser(Paraphraser):
         }
         url = self.settings.url.rstrip("/") + "/chat/completions"
         try:
-            response = self._http().post(url, json=body)
+            with self._http().stream("POST", url, json=body) as response:
+                if not response.is_success:  # the body may echo the prompt or a key: never read
+                    raise ParaphraseError(f"paraphraser returned HTTP {response.status_code}")
+                raw = self._read(response)
         except httpx.TimeoutException as exc:
-            raise BackendTimeout(
-                f"paraphraser timed out after {self.settings.timeout_s:g}s"
-            ) from exc
+            raise self._timeout() from exc
         except httpx.TransportError as exc:
             raise BackendUnavailable(f"paraphraser unreachable: {type(exc).__name__}") from exc
-        if not response.is_success:  # the body may echo the prompt or a key: never recorded
-            raise ParaphraseError(f"paraphraser returned HTTP {response.status_code}")
         try:
-            answer = response.json()
+            answer = json.loads(raw)
             content = answer["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise ParaphraseError("paraphraser response has no message content") from exc
@@ -222,6 +256,25 @@ class OpenAIParaphraser(Paraphraser):
             if isinstance(answer.get(key), str)
         }
         return parse_paraphrases(content)[:n]
+
+    def _read(self, response: httpx.Response) -> bytes:
+        """The body within max_response_bytes, arriving within about timeout_s."""
+        limit = self.settings.max_response_bytes
+        deadline = time.monotonic() + self.settings.timeout_s
+        try:
+            body = BoundedBody(response.headers, limit)
+            for chunk in response.iter_raw():
+                body.feed(chunk)
+                if time.monotonic() > deadline:
+                    raise self._timeout()
+            return body.finish()
+        except TooLarge:
+            raise ParaphraseError(
+                f"paraphraser answered more than {limit} bytes (max_response_bytes)"
+            ) from None
+
+    def _timeout(self) -> BackendTimeout:
+        return BackendTimeout(f"paraphraser timed out after {self.settings.timeout_s:g}s")
 
     def provenance(self) -> dict[str, Any]:
         return {
@@ -278,4 +331,5 @@ def paraphraser_class(provider: str) -> type[Paraphraser]:
 
 
 def create_paraphraser(source: ParaphraseSource, *, base_dir: Path) -> Paraphraser:
+    register_env_secrets(source.settings)  # a plugin's credentials, by DecGuard's convention
     return paraphraser_class(source.provider).from_config(source, base_dir=base_dir)

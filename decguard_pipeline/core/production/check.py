@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from decguard_pipeline.core.contract import LoadedContract, load_contract
 from decguard_pipeline.core.errors import ReportError
+from decguard_pipeline.core.json_limits import first_significant, max_bytes, too_deep
 from decguard_pipeline.core.production.loader import RecordSet, load_records, load_table
 from decguard_pipeline.core.production.metrics import production_metrics
 from decguard_pipeline.core.production.report import Baseline, ProductionReport, build_report
@@ -24,14 +25,29 @@ from decguard_pipeline.core.production.verify import load_production_report, rec
 
 
 def looks_like_report(path: Path) -> bool:
-    """DecGuard's test: a ``.json`` file holding an object with a ``check_version`` key."""
+    """DecGuard's test: a ``.json`` file holding an object with a ``check_version`` key.
+    Decided without parsing when it can be: a records array is not a report; an object too
+    large or too deep to parse is one (the report loader then says why it cannot be read)."""
     if path.suffix.lower() != ".json":
         return False
+    try:
+        with path.open("rb") as stream:
+            head = stream.read(1 << 16)
+        size = path.stat().st_size
+    except OSError:
+        return False
+    first = first_significant(head)
+    if first is not None and first != ord("{"):
+        return False
+    if size > max_bytes():
+        return True
     try:
         raw = path.read_bytes()
         raw.decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return False
+    if too_deep(raw) is not None:
+        return True
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:

@@ -21,6 +21,7 @@ from decguard_pipeline.core.contract import Evaluation, Production
 from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.errors import DatasetError, ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
+from decguard_pipeline.core.json_limits import read_document, structure_problem
 from decguard_pipeline.core.production import schema
 from decguard_pipeline.core.production.checks import aggregate_checks
 from decguard_pipeline.core.production.columns import Columns, ColumnsBuilder
@@ -206,12 +207,16 @@ def _recompute(document: dict[str, Any], records: list[dict[str, Any]]) -> Colum
 
 
 def load_production_report(path: str | Path) -> StoredReport:
-    """Read, verify and return a stored check report."""
+    """Read, verify and return a stored check report. Size, top level and nesting are
+    checked before anything is parsed (``json_limits``)."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_document(path, "production report")
     except OSError as exc:
         raise ReportError(f"{path}: cannot read production report: {exc.strerror or exc}") from exc
+    problem = structure_problem(raw)
+    if problem is not None:
+        raise _fail(path, f"  {problem}")
     document, records = _structure(path, raw)
     try:
         columns = _recompute(document, records)

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from decguard_pipeline import PRODUCER_VERSION
+from decguard_pipeline.core.json_limits import max_bytes
 from decguard_pipeline.core.report.jsonio import write_document
 
 SIDECAR_VERSION = "0.1"
@@ -35,6 +36,8 @@ def contract_summary(report: dict[str, Any]) -> dict[str, Any]:
 
 def _same_run(path: Path, report_name: str, created_at: str) -> dict[str, Any] | None:
     try:
+        if path.stat().st_size > max_bytes():  # not one this process could have written
+            return None
         existing = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return None

@@ -23,6 +23,7 @@ from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.dataset import gc_paused
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
+from decguard_pipeline.core.json_limits import check_utf8, read_document, structure_problem
 from decguard_pipeline.core.report.golden import (
     REPORT_VERSION,
     Report,
@@ -136,7 +137,7 @@ def _lenient_json(raw: bytes) -> Any:
     """The document as Python's json reads it (NaN and Infinity allowed), or None."""
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -255,13 +256,17 @@ def _semantics(
 
 
 def load_report(path: str | Path) -> Report:
-    """Read, verify and return a stored test/fuzz report; ReportError when it does not hold."""
+    """Read, verify and return a stored test/fuzz report; ReportError when it does not hold.
+    Size, top level and nesting are checked before anything is parsed (``json_limits``)."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
-        raw.decode("utf-8")
+        raw = read_document(path, "report")
+        check_utf8(raw)
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportError(f"{path}: cannot read report: {exc}") from exc
+    problem = structure_problem(raw)
+    if problem is not None:
+        raise _fail(path, f"  {problem}")
     with _collector_paused():
         return _load(path, raw)
 
@@ -303,7 +308,9 @@ def _load(path: Path, raw: bytes) -> Report:
             all(_record_ok(r) for r in records) and _results_hold(records, tolerance)
         ):
             header = None
+    plain_json = data is not None
     if header is None:
+        data, records = None, []  # freed before pydantic parses the document again
         document = _validate_strictly(path, raw, tolerance)
         header = document
         records = [record.model_dump(mode="json") for record in document.results]
@@ -311,7 +318,7 @@ def _load(path: Path, raw: bytes) -> Report:
     try:
         # orjson refuses NaN and Infinity: when it read the file, the properties section is
         # plain JSON and may take the fast path
-        results = _semantics(header, doc, records, plain_json=data is not None)
+        results = _semantics(header, doc, records, plain_json=plain_json)
     except Invalid as exc:
         raise _fail(path, exc.lines) from exc
     doc["results"] = None

@@ -1,0 +1,173 @@
+"""Cheap checks of a stored JSON document (a report) before it is parsed.
+
+Parsing builds tens of bytes of Python objects per byte of input, and DecGuard's readers give
+up only afterwards: a 100 MB file of nested arrays took 16 GB and 75 s to refuse. Here, before
+any parser runs:
+
+* the file size is checked against a limit (``DECGUARD_MAX_REPORT_BYTES``, default 1 GiB,
+  room for a report of about a million cases), read from the file system, not the file;
+* the bytes are checked to be UTF-8 a chunk at a time (no text copy of the whole file);
+* a document whose top level is not an object is refused (DecGuard's message);
+* nesting is checked with one vectorised pass: DecGuard's parser (pydantic's) refuses a
+  value inside more than 200 arrays and objects with ``Invalid JSON: recursion limit
+  exceeded at line L column C``; the same message, at the same place, is given here without
+  parsing, so no reader here ever recurses deeper than that.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from decguard_pipeline.core.errors import ReportError
+
+MAX_BYTES_ENV = "DECGUARD_MAX_REPORT_BYTES"
+DEFAULT_MAX_BYTES = 1 << 30
+PARSER_DEPTH = 200  # pydantic-core's JSON recursion limit, which DecGuard reads reports with
+# Below this size a document that is not an object is parsed anyway, so that the message is
+# exactly DecGuard's even for a broken one ("Invalid JSON: ..." rather than "should be an
+# object"); above it, not parsing matters more.
+PARSE_ANYWAY_BYTES = 1 << 20
+
+_CHUNK = 1 << 20  # bytes per vectorised step: a few MB of temporaries, whatever the file
+_WHITESPACE = b" \t\n\r"
+_VALUE_START = frozenset(b'["-0123456789tfn')
+_SPACE = re.compile(rb"[ \t\n\r]*")
+_KEY = re.compile(rb'"(?:[^"\\]|\\.)*"[ \t\n\r]*:[ \t\n\r]*', re.DOTALL)
+
+
+def max_bytes() -> int:
+    value = os.environ.get(MAX_BYTES_ENV, "").strip()
+    if not value:
+        return DEFAULT_MAX_BYTES
+    if not value.isdigit() or int(value) < 1:
+        raise ReportError(f"{MAX_BYTES_ENV} must be a positive number of bytes, got {value!r}")
+    return int(value)
+
+
+def read_document(path: Path, what: str) -> bytes:
+    """The bytes of a stored document, refused before reading (ReportError) when larger than
+    the limit. OSError propagates: callers word it as DecGuard does."""
+    limit = max_bytes()
+    size = path.stat().st_size
+    if size > limit:
+        raise ReportError(
+            f"{path}: cannot read {what}: it is {size} bytes, over the limit of {limit} bytes "
+            f"(set {MAX_BYTES_ENV} to read larger files)"
+        )
+    raw = path.read_bytes()
+    if len(raw) > limit:  # it grew while being read
+        raise ReportError(f"{path}: cannot read {what}: over the limit of {limit} bytes")
+    return raw
+
+
+def check_utf8(raw: bytes) -> None:
+    """Raise the UnicodeDecodeError ``raw.decode('utf-8')`` would, without decoding it whole."""
+    view = memoryview(raw)
+    start = 0
+    while start < len(raw):
+        end = min(start + _CHUNK, len(raw))
+        while end < len(raw) and 0x80 <= raw[end] < 0xC0:  # not inside a character
+            end += 1
+        try:
+            codecs.utf_8_decode(view[start:end], "strict", True)
+        except UnicodeDecodeError as exc:
+            raise UnicodeDecodeError(
+                "utf-8", raw, start + exc.start, start + exc.end, exc.reason
+            ) from None
+        start = end
+
+
+def structure_problem(raw: bytes) -> str | None:
+    """DecGuard's schema error line (``(root): ...``) for a document that need not be parsed
+    to be refused: not an object, or nested deeper than its parser reads. None otherwise
+    (the document may still be invalid; the parsers say how)."""
+    first = first_significant(raw)
+    if first in _VALUE_START and len(raw) > PARSE_ANYWAY_BYTES:  # any value but an object
+        return "(root): Input should be an object"
+    position = too_deep(raw)
+    if position is not None:
+        line = raw.count(b"\n", 0, position) + 1
+        column = position - (raw.rfind(b"\n", 0, position) + 1) + 1
+        return f"(root): Invalid JSON: recursion limit exceeded at line {line} column {column}"
+    return None
+
+
+def first_significant(raw: bytes) -> int | None:
+    """The first byte that is not JSON whitespace, or None."""
+    for byte in raw[:4096]:
+        if byte not in _WHITESPACE:
+            return byte
+    stripped = raw.lstrip(_WHITESPACE)
+    return stripped[0] if stripped else None
+
+
+def too_deep(raw: bytes, limit: int = PARSER_DEPTH) -> int | None:
+    """Offset of the first value inside more than ``limit`` arrays and objects, which is
+    where pydantic's parser stops (object keys are not values), or None.
+
+    Strings are told apart from structure by their unescaped quotes; chunks never end inside
+    a run of backslashes, so each escape is decided within one chunk."""
+    data = np.frombuffer(raw, dtype=np.uint8)
+    n = len(data)
+    depth, in_string, start = 0, 0, 0
+    while start < n:
+        end = min(start + _CHUNK, n)
+        while end < n and data[end - 1] == 0x5C:
+            end += 1
+        chunk = data[start:end]
+        quotes = _unescaped_quotes(chunk)
+        folded = chunk | 0x20  # "[" -> "{" and "]" -> "}", nothing else lands on them
+        opens = folded == 0x7B
+        marks = np.flatnonzero(opens | (folded == 0x7D))
+        if len(marks):
+            quoted = (np.searchsorted(quotes, marks) + in_string) & 1
+            marks = marks[quoted == 0]
+            steps = np.where(opens[marks], 1, -1)
+            levels = depth + np.cumsum(steps, dtype=np.int64)
+            if len(levels) and levels.max() > limit:
+                deepest = marks[(levels == limit + 1) & (steps > 0)]
+                for mark in deepest.tolist():
+                    found = _first_child(raw, start + mark)
+                    if found is not None:
+                        return found
+            if len(levels):
+                depth = int(levels[-1])
+        in_string = (in_string + len(quotes)) & 1
+        start = end
+    return None
+
+
+def _unescaped_quotes(chunk: np.ndarray) -> np.ndarray:
+    quotes = np.flatnonzero(chunk == 0x22)
+    slashes = np.flatnonzero(chunk == 0x5C)
+    if not len(quotes) or not len(slashes):
+        return quotes
+    # runs of backslashes: a quote right after a run of odd length is escaped
+    breaks = np.flatnonzero(np.diff(slashes) != 1)
+    run_start = slashes[np.concatenate(([0], breaks + 1))]
+    run_end = slashes[np.concatenate((breaks, [len(slashes) - 1]))]
+    which = np.searchsorted(run_end, quotes - 1)
+    which = np.minimum(which, len(run_end) - 1)
+    after_run = run_end[which] == quotes - 1
+    odd = ((run_end[which] - run_start[which] + 1) & 1) == 1
+    return quotes[~(after_run & odd)]
+
+
+def _first_child(raw: bytes, opener: int) -> int | None:
+    """Where the first value inside the container opened at ``opener`` starts; None when
+    it is empty. For an object, after its first key (a malformed key: the key itself)."""
+    position = _SPACE.match(raw, opener + 1).end()  # type: ignore[union-attr]
+    if position >= len(raw):
+        return None
+    if raw[position] in (ord("]"), ord("}")):
+        return None
+    if raw[opener] == ord("{"):
+        key = _KEY.match(raw, position)
+        if key is not None:
+            return key.end()
+    return position
