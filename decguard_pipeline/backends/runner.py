@@ -48,7 +48,8 @@ def _describe(exc: Exception) -> tuple[str, str]:
 
 
 class Collector:
-    """Validated results by request index; raw answers are validated in vectorised batches."""
+    """Validated results by request index; raw answers are validated in vectorised batches,
+    one per presented label order."""
 
     def __init__(
         self, n: int, labels_of: Callable[[int], tuple[str, ...]], k: int, tolerance: float
@@ -62,9 +63,14 @@ class Collector:
         self.metadata: list[dict[str, Any]] = [_EMPTY] * n
         self.error_kind: list[str | None] = [None] * n
         self.error_message: list[str | None] = [None] * n
-        self._pending: list[tuple[int, Any]] = []
+        self._rows: list[int] = []  # answered, not yet validated: request index and raw answer
+        self._raws: list[Any] = []
         # set when every request presents the same labels (a golden run)
         self.same_labels: tuple[str, ...] | None = None
+        # or: the presented label order of every request as an index into ``label_sets``
+        # (a property run shows a few orders many times)
+        self.label_slots: np.ndarray | None = None
+        self.label_sets: list[tuple[str, ...]] = []
 
     def answer(
         self, i: int, prediction: Prediction, latency_ms: float, default_model: str | None
@@ -74,8 +80,9 @@ class Collector:
         self.model_version[i] = prediction.model_version
         if prediction.metadata:
             self.metadata[i] = redact(dict(prediction.metadata))
-        self._pending.append((i, prediction.probabilities))
-        if len(self._pending) >= FLUSH_EVERY:
+        self._rows.append(i)
+        self._raws.append(prediction.probabilities)
+        if len(self._rows) >= FLUSH_EVERY:
             self.flush()
 
     def answer_many(
@@ -101,34 +108,49 @@ class Collector:
         for i, prediction in zip(rows, predictions, strict=True):
             if prediction.metadata:
                 self.metadata[i] = redact(dict(prediction.metadata))
-        self._pending.extend(zip(rows, [p.probabilities for p in predictions], strict=True))
+        self._rows.extend(rows)
+        self._raws.extend([p.probabilities for p in predictions])
         self.flush()
 
     def fail(self, i: int, kind: str, message: str) -> None:
         self.error_kind[i] = kind
         self.error_message[i] = message
 
+    def _groups(self, rows: list[int]) -> list[tuple[tuple[str, ...], list[int]]]:
+        """Positions in ``rows`` by presented label order, in order of first appearance."""
+        if self.same_labels is not None:  # golden runs: one group, known without looking
+            return [(self.same_labels, list(range(len(rows))))]
+        if self.label_slots is not None:
+            slots = self.label_slots[np.asarray(rows, dtype=np.intp)]
+            found, first = np.unique(slots, return_index=True)
+            return [
+                (self.label_sets[slot], np.flatnonzero(slots == slot).tolist())
+                for slot in found[np.argsort(first)].tolist()
+            ]
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for position, i in enumerate(rows):
+            groups.setdefault(self.labels_of(i), []).append(position)
+        return list(groups.items())
+
     def flush(self) -> None:
-        pending, self._pending = self._pending, []
-        if not pending:
+        rows, raws = self._rows, self._raws
+        if not rows:
             return
-        # group by presented label order (golden runs: one group, known without looking)
-        groups: dict[tuple[str, ...], list[tuple[int, Any]]] = {}
-        if self.same_labels is not None:
-            groups[self.same_labels] = pending
-        else:
-            for i, raw in pending:
-                groups.setdefault(self.labels_of(i), []).append((i, raw))
-        for labels, items in groups.items():
-            rows = [i for i, _ in items]
-            batch = validate_many(labels, [raw for _, raw in items], tolerance=self.tolerance)
-            self.probs[rows] = batch.probs
-            for i, error, kind in zip(rows, batch.errors, batch.kinds, strict=True):
-                if error is not None:
-                    self.fail(i, kind or "invalid_response", error)
-                    self.latency[i] = np.nan
-                    self.model[i] = self.model_version[i] = None
-                    self.metadata[i] = _EMPTY
+        self._rows, self._raws = [], []
+        for labels, positions in self._groups(rows):
+            if len(positions) == len(rows):
+                group_rows, group_raws = rows, raws
+            else:
+                group_rows = [rows[p] for p in positions]
+                group_raws = [raws[p] for p in positions]
+            batch = validate_many(labels, group_raws, tolerance=self.tolerance)
+            self.probs[group_rows] = batch.probs
+            for p in np.flatnonzero(~batch.ok).tolist():
+                i = group_rows[p]
+                self.fail(i, batch.kinds[p] or "invalid_response", batch.errors[p])  # type: ignore[arg-type]
+                self.latency[i] = np.nan
+                self.model[i] = self.model_version[i] = None
+                self.metadata[i] = _EMPTY
 
 
 def _run_inline(backend: Backend, requests: Sequence[DecisionRequest], out: Collector) -> None:
@@ -212,10 +234,15 @@ def decide_all(
     k: int,
     max_concurrency: int,
     tolerance: float,
+    label_slots: tuple[np.ndarray, list[tuple[str, ...]]] | None = None,
 ) -> Collector:
-    """Decide every request; returns the collected, validated outcomes by index."""
+    """Decide every request; returns the collected, validated outcomes by index.
+    ``label_slots``: the presented labels of every request, as an index into a list of
+    label orders (when the caller knows them: validation then groups column-wise)."""
     out = Collector(len(requests), lambda i: requests[i].decision.labels, k, tolerance)
-    if requests and all(r.decision is requests[0].decision for r in requests):
+    if label_slots is not None:
+        out.label_slots, out.label_sets = label_slots
+    elif requests and all(r.decision is requests[0].decision for r in requests):
         out.same_labels = requests[0].decision.labels
     if backend.inline or not requests:
         _run_inline(backend, requests, out)

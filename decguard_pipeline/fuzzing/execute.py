@@ -64,6 +64,11 @@ class Decided:
         """DecGuard's DecisionResult (over contract labels) for example ``i``."""
         if not self.ok(i):
             return None
+        return self.results([i])[0]
+
+    def results(self, indices: Sequence[int]) -> list[dict[str, Any]]:
+        """``result(i)`` for each of ``indices`` (all decided), built column-wise: the
+        columns are read as Python values once, each result is one dict display."""
         if self._columns is None:  # Python values once, not one NumPy conversion per field
             self._columns = (
                 self.probs.tolist(),
@@ -72,22 +77,29 @@ class Decided:
                 self.latency_ms.tolist(),
             )
         probs, selected, confidence, latency = self._columns
-        labels = list(self.spec.labels)
-        return {
-            "case_id": self.request_ids[i],
-            "decision": self.spec.name,
-            "decision_type": self.spec.type,
-            "labels": labels,
-            "probabilities": dict(zip(labels, probs[i], strict=True)),
-            "selected": labels[selected[i]],
-            "confidence": confidence[i],
-            "backend": self.backend,
-            "provider": self.provider,
-            "model": self.model[i],
-            "model_version": self.model_version[i],
-            "latency_ms": latency[i],
-            "metadata": self.metadata[i],
-        }
+        labels = self.spec.labels
+        name, kind, backend, provider = self.spec.name, self.spec.type, self.backend, self.provider
+        ids, model, version, metadata = (
+            self.request_ids, self.model, self.model_version, self.metadata
+        )  # fmt: skip
+        return [
+            {
+                "case_id": ids[i],
+                "decision": name,
+                "decision_type": kind,
+                "labels": list(labels),
+                "probabilities": dict(zip(labels, probs[i], strict=True)),
+                "selected": labels[selected[i]],
+                "confidence": confidence[i],
+                "backend": backend,
+                "provider": provider,
+                "model": model[i],
+                "model_version": version[i],
+                "latency_ms": latency[i],
+                "metadata": metadata[i],
+            }
+            for i in indices
+        ]
 
 
 def _positions(presentation: Presentation | None, labels: tuple[str, ...]) -> list[int]:
@@ -112,25 +124,68 @@ def decide_examples(
     max_concurrency: int,
 ) -> Decided:
     """Decide every example (request ``case_id`` = its id); outcomes in example order."""
-    labels = spec.labels
-    requests = []
-    positions = np.empty((len(examples), len(labels)), dtype=np.int64)
-    for i, example in enumerate(examples):
-        shown = spec
-        if example.presentation is not None:
-            shown = spec.with_labels(tuple(s for s, _ in example.presentation))
-        requests.append(DecisionRequest(example.request_id, shown, example.input))
-        positions[i] = _positions(example.presentation, labels)
-    out = decide_all(
-        backend, requests, k=len(labels), max_concurrency=max_concurrency, tolerance=tolerance
+    return decide_columns(
+        backend,
+        spec,
+        [e.request_id for e in examples],
+        [e.input for e in examples],
+        [e.presentation for e in examples],
+        tolerance=tolerance,
+        max_concurrency=max_concurrency,
     )
-    probs = np.take_along_axis(out.probs, positions, axis=1) if len(examples) else out.probs
+
+
+def decide_columns(
+    backend: Backend,
+    spec: DecisionSpec,
+    request_ids: list[str],
+    inputs: Sequence[DecisionInput],
+    presentations: Sequence[Presentation | None],
+    *,
+    tolerance: float,
+    max_concurrency: int,
+) -> Decided:
+    """``decide_examples`` on columns (request ids, inputs, presentations). A run shows a
+    few presentations many times: each one's shown decision and label positions are worked
+    out once."""
+    labels = spec.labels
+    # per distinct presentation (by identity, then by value): its request decision and row
+    # of label positions
+    seen: dict[int, tuple[Presentation | None, int]] = {}
+    by_value: dict[Presentation | None, int] = {}
+    shown_specs: list[DecisionSpec] = []
+    rows: list[list[int]] = []
+    which: list[int] = []
+    for presentation in presentations:
+        found = seen.get(id(presentation))
+        if found is None or found[0] is not presentation:
+            slot = by_value.get(presentation)
+            if slot is None:
+                slot = by_value[presentation] = len(rows)
+                shown = spec
+                if presentation is not None:
+                    shown = spec.with_labels(tuple(s for s, _ in presentation))
+                shown_specs.append(shown)
+                rows.append(_positions(presentation, labels))
+            found = seen[id(presentation)] = (presentation, slot)
+        which.append(found[1])
+    requests = list(map(DecisionRequest, request_ids, map(shown_specs.__getitem__, which), inputs))
+    slots = np.asarray(which, dtype=np.intp)
+    out = decide_all(
+        backend, requests, k=len(labels), max_concurrency=max_concurrency, tolerance=tolerance,
+        label_slots=(slots, [shown.labels for shown in shown_specs]),
+    )  # fmt: skip
+    del requests
+    probs = out.probs
+    if len(request_ids):
+        positions = np.asarray(rows, dtype=np.int64)[slots]
+        probs = np.take_along_axis(probs, positions, axis=1)
     selected, confidence = select_many(probs)
     return Decided(
         spec=spec,
         backend=backend.name,
         provider=backend.provider,
-        request_ids=[e.request_id for e in examples],
+        request_ids=request_ids,
         probs=probs,
         selected=selected,
         confidence=confidence,

@@ -17,13 +17,11 @@ import os
 from abc import ABC, abstractmethod
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-import httpx
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from decguard_pipeline import __version__
-from decguard_pipeline.backends.http import check_url, public_url
 from decguard_pipeline.core.contract.properties import ParaphraseSource
 from decguard_pipeline.core.errors import (
     BackendTimeout,
@@ -32,6 +30,9 @@ from decguard_pipeline.core.errors import (
     ParaphraseError,
 )
 from decguard_pipeline.core.validation import Strict, format_errors, unique_pairs
+
+if TYPE_CHECKING:  # httpx (and the HTTP backend) are imported by the openai provider only
+    import httpx
 
 ENTRY_POINT_GROUP = "decguard.paraphrasers"
 
@@ -156,7 +157,12 @@ class OpenAISettings(Strict):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     instructions: str = DEFAULT_INSTRUCTIONS
 
-    _url = field_validator("url")(check_url)
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str | None:
+        from decguard_pipeline.backends.http import check_url
+
+        return check_url(value)
 
 
 class OpenAIParaphraser(Paraphraser):
@@ -176,6 +182,8 @@ class OpenAIParaphraser(Paraphraser):
 
     def _http(self) -> httpx.Client:
         if self._client is None:
+            import httpx
+
             headers = {"User-Agent": f"decguard-pipeline/{__version__}"}
             variable = self.settings.api_key_env
             if variable is not None:
@@ -201,6 +209,8 @@ class OpenAIParaphraser(Paraphraser):
             ],
         }
         url = self.settings.url.rstrip("/") + "/chat/completions"
+        import httpx
+
         try:
             response = self._http().post(url, json=body)
         except httpx.TimeoutException as exc:
@@ -224,6 +234,8 @@ class OpenAIParaphraser(Paraphraser):
         return parse_paraphrases(content)[:n]
 
     def provenance(self) -> dict[str, Any]:
+        from decguard_pipeline.backends.http import public_url
+
         return {
             "provider": self.provider,
             "model": self.settings.model,

@@ -13,14 +13,17 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from decguard_pipeline.backends.base import Backend
 from decguard_pipeline.core.contract import LoadedContract
-from decguard_pipeline.core.properties.compare import judge
+from decguard_pipeline.core.dataset import gc_paused
+from decguard_pipeline.core.properties.compare import judge_many
 from decguard_pipeline.core.properties.minimize import GreedySearch
 from decguard_pipeline.core.properties.pairs import (
     compare_with_originals,
     error_doc,
-    pair_doc,
+    presentation_doc,
     reduced_doc,
     section_doc,
 )
@@ -31,10 +34,15 @@ from decguard_pipeline.core.properties.summary import (
 )
 from decguard_pipeline.core.properties.transforms import Transform
 from decguard_pipeline.core.results import CaseResults
-from decguard_pipeline.fuzzing.execute import Decided, Example, decide_examples
+from decguard_pipeline.fuzzing.execute import Decided, decide_columns
 from decguard_pipeline.fuzzing.extension import properties_extension
 from decguard_pipeline.fuzzing.paraphrase import create_paraphraser
-from decguard_pipeline.fuzzing.plan import Planned, PropertyPlan, build_transforms, generate_pairs
+from decguard_pipeline.fuzzing.plan import (
+    PlannedPairs,
+    PropertyPlan,
+    build_transforms,
+    generate_pairs,
+)
 
 
 class PropertyOutcome(tuple):  # type: ignore[type-arg]
@@ -66,71 +74,95 @@ class PropertyOutcome(tuple):  # type: ignore[type-arg]
 
 def _judged(
     plan: PropertyPlan,
-    items: Sequence[tuple[str, int]],
+    names: Sequence[str],
+    rows: Sequence[int],
     decided: Decided,
     originals: CaseResults,
 ) -> list[tuple[dict[str, Any], list[str]] | None]:
-    """(comparison, violations) per decided example, None where the call errored.
-    ``items`` are (property, dataset row) per example."""
+    """(comparison, violations) per decided example, None where the call errored; example
+    ``i`` transformed dataset row ``rows[i]`` for property ``names[i]``. Compared and judged
+    column-wise, one property at a time."""
     enabled = plan.enabled
-    out: list[tuple[dict[str, Any], list[str]] | None] = [None] * len(items)
-    groups: dict[str, list[int]] = {}
-    for i, (name, _) in enumerate(items):
-        if decided.ok(i):
-            groups.setdefault(name, []).append(i)
-    for name, indices in groups.items():
-        rows = [items[i][1] for i in indices]
-        records = compare_with_originals(
-            enabled[name], originals, rows, decided.probs[indices]
-        ).records()
-        for i, comparison in zip(indices, records, strict=True):
-            out[i] = (comparison, judge(enabled[name], comparison))
+    out: list[tuple[dict[str, Any], list[str]] | None] = [None] * len(names)
+    ok = decided.selected >= 0
+    codes = {name: code for code, name in enumerate(enabled)}
+    of_property = np.fromiter(map(codes.__getitem__, names), dtype=np.intp, count=len(names))
+    for code, config in enumerate(enabled.values()):
+        indices = np.flatnonzero(ok & (of_property == code))
+        if not len(indices):
+            continue
+        where = indices.tolist()
+        comparisons = compare_with_originals(
+            config, originals, [rows[i] for i in where], decided.probs[indices]
+        )
+        verdicts = zip(comparisons.records(), judge_many(config, comparisons), strict=True)
+        for i, verdict in zip(where, verdicts, strict=True):
+            out[i] = verdict
     return out
 
 
 def _pair_docs(
-    planned: Sequence[Planned],
+    planned: PlannedPairs,
     originals: CaseResults,
     decided: Decided,
     judged: list[tuple[dict[str, Any], list[str]] | None],
-    sent_index: dict[int, int],
+    sent: list[int],
 ) -> list[dict[str, Any]]:
+    """The ``pairs`` of the section, in plan order; pair ``sent[i]`` was decided as
+    example ``i``."""
+    example_of = dict(zip(sent, range(len(sent)), strict=True))
+    answered = [i for i, verdict in enumerate(judged) if verdict is not None]
+    results = dict(zip(answered, decided.results(answered), strict=True))
+    original_error = originals.error_kind
     pairs = []
-    for index, item in enumerate(planned):
-        mutation = item.mutation
-        base: dict[str, Any] = {
-            "property_name": item.property,
-            "case_id": item.case_id,
-            "sample": item.sample,
-            "steps": mutation.steps if mutation else (),
-            "provenance": mutation.provenance if mutation else {},
-            "value": mutation.input if mutation else originals.inputs[item.row],
-            "presentation": mutation.presentation if mutation else None,
-        }
-        if item.error is not None:
-            pairs.append(pair_doc(**base, error=error_doc(*item.error)))
-            continue
-        if originals.selected[item.row] < 0:
-            message = (
-                f"the original case errored ({originals.error_kind[item.row]}), nothing to compare"
+    columns = zip(
+        planned.property, planned.row, planned.case_id, planned.sample, planned.steps,
+        planned.provenance, planned.input, planned.presentation, planned.error, strict=True,
+    )  # fmt: skip
+    for index, (name, row, case_id, sample, steps, provenance, value, shown, error) in enumerate(
+        columns
+    ):
+        result = comparison = None
+        violations: list[str] = []
+        if error is not None:
+            failure: dict[str, str] | None = error_doc(*error)
+        elif index not in example_of:  # the original errored: nothing was sent
+            failure = error_doc(
+                ORIGINAL_ERROR,
+                f"the original case errored ({original_error[row]}), nothing to compare",
             )
-            pairs.append(pair_doc(**base, error=error_doc(ORIGINAL_ERROR, message)))
-            continue
-        i = sent_index[index]
-        verdict = judged[i]
-        if verdict is None:
-            pairs.append(pair_doc(**base, error=decided.error(i)))
-            continue
-        comparison, violations = verdict
+        else:
+            i = example_of[index]
+            verdict = judged[i]
+            if verdict is None:
+                failure = decided.error(i)
+            else:
+                failure = None
+                result = results[i]
+                comparison, violations = verdict
         pairs.append(
-            pair_doc(**base, result=decided.result(i), comparison=comparison, violations=violations)
+            {
+                "id": f"{name}/{case_id}/{sample}",
+                "property": name,
+                "case_id": case_id,
+                "sample": sample,
+                "steps": list(steps),
+                "provenance": provenance,
+                "input": value,
+                "presentation": presentation_doc(shown),
+                "result": result,
+                "error": failure,
+                "comparison": comparison,
+                "violations": violations,
+                "reduced": None,
+            }
         )
     return pairs
 
 
 def _minimize(
     plan: PropertyPlan,
-    planned: Sequence[Planned],
+    planned: PlannedPairs,
     pairs: list[dict[str, Any]],
     transforms: dict[str, Transform],
     originals: CaseResults,
@@ -141,13 +173,13 @@ def _minimize(
 ) -> Counter[str]:
     """Shrink every failing pair of a reducible property; returns calls made per property."""
     searches: dict[int, GreedySearch] = {}
-    for index, (item, pair) in enumerate(zip(planned, pairs, strict=True)):
-        if pair["violations"] and plan.enabled[item.property].reducible:
-            assert item.mutation is not None
+    for index, pair in enumerate(pairs):
+        name = planned.property[index]
+        if pair["violations"] and plan.enabled[name].reducible:
             searches[index] = GreedySearch(
-                transforms[item.property],
-                originals.inputs[item.row],
-                item.mutation.steps,
+                transforms[name],
+                originals.inputs[planned.row[index]],
+                planned.steps[index],
                 plan.fuzz.max_minimize_calls,
             )
     found: dict[int, tuple[dict[str, Any], dict[str, Any], list[str]]] = {}
@@ -155,16 +187,22 @@ def _minimize(
         active = [(index, s.next()) for index, s in searches.items() if s.next() is not None]
         if not active:
             break
-        examples = [
-            Example(pairs[index]["id"], mutation.input, mutation.presentation)
-            for index, mutation in active
-            if mutation is not None
-        ]
-        decided = decide_examples(
-            backend, originals.spec, examples, tolerance=tolerance, max_concurrency=max_concurrency
+        decided = decide_columns(
+            backend,
+            originals.spec,
+            [pairs[index]["id"] for index, _ in active],
+            [mutation.input for _, mutation in active],  # type: ignore[union-attr]
+            [mutation.presentation for _, mutation in active],  # type: ignore[union-attr]
+            tolerance=tolerance,
+            max_concurrency=max_concurrency,
         )
-        items = [(planned[index].property, planned[index].row) for index, _ in active]
-        judged = _judged(plan, items, decided, originals)
+        judged = _judged(
+            plan,
+            [planned.property[index] for index, _ in active],
+            [planned.row[index] for index, _ in active],
+            decided,
+            originals,
+        )
         for i, (index, _) in enumerate(active):
             verdict = judged[i]
             violates = verdict is not None and bool(verdict[1])
@@ -174,7 +212,7 @@ def _minimize(
             searches[index].feed(violates)
     calls: Counter[str] = Counter()
     for index, search in searches.items():
-        calls[planned[index].property] += search.calls
+        calls[planned.property[index]] += search.calls
         best = search.best
         if best is not None:
             result, comparison, violations = found[index]
@@ -195,6 +233,19 @@ def run_properties(
 ) -> PropertyOutcome:
     """The ``properties`` section and property checks of a fuzz run whose golden results
     (the originals) are ``results``."""
+    # with the collector paused: a run builds hundreds of thousands of acyclic objects, and
+    # every collection would walk all of them
+    with gc_paused():
+        return _run_properties(plan, loaded, backend, results, max_concurrency)
+
+
+def _run_properties(
+    plan: PropertyPlan,
+    loaded: LoadedContract,
+    backend: Backend,
+    results: CaseResults,
+    max_concurrency: int,
+) -> PropertyOutcome:
     contract = loaded.contract
     spec = contract.spec()
     tolerance = contract.evaluation.probability_tolerance
@@ -208,23 +259,24 @@ def run_properties(
     finally:
         if paraphraser is not None:
             paraphraser.close()
+    decided_original = (results.selected >= 0).tolist()
     sent = [
         index
-        for index, item in enumerate(planned)
-        if item.error is None and results.selected[item.row] >= 0
+        for index, (error, row) in enumerate(zip(planned.error, planned.row, strict=True))
+        if error is None and decided_original[row]
     ]
-    examples = [
-        Example(planned[i].id, planned[i].mutation.input, planned[i].mutation.presentation)  # type: ignore[union-attr]
-        for i in sent
-    ]
-    decided = decide_examples(
-        backend, spec, examples, tolerance=tolerance, max_concurrency=max_concurrency
+    decided = decide_columns(
+        backend,
+        spec,
+        [planned.id(i) for i in sent],
+        [planned.input[i] for i in sent],
+        [planned.presentation[i] for i in sent],
+        tolerance=tolerance,
+        max_concurrency=max_concurrency,
     )
-    items = [(planned[i].property, planned[i].row) for i in sent]
-    judged = _judged(plan, items, decided, results)
-    pairs = _pair_docs(
-        planned, results, decided, judged, {index: i for i, index in enumerate(sent)}
-    )
+    sent_names = [planned.property[i] for i in sent]
+    judged = _judged(plan, sent_names, [planned.row[i] for i in sent], decided, results)
+    pairs = _pair_docs(planned, results, decided, judged, sent)
     minimize_calls: Counter[str] = Counter()
     if plan.minimizes:
         minimize_calls = _minimize(
@@ -235,6 +287,6 @@ def run_properties(
     summaries = summarize_all(names, plan.enabled, pairs, skipped, len(results))
     section = section_doc(plan.seed, plan.fuzz, plan.config, summaries, pairs, skipped)
     checks = property_checks(summaries, plan.config)
-    sent_calls = Counter(planned[i].property for i in sent)
+    sent_calls = Counter(sent_names)
     calls = {name: (sent_calls[name], minimize_calls[name]) for name in names}
     return PropertyOutcome(section, checks, properties_extension(summaries, calls))

@@ -225,6 +225,18 @@ def judged_mask(config: AnyProperty, comparisons: Comparisons) -> np.ndarray:
     return mask
 
 
+def judge_many(config: AnyProperty, comparisons: Comparisons) -> list[list[str]]:
+    """``judge(config, c)`` for every comparison (a new list each): the rows that break a
+    limit or flip are found column-wise (``judged_mask``) and only they are judged one by
+    one, so every message is ``judge``'s own."""
+    found: list[list[str]] = [[] for _ in range(len(comparisons))]
+    flagged = np.flatnonzero(judged_mask(config, comparisons))
+    if len(flagged):
+        for row, record in zip(flagged.tolist(), comparisons.records(flagged), strict=True):
+            found[row] = judge(config, record)
+    return found
+
+
 def flip_violation(config: AnyProperty, comparison: Mapping[str, Any]) -> str | None:
     """Set when the answer flipped and the property limits flips."""
     if config.max_flip_rate is None or not comparison["flipped"]:

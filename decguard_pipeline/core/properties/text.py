@@ -38,6 +38,11 @@ def set_text(value: DecisionInput, text_field: str | None, text: str) -> Decisio
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])(\s+)")
 
 
+def sentence_parts(text: str) -> list[str]:
+    """Sentence, separator, sentence, ... (an odd number of parts)."""
+    return _SENTENCE_BREAK.split(text)
+
+
 def sentence_count(text: str) -> int:
     return len(_SENTENCE_BREAK.split(text)) // 2 + 1
 
@@ -55,6 +60,24 @@ def insert_fragments(text: str, steps: Iterable[Mapping[str, Any]]) -> str:
         if index % 2 == 0:
             out.extend(fragment + " " for fragment in before.get(index // 2, ()))
         out.append(part)
+    out.extend(" " + fragment for fragment in before.get(n_sentences, ()))
+    return "".join(out)
+
+
+def insert_into_parts(parts: list[str], steps: Iterable[Mapping[str, Any]]) -> str:
+    """:func:`insert_fragments` on a text already split by :func:`sentence_parts` (once for
+    all the samples of a case); untouched runs of parts are copied as slices."""
+    n_sentences = len(parts) // 2 + 1
+    before: dict[int, list[str]] = {}
+    for step in steps:
+        before.setdefault(step["at"], []).append(step["text"])
+    out: list[str] = []
+    done = 0
+    for at in sorted(at for at in before if 0 <= at < n_sentences):
+        out.extend(parts[done : 2 * at])
+        out.extend(fragment + " " for fragment in before[at])
+        done = 2 * at
+    out.extend(parts[done:])
     out.extend(" " + fragment for fragment in before.get(n_sentences, ()))
     return "".join(out)
 
@@ -80,6 +103,25 @@ def replace_whitespace(text: str, steps: Iterable[Mapping[str, Any]]) -> str:
         position = match.end()
     pieces.append(text[position:])
     return edits.get("start", "") + "".join(pieces) + edits.get("end", "")
+
+
+def whitespace_pieces(text: str) -> tuple[list[str], list[str]]:
+    """The text between whitespace runs (one more piece than runs) and the runs."""
+    return _WHITESPACE.split(text), _WHITESPACE.findall(text)
+
+
+def replace_in_pieces(
+    pieces: list[str], runs: list[str], steps: Iterable[Mapping[str, Any]]
+) -> str:
+    """:func:`replace_whitespace` on a text already split by :func:`whitespace_pieces` (once
+    for all the samples of a case)."""
+    edits: dict[int | str, str] = {step["at"]: step["ws"] for step in steps}
+    out = [edits.get("start", ""), pieces[0]]
+    for index, run in enumerate(runs):
+        out.append(edits.get(index, run))
+        out.append(pieces[index + 1])
+    out.append(edits.get("end", ""))
+    return "".join(out)
 
 
 def whitespace_order(step: Mapping[str, Any]) -> tuple[int, int]:

@@ -29,7 +29,7 @@ from decguard_pipeline.core.contract.properties import (
     Whitespace,
 )
 from decguard_pipeline.core.decision import DecisionInput
-from decguard_pipeline.core.properties.rng import Rng
+from decguard_pipeline.core.properties.rng import Rng, case_stream, draws, sample_from, stream_key
 from decguard_pipeline.core.properties.text import (
     EDGE_VARIANTS,
     RUN_VARIANTS,
@@ -37,16 +37,25 @@ from decguard_pipeline.core.properties.text import (
     format_label,
     get_text,
     insert_fragments,
+    insert_into_parts,
+    replace_in_pieces,
     replace_whitespace,
     sentence_count,
+    sentence_parts,
     set_text,
     whitespace_order,
+    whitespace_pieces,
     whitespace_runs,
 )
 
 Step = dict[str, Any]
 Steps = tuple[Step, ...]
 Presentation = tuple[tuple[str, str], ...]
+# One transformation as the bulk path gives it: (steps, input, presentation, provenance), the
+# fields of a Mutation without building one per pair.
+Generated = tuple[Steps, DecisionInput, "Presentation | None", dict[str, Any]]
+# Per case, in dataset order: its distinct transformations, or what ``generate`` raised.
+GeneratedCase = tuple[int, "list[Generated] | Exception"]
 
 # A paraphrase source as the transformation sees it: (text, case_id, n, seed) -> paraphrases.
 ParaphraseFn = Callable[[str, str, int, int], list[str]]
@@ -72,6 +81,14 @@ def canonical_or(presentation: Presentation, labels: Sequence[str]) -> Presentat
     return None if presentation == identity else presentation
 
 
+def _at(step: Step) -> Any:
+    return step["at"]
+
+
+def _first(item: tuple[int, Any]) -> int:
+    return item[0]
+
+
 def _drop_one(steps: Steps) -> Iterator[Steps]:
     if len(steps) > 1:
         for index in range(len(steps)):
@@ -79,12 +96,18 @@ def _drop_one(steps: Steps) -> Iterator[Steps]:
 
 
 class Transform:
-    """Candidates (seeded step tuples) for a case, their pure application and reductions."""
+    """Candidates (seeded step tuples) for a case, their pure application and reductions.
+
+    ``generate`` (one case) is the definition; ``generate_many`` gives the same for every
+    case of a dataset and may be overridden with a faster equivalent that shares what all
+    cases have in common (tested against ``generate``)."""
 
     name: ClassVar[str]
     # Identity paraphrases are kept on purpose: they test that the model answers the same
     # input the same way twice.
     keeps_no_ops: ClassVar[bool] = False
+    # whether candidates draw from the case's random stream (else no stream is built)
+    draws: ClassVar[bool] = True
 
     def __init__(self, config: Any, spec: DecisionSpec, fuzz: Fuzz) -> None:
         self.config = config
@@ -113,6 +136,32 @@ class Transform:
             ):
                 continue
             kept.append(mutation)
+        if not kept:
+            raise NotApplicable("no transformation changes this case")
+        return kept
+
+    def generate_many(
+        self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
+    ) -> Iterator[GeneratedCase]:
+        """``generate`` for every case in dataset order, with each case's own stream."""
+        for row, (case_id, original) in enumerate(zip(case_ids, inputs, strict=True)):
+            rng = case_stream(seed, self.name, case_id) if self.draws else _NO_STREAM
+            try:
+                mutations = self.generate(case_id, original, rng)
+            except Exception as exc:
+                yield row, exc
+                continue
+            yield row, [(m.steps, m.input, m.presentation, m.provenance) for m in mutations]
+
+    def filtered(self, original: DecisionInput, generated: list[Generated]) -> list[Generated]:
+        """``generate``'s filter on bulk results: no-ops (unless kept) and repeats dropped."""
+        kept: list[Generated] = []
+        for item in generated:
+            if not self.keeps_no_ops and item[2] is None and item[1] == original:
+                continue
+            if any((k[1], k[2]) == (item[1], item[2]) for k in kept):
+                continue
+            kept.append(item)
         if not kept:
             raise NotApplicable("no transformation changes this case")
         return kept
@@ -149,6 +198,26 @@ class OptionOrderTransform(Transform):
         labels = self.spec.labels
         shown = tuple((labels[i], labels[i]) for i in steps[0]["order"])
         return Mutation(steps, original, canonical_or(shown, labels))
+
+    def generate_many(
+        self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
+    ) -> Iterator[GeneratedCase]:
+        """Up to six options: every case samples from the same list of orders, so each
+        order's steps and presentation are built once. The orders are distinct and none is
+        the identity: nothing to filter."""
+        n = len(self.spec.labels)
+        if n > self.ENUMERATE_UP_TO:
+            yield from super().generate_many(seed, case_ids, inputs)
+            return
+        identity = tuple(range(n))
+        orders = [p for p in itertools.permutations(identity) if p != identity]
+        made = [self.apply("", ({"order": list(order)},)) for order in orders]
+        shapes = [(m.steps, m.presentation) for m in made]
+        m, name = len(shapes), self.name
+        k = min(self.config.samples, m)
+        for row, (case_id, original) in enumerate(zip(case_ids, inputs, strict=True)):
+            chosen = sample_from(draws(stream_key(seed, name, case_id), k), m, k)
+            yield row, [(shapes[i][0], original, shapes[i][1], {}) for i in chosen]
 
     def reductions(self, steps: Steps) -> Iterator[Steps]:
         """Undo one adjacent inversion at a time (never back to the identity)."""
@@ -220,6 +289,21 @@ class LabelFormatTransform(Transform):
             steps, original, canonical_or(tuple((shown[lbl], lbl) for lbl in labels), labels)
         )
 
+    def generate_many(
+        self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
+    ) -> Iterator[GeneratedCase]:
+        """The variants are the same for every case: each one's presentation is built once."""
+        shapes = [(steps, self.apply("", steps).presentation) for steps in self.variants()]
+        m, name = len(shapes), self.name
+        k = min(self.config.samples, m)
+        for row, (case_id, original) in enumerate(zip(case_ids, inputs, strict=True)):
+            chosen = sample_from(draws(stream_key(seed, name, case_id), k), m, k)
+            generated = [(shapes[i][0], original, shapes[i][1], {}) for i in chosen]
+            try:
+                yield row, self.filtered(original, generated)
+            except NotApplicable as exc:
+                yield row, exc
+
     def reductions(self, steps: Steps) -> Iterator[Steps]:
         return (smaller for smaller in _drop_one(steps) if self.distinct(smaller))
 
@@ -251,6 +335,42 @@ class _InsertionTransform(Transform):
     def reductions(self, steps: Steps) -> Iterator[Steps]:
         return _drop_one(steps)
 
+    # draws per sample: for the fragments, then one per position (see ``fragments``)
+    def fragment_draws(self) -> int:
+        raise NotImplementedError
+
+    def placed(self, values: list[int], start: int, boundaries: int) -> list[Step]:
+        """One sample's steps (unsorted) from the stream values at ``start``, drawn as
+        ``candidates`` draws them: every fragment before any position."""
+        raise NotImplementedError
+
+    def generate_many(
+        self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
+    ) -> Iterator[GeneratedCase]:
+        """Each text is split into sentences once for all its samples; a case's draws are
+        hashed in one go."""
+        samples, name = self.config.samples, self.name
+        per_sample = self.fragment_draws() + self.positions()
+        for row, (case_id, original) in enumerate(zip(case_ids, inputs, strict=True)):
+            try:
+                text = self.text_of(original)
+                if not text.strip():
+                    raise NotApplicable("text is empty")
+                parts = sentence_parts(text)
+                boundaries = len(parts) // 2 + 2  # sentence_count(text) + 1
+                values = draws(stream_key(seed, name, case_id), samples * per_sample)
+                generated: list[Generated] = []
+                for start in range(0, samples * per_sample, per_sample):
+                    ordered = tuple(sorted(self.placed(values, start, boundaries), key=_at))
+                    changed = self.with_text(original, insert_into_parts(parts, ordered))
+                    generated.append((ordered, changed, None, {}))
+                yield row, self.filtered(original, generated)
+            except Exception as exc:
+                yield row, exc
+
+    def positions(self) -> int:
+        raise NotImplementedError
+
 
 class IrrelevantContextTransform(_InsertionTransform):
     name = "irrelevant_context"
@@ -259,6 +379,18 @@ class IrrelevantContextTransform(_InsertionTransform):
     def fragments(self, rng: Rng) -> list[str]:
         return [rng.choice(self.config.fragments) for _ in range(self.config.insertions)]
 
+    def fragment_draws(self) -> int:
+        return self.config.insertions
+
+    def positions(self) -> int:
+        return self.config.insertions
+
+    def placed(self, values: list[int], start: int, boundaries: int) -> list[Step]:
+        fragments, n = self.config.fragments, self.config.insertions
+        chosen = [fragments[v % len(fragments)] for v in values[start : start + n]]
+        spots = values[start + n : start + 2 * n]
+        return [{"at": v % boundaries, "text": f} for v, f in zip(spots, chosen, strict=True)]
+
 
 class RepeatedContextTransform(_InsertionTransform):
     name = "repeated_context"
@@ -266,6 +398,18 @@ class RepeatedContextTransform(_InsertionTransform):
 
     def fragments(self, rng: Rng) -> list[str]:
         return [rng.choice(self.config.fragments)] * self.config.repeats
+
+    def fragment_draws(self) -> int:
+        return 1
+
+    def positions(self) -> int:
+        return self.config.repeats
+
+    def placed(self, values: list[int], start: int, boundaries: int) -> list[Step]:
+        fragments = self.config.fragments
+        fragment = fragments[values[start] % len(fragments)]
+        spots = values[start + 1 : start + 1 + self.config.repeats]
+        return [{"at": v % boundaries, "text": fragment} for v in spots]
 
 
 class WhitespaceTransform(Transform):
@@ -294,10 +438,50 @@ class WhitespaceTransform(Transform):
     def reductions(self, steps: Steps) -> Iterator[Steps]:
         return _drop_one(steps)
 
+    def generate_many(
+        self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
+    ) -> Iterator[GeneratedCase]:
+        """Each text is split at its whitespace runs once for all its samples; a case's
+        draws are hashed in one go (per sample: the targets, then a variant per target)."""
+        samples, edits, name = self.config.samples, self.config.edits, self.name
+        # a run's replacements: the variants other than itself (all four for other runs)
+        others = {run: [v for v in RUN_VARIANTS if v != run] for run in RUN_VARIANTS}
+        start_variants, end_variants = EDGE_VARIANTS["start"], EDGE_VARIANTS["end"]
+        for row, (case_id, original) in enumerate(zip(case_ids, inputs, strict=True)):
+            try:
+                pieces, runs = whitespace_pieces(self.text_of(original))
+                # targets by position: 0 = start, 1..len(runs) = the runs, then end; in
+                # that order they are also sorted as ``whitespace_order`` sorts them
+                n_targets = len(runs) + 2
+                e = min(edits, n_targets)
+                values = draws(stream_key(seed, name, case_id), samples * 2 * e)
+                generated: list[Generated] = []
+                for start in range(0, samples * 2 * e, 2 * e):
+                    chosen = sample_from(values, n_targets, e, start)
+                    picks = values[start + e : start + 2 * e]
+                    steps: list[tuple[int, Step]] = []
+                    for target, value in zip(chosen, picks, strict=True):
+                        if target == 0:
+                            step = {"at": "start", "ws": start_variants[value % 2]}
+                        elif target == n_targets - 1:
+                            step = {"at": "end", "ws": end_variants[value % 3]}
+                        else:
+                            variants = others.get(runs[target - 1], RUN_VARIANTS)
+                            step = {"at": target - 1, "ws": variants[value % len(variants)]}
+                        steps.append((target, step))
+                    steps.sort(key=_first)
+                    ordered = tuple(step for _, step in steps)
+                    changed = self.with_text(original, replace_in_pieces(pieces, runs, ordered))
+                    generated.append((ordered, changed, None, {}))
+                yield row, self.filtered(original, generated)
+            except Exception as exc:
+                yield row, exc
+
 
 class ParaphraseTransform(Transform):
     name = "paraphrase"
     keeps_no_ops = True
+    draws = False
     config: Paraphrase
 
     def __init__(
@@ -328,6 +512,7 @@ class ParaphraseTransform(Transform):
 
 class InversionTransform(Transform):
     name = "inversion"
+    draws = False
     config: Inversion
 
     def candidates(self, case_id: str, original: DecisionInput, rng: Rng) -> list[Steps]:
@@ -345,6 +530,7 @@ class InversionTransform(Transform):
 
 class MonotonicTransform(Transform):
     name = "monotonic"
+    draws = False
     config: Monotonic
 
     def value_of(self, original: DecisionInput) -> int | float:
@@ -370,6 +556,8 @@ class MonotonicTransform(Transform):
         assert isinstance(original, dict)
         return Mutation(steps, {**original, self.config.field: changed})
 
+
+_NO_STREAM = Rng("unused")  # handed to transforms that never draw
 
 TRANSFORMS: dict[str, type[Transform]] = {
     cls.name: cls
