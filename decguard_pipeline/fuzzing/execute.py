@@ -8,7 +8,8 @@ canonical order before the selected label and confidence are recomputed (DecGuar
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -47,7 +48,6 @@ class Decided:
     metadata: list[dict[str, Any]]
     error_kind: list[str | None]
     error_message: list[str | None]
-    _columns: tuple[list[Any], ...] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.request_ids)
@@ -67,39 +67,40 @@ class Decided:
         return self.results([i])[0]
 
     def results(self, indices: Sequence[int]) -> list[dict[str, Any]]:
-        """``result(i)`` for each of ``indices`` (all decided), built column-wise: the
-        columns are read as Python values once, each result is one dict display."""
-        if self._columns is None:  # Python values once, not one NumPy conversion per field
-            self._columns = (
-                self.probs.tolist(),
-                self.selected.tolist(),
-                self.confidence.tolist(),
-                self.latency_ms.tolist(),
-            )
-        probs, selected, confidence, latency = self._columns
+        """``result(i)`` for each of ``indices`` (all decided), built column-wise: each
+        column is gathered and read as Python values once, then every result is one dict
+        display. (Results of one run share their ``labels`` list, as they share metadata.)"""
+        rows = np.asarray(indices, dtype=np.intp)
         labels = self.spec.labels
+        label_list = list(labels)
+        probabilities = map(dict, map(zip, repeat(labels), self.probs[rows].tolist()))
+        selected = map(labels.__getitem__, self.selected[rows].tolist())
+        picks = [self.request_ids, self.model, self.model_version, self.metadata]
+        if not np.array_equal(rows, np.arange(len(self))):  # else every row, in order
+            picks = [list(map(column.__getitem__, indices)) for column in picks]
+        ids, model, version, metadata = picks
         name, kind, backend, provider = self.spec.name, self.spec.type, self.backend, self.provider
-        ids, model, version, metadata = (
-            self.request_ids, self.model, self.model_version, self.metadata
-        )  # fmt: skip
         return [
             {
-                "case_id": ids[i],
+                "case_id": case_id,
                 "decision": name,
                 "decision_type": kind,
-                "labels": list(labels),
-                "probabilities": dict(zip(labels, probs[i], strict=True)),
-                "selected": labels[selected[i]],
-                "confidence": confidence[i],
+                "labels": label_list,
+                "probabilities": probs,
+                "selected": chosen,
+                "confidence": confidence,
                 "backend": backend,
                 "provider": provider,
-                "model": model[i],
-                "model_version": version[i],
-                "latency_ms": latency[i],
-                "metadata": metadata[i],
+                "model": model_name,
+                "model_version": model_version,
+                "latency_ms": latency,
+                "metadata": meta,
             }
-            for i in indices
-        ]
+            for case_id, probs, chosen, confidence, model_name, model_version, latency, meta in zip(
+                ids, probabilities, selected, self.confidence[rows].tolist(), model, version,
+                self.latency_ms[rows].tolist(), metadata, strict=True,
+            )
+        ]  # fmt: skip
 
 
 def _positions(presentation: Presentation | None, labels: tuple[str, ...]) -> list[int]:

@@ -109,55 +109,52 @@ def _pair_docs(
     sent: list[int],
 ) -> list[dict[str, Any]]:
     """The ``pairs`` of the section, in plan order; pair ``sent[i]`` was decided as
-    example ``i``."""
-    example_of = dict(zip(sent, range(len(sent)), strict=True))
+    example ``i``. Built column by column: results for all answered examples at once, and
+    each distinct presentation's document once (pairs showing the same order share it)."""
+    outcome: list[tuple[Any, ...]] = []  # per pair: (result, error, comparison, violations)
+    example_of = [-1] * len(planned)
+    for i, index in enumerate(sent):
+        example_of[index] = i
     answered = [i for i, verdict in enumerate(judged) if verdict is not None]
     results = dict(zip(answered, decided.results(answered), strict=True))
     original_error = originals.error_kind
-    pairs = []
-    columns = zip(
-        planned.property, planned.row, planned.case_id, planned.sample, planned.steps,
-        planned.provenance, planned.input, planned.presentation, planned.error, strict=True,
-    )  # fmt: skip
-    for index, (name, row, case_id, sample, steps, provenance, value, shown, error) in enumerate(
-        columns
-    ):
-        result = comparison = None
-        violations: list[str] = []
+    for error, row, i in zip(planned.error, planned.row, example_of, strict=True):
         if error is not None:
-            failure: dict[str, str] | None = error_doc(*error)
-        elif index not in example_of:  # the original errored: nothing was sent
-            failure = error_doc(
-                ORIGINAL_ERROR,
-                f"the original case errored ({original_error[row]}), nothing to compare",
-            )
+            outcome.append((None, error_doc(*error), None, []))
+        elif i < 0:  # the original errored: nothing was sent
+            message = f"the original case errored ({original_error[row]}), nothing to compare"
+            outcome.append((None, error_doc(ORIGINAL_ERROR, message), None, []))
+        elif (verdict := judged[i]) is None:
+            outcome.append((None, decided.error(i), None, []))
         else:
-            i = example_of[index]
-            verdict = judged[i]
-            if verdict is None:
-                failure = decided.error(i)
-            else:
-                failure = None
-                result = results[i]
-                comparison, violations = verdict
-        pairs.append(
-            {
-                "id": f"{name}/{case_id}/{sample}",
-                "property": name,
-                "case_id": case_id,
-                "sample": sample,
-                "steps": list(steps),
-                "provenance": provenance,
-                "input": value,
-                "presentation": presentation_doc(shown),
-                "result": result,
-                "error": failure,
-                "comparison": comparison,
-                "violations": violations,
-                "reduced": None,
-            }
+            outcome.append((results[i], None, *verdict))
+    shown_docs: dict[int, Any] = {}
+    for shown in planned.presentation:
+        if id(shown) not in shown_docs:
+            shown_docs[id(shown)] = presentation_doc(shown)
+    return [
+        {
+            "id": f"{name}/{case_id}/{sample}",
+            "property": name,
+            "case_id": case_id,
+            "sample": sample,
+            "steps": list(steps),
+            "provenance": provenance,
+            "input": value,
+            "presentation": shown_docs[id(shown)],
+            "result": result,
+            "error": error,
+            "comparison": comparison,
+            "violations": violations,
+            "reduced": None,
+        }
+        for name, case_id, sample, steps, provenance, value, shown, (
+            result, error, comparison, violations
+        ) in zip(
+            planned.property, planned.case_id, planned.sample, planned.steps,
+            planned.provenance, planned.input, planned.presentation, outcome, strict=True,
         )
-    return pairs
+    ]  # fmt: skip
 
 
 def _minimize(

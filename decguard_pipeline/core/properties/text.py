@@ -65,20 +65,23 @@ def insert_fragments(text: str, steps: Iterable[Mapping[str, Any]]) -> str:
 
 
 def insert_into_parts(parts: list[str], steps: Iterable[Mapping[str, Any]]) -> str:
-    """:func:`insert_fragments` on a text already split by :func:`sentence_parts` (once for
-    all the samples of a case); untouched runs of parts are copied as slices."""
+    """:func:`insert_fragments` for steps as a transformation makes them (sorted by ``at``,
+    each ``at`` a boundary: 0 to the sentence count), on a text already split by
+    :func:`sentence_parts` (once for all the samples of a case)."""
     n_sentences = len(parts) // 2 + 1
-    before: dict[int, list[str]] = {}
-    for step in steps:
-        before.setdefault(step["at"], []).append(step["text"])
     out: list[str] = []
+    appended: list[str] = []
     done = 0
-    for at in sorted(at for at in before if 0 <= at < n_sentences):
-        out.extend(parts[done : 2 * at])
-        out.extend(fragment + " " for fragment in before[at])
-        done = 2 * at
+    for step in steps:
+        at = step["at"]
+        if at < n_sentences:
+            out.extend(parts[done : 2 * at])
+            out.append(step["text"] + " ")
+            done = 2 * at
+        else:
+            appended.append(" " + step["text"])
     out.extend(parts[done:])
-    out.extend(" " + fragment for fragment in before.get(n_sentences, ()))
+    out.extend(appended)
     return "".join(out)
 
 
@@ -105,22 +108,33 @@ def replace_whitespace(text: str, steps: Iterable[Mapping[str, Any]]) -> str:
     return edits.get("start", "") + "".join(pieces) + edits.get("end", "")
 
 
-def whitespace_pieces(text: str) -> tuple[list[str], list[str]]:
-    """The text between whitespace runs (one more piece than runs) and the runs."""
-    return _WHITESPACE.split(text), _WHITESPACE.findall(text)
+def whitespace_spans(text: str) -> list[tuple[int, int]]:
+    """Where each whitespace run starts and ends (the runs ``replace_whitespace`` numbers)."""
+    return [match.span() for match in _WHITESPACE.finditer(text)]
 
 
-def replace_in_pieces(
-    pieces: list[str], runs: list[str], steps: Iterable[Mapping[str, Any]]
+def replace_at_spans(
+    text: str, spans: list[tuple[int, int]], steps: Iterable[Mapping[str, Any]]
 ) -> str:
-    """:func:`replace_whitespace` on a text already split by :func:`whitespace_pieces` (once
-    for all the samples of a case)."""
-    edits: dict[int | str, str] = {step["at"]: step["ws"] for step in steps}
-    out = [edits.get("start", ""), pieces[0]]
-    for index, run in enumerate(runs):
-        out.append(edits.get(index, run))
-        out.append(pieces[index + 1])
-    out.append(edits.get("end", ""))
+    """:func:`replace_whitespace` for steps as a transformation makes them (each target once,
+    in ``whitespace_order``), with the runs found once (:func:`whitespace_spans`) for all
+    the samples of a case: only the replaced runs are visited."""
+    out: list[str] = []
+    position = 0
+    end = ""
+    for step in steps:
+        at = step["at"]
+        if at == "start":
+            out.append(step["ws"])
+        elif at == "end":
+            end = step["ws"]
+        else:
+            start, stop = spans[at]
+            out.append(text[position:start])
+            out.append(step["ws"])
+            position = stop
+    out.append(text[position:])
+    out.append(end)
     return "".join(out)
 
 

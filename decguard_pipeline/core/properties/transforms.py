@@ -29,7 +29,7 @@ from decguard_pipeline.core.contract.properties import (
     Whitespace,
 )
 from decguard_pipeline.core.decision import DecisionInput
-from decguard_pipeline.core.properties.rng import Rng, case_stream, draws, sample_from, stream_key
+from decguard_pipeline.core.properties.rng import Rng, case_stream
 from decguard_pipeline.core.properties.text import (
     EDGE_VARIANTS,
     RUN_VARIANTS,
@@ -37,14 +37,10 @@ from decguard_pipeline.core.properties.text import (
     format_label,
     get_text,
     insert_fragments,
-    insert_into_parts,
-    replace_in_pieces,
     replace_whitespace,
     sentence_count,
-    sentence_parts,
     set_text,
     whitespace_order,
-    whitespace_pieces,
     whitespace_runs,
 )
 
@@ -79,14 +75,6 @@ def canonical_or(presentation: Presentation, labels: Sequence[str]) -> Presentat
     """``None`` when the presentation is just the contract labels in canonical order."""
     identity = tuple((label, label) for label in labels)
     return None if presentation == identity else presentation
-
-
-def _at(step: Step) -> Any:
-    return step["at"]
-
-
-def _first(item: tuple[int, Any]) -> int:
-    return item[0]
 
 
 def _drop_one(steps: Steps) -> Iterator[Steps]:
@@ -202,22 +190,11 @@ class OptionOrderTransform(Transform):
     def generate_many(
         self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
     ) -> Iterator[GeneratedCase]:
-        """Up to six options: every case samples from the same list of orders, so each
-        order's steps and presentation are built once. The orders are distinct and none is
-        the identity: nothing to filter."""
-        n = len(self.spec.labels)
-        if n > self.ENUMERATE_UP_TO:
-            yield from super().generate_many(seed, case_ids, inputs)
-            return
-        identity = tuple(range(n))
-        orders = [p for p in itertools.permutations(identity) if p != identity]
-        made = [self.apply("", ({"order": list(order)},)) for order in orders]
-        shapes = [(m.steps, m.presentation) for m in made]
-        m, name = len(shapes), self.name
-        k = min(self.config.samples, m)
-        for row, (case_id, original) in enumerate(zip(case_ids, inputs, strict=True)):
-            chosen = sample_from(draws(stream_key(seed, name, case_id), k), m, k)
-            yield row, [(shapes[i][0], original, shapes[i][1], {}) for i in chosen]
+        if len(self.spec.labels) > self.ENUMERATE_UP_TO:  # shuffles: case by case
+            return super().generate_many(seed, case_ids, inputs)
+        from decguard_pipeline.core.properties import bulk
+
+        return bulk.option_orders(self, seed, case_ids, inputs)
 
     def reductions(self, steps: Steps) -> Iterator[Steps]:
         """Undo one adjacent inversion at a time (never back to the identity)."""
@@ -292,17 +269,9 @@ class LabelFormatTransform(Transform):
     def generate_many(
         self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
     ) -> Iterator[GeneratedCase]:
-        """The variants are the same for every case: each one's presentation is built once."""
-        shapes = [(steps, self.apply("", steps).presentation) for steps in self.variants()]
-        m, name = len(shapes), self.name
-        k = min(self.config.samples, m)
-        for row, (case_id, original) in enumerate(zip(case_ids, inputs, strict=True)):
-            chosen = sample_from(draws(stream_key(seed, name, case_id), k), m, k)
-            generated = [(shapes[i][0], original, shapes[i][1], {}) for i in chosen]
-            try:
-                yield row, self.filtered(original, generated)
-            except NotApplicable as exc:
-                yield row, exc
+        from decguard_pipeline.core.properties import bulk
+
+        return bulk.label_formats(self, seed, case_ids, inputs)
 
     def reductions(self, steps: Steps) -> Iterator[Steps]:
         return (smaller for smaller in _drop_one(steps) if self.distinct(smaller))
@@ -335,40 +304,22 @@ class _InsertionTransform(Transform):
     def reductions(self, steps: Steps) -> Iterator[Steps]:
         return _drop_one(steps)
 
-    # draws per sample: for the fragments, then one per position (see ``fragments``)
-    def fragment_draws(self) -> int:
-        raise NotImplementedError
-
-    def placed(self, values: list[int], start: int, boundaries: int) -> list[Step]:
-        """One sample's steps (unsorted) from the stream values at ``start``, drawn as
-        ``candidates`` draws them: every fragment before any position."""
-        raise NotImplementedError
-
     def generate_many(
         self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
     ) -> Iterator[GeneratedCase]:
-        """Each text is split into sentences once for all its samples; a case's draws are
-        hashed in one go."""
-        samples, name = self.config.samples, self.name
-        per_sample = self.fragment_draws() + self.positions()
-        for row, (case_id, original) in enumerate(zip(case_ids, inputs, strict=True)):
-            try:
-                text = self.text_of(original)
-                if not text.strip():
-                    raise NotApplicable("text is empty")
-                parts = sentence_parts(text)
-                boundaries = len(parts) // 2 + 2  # sentence_count(text) + 1
-                values = draws(stream_key(seed, name, case_id), samples * per_sample)
-                generated: list[Generated] = []
-                for start in range(0, samples * per_sample, per_sample):
-                    ordered = tuple(sorted(self.placed(values, start, boundaries), key=_at))
-                    changed = self.with_text(original, insert_into_parts(parts, ordered))
-                    generated.append((ordered, changed, None, {}))
-                yield row, self.filtered(original, generated)
-            except Exception as exc:
-                yield row, exc
+        from decguard_pipeline.core.properties import bulk
 
-    def positions(self) -> int:
+        return bulk.insertions(self, seed, case_ids, inputs)
+
+    # For the bulk path: the draws of one sample are ``fragment_draws()`` fragment choices,
+    # then ``position_draws()`` positions; ``placed`` makes the sample's steps from them.
+    def fragment_draws(self) -> int:
+        raise NotImplementedError
+
+    def position_draws(self) -> int:
+        raise NotImplementedError
+
+    def placed(self, fragments: list[str], positions: list[int]) -> list[Step]:
         raise NotImplementedError
 
 
@@ -382,14 +333,11 @@ class IrrelevantContextTransform(_InsertionTransform):
     def fragment_draws(self) -> int:
         return self.config.insertions
 
-    def positions(self) -> int:
+    def position_draws(self) -> int:
         return self.config.insertions
 
-    def placed(self, values: list[int], start: int, boundaries: int) -> list[Step]:
-        fragments, n = self.config.fragments, self.config.insertions
-        chosen = [fragments[v % len(fragments)] for v in values[start : start + n]]
-        spots = values[start + n : start + 2 * n]
-        return [{"at": v % boundaries, "text": f} for v, f in zip(spots, chosen, strict=True)]
+    def placed(self, fragments: list[str], positions: list[int]) -> list[Step]:
+        return [{"at": at, "text": f} for at, f in zip(positions, fragments, strict=True)]
 
 
 class RepeatedContextTransform(_InsertionTransform):
@@ -402,14 +350,11 @@ class RepeatedContextTransform(_InsertionTransform):
     def fragment_draws(self) -> int:
         return 1
 
-    def positions(self) -> int:
+    def position_draws(self) -> int:
         return self.config.repeats
 
-    def placed(self, values: list[int], start: int, boundaries: int) -> list[Step]:
-        fragments = self.config.fragments
-        fragment = fragments[values[start] % len(fragments)]
-        spots = values[start + 1 : start + 1 + self.config.repeats]
-        return [{"at": v % boundaries, "text": fragment} for v in spots]
+    def placed(self, fragments: list[str], positions: list[int]) -> list[Step]:
+        return [{"at": at, "text": fragments[0]} for at in positions]
 
 
 class WhitespaceTransform(Transform):
@@ -441,41 +386,9 @@ class WhitespaceTransform(Transform):
     def generate_many(
         self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
     ) -> Iterator[GeneratedCase]:
-        """Each text is split at its whitespace runs once for all its samples; a case's
-        draws are hashed in one go (per sample: the targets, then a variant per target)."""
-        samples, edits, name = self.config.samples, self.config.edits, self.name
-        # a run's replacements: the variants other than itself (all four for other runs)
-        others = {run: [v for v in RUN_VARIANTS if v != run] for run in RUN_VARIANTS}
-        start_variants, end_variants = EDGE_VARIANTS["start"], EDGE_VARIANTS["end"]
-        for row, (case_id, original) in enumerate(zip(case_ids, inputs, strict=True)):
-            try:
-                pieces, runs = whitespace_pieces(self.text_of(original))
-                # targets by position: 0 = start, 1..len(runs) = the runs, then end; in
-                # that order they are also sorted as ``whitespace_order`` sorts them
-                n_targets = len(runs) + 2
-                e = min(edits, n_targets)
-                values = draws(stream_key(seed, name, case_id), samples * 2 * e)
-                generated: list[Generated] = []
-                for start in range(0, samples * 2 * e, 2 * e):
-                    chosen = sample_from(values, n_targets, e, start)
-                    picks = values[start + e : start + 2 * e]
-                    steps: list[tuple[int, Step]] = []
-                    for target, value in zip(chosen, picks, strict=True):
-                        if target == 0:
-                            step = {"at": "start", "ws": start_variants[value % 2]}
-                        elif target == n_targets - 1:
-                            step = {"at": "end", "ws": end_variants[value % 3]}
-                        else:
-                            variants = others.get(runs[target - 1], RUN_VARIANTS)
-                            step = {"at": target - 1, "ws": variants[value % len(variants)]}
-                        steps.append((target, step))
-                    steps.sort(key=_first)
-                    ordered = tuple(step for _, step in steps)
-                    changed = self.with_text(original, replace_in_pieces(pieces, runs, ordered))
-                    generated.append((ordered, changed, None, {}))
-                yield row, self.filtered(original, generated)
-            except Exception as exc:
-                yield row, exc
+        from decguard_pipeline.core.properties import bulk
+
+        return bulk.whitespace(self, seed, case_ids, inputs)
 
 
 class ParaphraseTransform(Transform):
