@@ -39,14 +39,15 @@ def emit_report(
 ) -> None:
     """Write/print a test/fuzz report and exit with its gate status. ``guarded`` (a
     guard_evaluation.GuardedRun) adds the sidecar, pictures and text sections after DecGuard's."""
-    from decguard_pipeline.core.report.golden import result_records
+    from decguard_pipeline.core.report.golden import CHUNKED_LISTS, result_records
     from decguard_pipeline.core.report.jsonio import print_document, write_document
     from decguard_pipeline.core.report.render import render_report
 
     if output is not None:
         write_document(
-            output, report.document, stream_key="results", items=result_records(report.results)
-        )
+            output, report.document, stream_key="results",
+            items=lambda: result_records(report.results), chunked=CHUNKED_LISTS,
+        )  # fmt: skip
         click.echo(f"report written to {output}", err=True)
         for path in guarded.write_files(output) if guarded is not None else ():
             click.echo(f"pipeline results written to {path}", err=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -18,7 +18,6 @@ from decguard_pipeline.core.errors import ReportError
 
 _OPTS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
 _MARK = "__decguard_stream_here__"
-_MARK_BYTES = f'"{_MARK}"'.encode()
 
 
 def _encode(value: Any) -> bytes:
@@ -38,41 +37,109 @@ def dumps(document: Any) -> str:
 CHUNK = 64  # records per orjson call: few calls, yet too few objects held to wake the GC
 
 
-def _dump_list(items: list[Any]) -> bytes:
-    """A list as its indented JSON elements, each line indented for a list nested one level
-    inside the document (``[`` and ``]`` left out)."""
-    return b"  " + _encode(items)[2:-2].replace(b"\n", b"\n  ")
+class _Restart(Exception):
+    """A list written in chunks needed the standard library's encoder (an integer beyond 64
+    bits): the document is written again in one piece, as it always was."""
 
 
-def _chunks(document: dict[str, Any], key: str, items: Iterable[Any]) -> Iterator[bytes]:
-    # the document is encoded once; its parts around the streamed list are written as views
-    # (a report's properties section may be tens of megabytes: never copied, never decoded)
-    whole = _encode({**document, key: _MARK})
-    cut = whole.index(_MARK_BYTES)
-    yield memoryview(whole)[:cut]
+def _dump_list(items: list[Any], indent: bytes, *, strict: bool = False) -> bytes:
+    """A list as its indented JSON elements, each line shifted by ``indent`` for a list
+    nested inside the document (``[`` and ``]`` left out)."""
+    try:
+        encoded = orjson.dumps(items, option=_OPTS)
+    except orjson.JSONEncodeError:
+        if strict:
+            raise _Restart from None
+        encoded = json.dumps(items, indent=2, ensure_ascii=False).encode("utf-8")
+    return indent + encoded[2:-2].replace(b"\n", b"\n" + indent)
+
+
+def _listed(items: Iterable[Any], indent: bytes, *, strict: bool = False) -> Iterator[bytes]:
+    """``items`` as the JSON list they form inside the document, from ``[`` to ``]``: one
+    orjson call per batch of records instead of one per record, then the batch's lines are
+    shifted as a whole."""
     first = True
     batch: list[Any] = []
-    # one orjson call per batch of records instead of one per record, then the batch's
-    # lines are shifted as a whole
     for item in items:
         batch.append(item)
         if len(batch) == CHUNK:
-            yield (b"[\n" if first else b",\n") + _dump_list(batch)
+            yield (b"[\n" if first else b",\n") + _dump_list(batch, indent, strict=strict)
             first, batch = False, []
     if batch:
-        yield (b"[\n" if first else b",\n") + _dump_list(batch)
+        yield (b"[\n" if first else b",\n") + _dump_list(batch, indent, strict=strict)
         first = False
-    yield b"[]" if first else b"\n  ]"
-    yield memoryview(whole)[cut + len(_MARK_BYTES) :]
+    yield b"[]" if first else b"\n" + indent + b"]"
 
 
-def write_stream(out: IO[bytes], document: dict[str, Any], key: str, items: Iterable[Any]) -> None:
-    """Write ``document`` with ``document[key]`` replaced by the streamed ``items`` to a
-    binary stream."""
+def _with_marks(
+    document: dict[str, Any], key: str | None, paths: tuple[tuple[str, ...], ...]
+) -> dict[str, Any]:
+    """A shallow copy of ``document`` with ``key`` (mark 0) and the value at each path (when
+    it is a list, inside dicts; marks 1...) replaced by its mark; the document itself is
+    left as it is."""
+    top = dict(document)
+    if key is not None:
+        top[key] = f"{_MARK}0"
+    for number, path in enumerate(paths, 1):
+        holder = top
+        for key in path[:-1]:
+            inner = holder.get(key)
+            if type(inner) is not dict:
+                break
+            holder[key] = holder = dict(inner)
+        else:
+            if type(holder.get(path[-1])) is list:
+                holder[path[-1]] = f"{_MARK}{number}"
+    return top
+
+
+def _chunks(
+    document: dict[str, Any],
+    key: str | None,
+    items: Iterable[Any],
+    chunked: tuple[tuple[str, ...], ...] = (),
+) -> Iterator[bytes]:
+    """The document with ``document[key]`` replaced by the streamed ``items``, and each list
+    at a ``chunked`` path written in batches of records. The rest is encoded once and
+    written as views: never copied, never decoded."""
+    whole = _encode(_with_marks(document, key, chunked))
+    found = []
+    for number, path in enumerate([(key or "",), *chunked]):
+        if number == 0 and key is None:
+            continue
+        mark = f'"{_MARK}{number}"'.encode()
+        at = whole.find(mark)
+        if at >= 0:
+            values = items if number == 0 else _get(document, path)
+            found.append((at, len(mark), b"  " * len(path), values, number > 0))
+    done = 0
+    view = memoryview(whole)
+    for at, length, indent, values, strict in sorted(found, key=lambda f: f[0]):
+        yield view[done:at]
+        yield from _listed(values, indent, strict=strict)
+        done = at + length
+    yield view[done:]
+
+
+def _get(document: dict[str, Any], path: tuple[str, ...]) -> Any:
+    for key in path:
+        document = document[key]
+    return document
+
+
+def write_stream(
+    out: IO[bytes],
+    document: dict[str, Any],
+    key: str | None,
+    items: Iterable[Any],
+    chunked: tuple[tuple[str, ...], ...] = (),
+) -> None:
+    """Write ``document`` with ``document[key]`` replaced by the streamed ``items`` (and the
+    lists at the ``chunked`` paths written in batches) to a binary stream."""
     from decguard_pipeline.core.dataset import gc_paused
 
     with gc_paused():  # a record per item, none kept: nothing for the collector but walks
-        for chunk in _chunks(document, key, items):
+        for chunk in _chunks(document, key, items, chunked):
             out.write(chunk)
         out.write(b"\n")
 
@@ -82,18 +149,34 @@ def write_document(
     document: dict[str, Any],
     *,
     stream_key: str | None = None,
-    items: Iterable[Any] = (),
+    items: Iterable[Any] | Callable[[], Iterable[Any]] = (),
+    chunked: tuple[tuple[str, ...], ...] = (),
     what: str = "report",
 ) -> None:
-    """Write a JSON document to ``path`` (parents created)."""
+    """Write a JSON document to ``path`` (parents created).
+
+    ``items`` (or a function giving them) replace ``document[stream_key]``, streamed.
+    ``chunked``: paths of big lists inside the document (a report's property pairs) to
+    encode a batch at a time, so that the document never exists as one string. Should one of
+    their records need the standard library's encoder (an integer beyond 64 bits), the
+    document is written again as before, in one piece around the streamed items: the bytes
+    never depend on the batching. (That needs ``items`` as a function.)"""
     path = Path(path)
+    make = items if callable(items) else (lambda: items)
+    if not callable(items) and stream_key is not None:
+        chunked = ()  # the items could not be streamed a second time
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("wb") as out:
-            if stream_key is None:
+            if stream_key is None and not chunked:
                 out.write(_encode(document) + b"\n")
-            else:
-                write_stream(out, document, stream_key, items)
+                return
+            try:
+                write_stream(out, document, stream_key, make(), chunked)
+            except _Restart:
+                out.seek(0)
+                out.truncate()
+                write_stream(out, document, stream_key, make(), ())
     except OSError as exc:
         raise ReportError(f"{path}: cannot write {what}: {exc.strerror or exc}") from exc
 
