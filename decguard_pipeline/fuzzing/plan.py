@@ -106,6 +106,7 @@ class PlannedPairs:
     its mutation, or the error (kind, message) that prevented one (then its steps are
     empty, its input is the original and it has no presentation)."""
 
+    id: list[str] = field(default_factory=list)  # ``<property>/<case id>/<sample>``
     property: list[str] = field(default_factory=list)
     row: list[int] = field(default_factory=list)  # dataset row of the original case
     case_id: list[str] = field(default_factory=list)
@@ -118,9 +119,6 @@ class PlannedPairs:
 
     def __len__(self) -> int:
         return len(self.property)
-
-    def id(self, i: int) -> str:
-        return pair_id(self.property[i], self.case_id[i], self.sample[i])
 
 
 def _generation_error(exc: Exception) -> tuple[str, str]:
@@ -141,7 +139,7 @@ def generate_pairs(
     mutations, one errored pair, or a skip with its reason."""
     out = PlannedPairs()
     skipped: list[dict[str, str]] = []
-    columns = (out.property, out.row, out.case_id, out.sample, out.steps, out.input,
+    columns = (out.id, out.property, out.row, out.case_id, out.sample, out.steps, out.input,
                out.presentation, out.provenance, out.error)  # fmt: skip
     for name, transform in transforms.items():
         added: list[tuple[Any, ...]] = []
@@ -151,12 +149,16 @@ def generate_pairs(
                 skipped.append(skip_doc(name, case_id, str(generated)))
             elif isinstance(generated, Exception):
                 error = _generation_error(generated)
-                added.append((name, row, case_id, 0, (), inputs[row], None, {}, error))
+                added.append(
+                    (pair_id(name, case_id, 0), name, row, case_id, 0, (), inputs[row], None,
+                     {}, error)
+                )  # fmt: skip
             else:
                 added.extend(
-                    (name, row, case_id, k, steps, value, shown, provenance, None)
+                    (f"{name}/{case_id}/{k}", name, row, case_id, k, steps, value, shown,
+                     provenance, None)
                     for k, (steps, value, shown, provenance) in enumerate(generated)
-                )
+                )  # fmt: skip
         for column, values in zip(columns, zip(*added, strict=True), strict=False):
             column.extend(values)
     return out, skipped

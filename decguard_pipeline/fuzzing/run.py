@@ -109,32 +109,42 @@ def _pair_docs(
     sent: list[int],
 ) -> list[dict[str, Any]]:
     """The ``pairs`` of the section, in plan order; pair ``sent[i]`` was decided as
-    example ``i``. Built column by column: results for all answered examples at once, and
-    each distinct presentation's document once (pairs showing the same order share it)."""
-    outcome: list[tuple[Any, ...]] = []  # per pair: (result, error, comparison, violations)
-    example_of = [-1] * len(planned)
-    for i, index in enumerate(sent):
-        example_of[index] = i
+    example ``i``. Built column by column: results for all answered examples at once, the
+    error of each pair that has one, and each distinct presentation's document once (pairs
+    showing the same order share it)."""
+    n = len(planned)
     answered = [i for i, verdict in enumerate(judged) if verdict is not None]
-    results = dict(zip(answered, decided.results(answered), strict=True))
-    original_error = originals.error_kind
-    for error, row, i in zip(planned.error, planned.row, example_of, strict=True):
-        if error is not None:
-            outcome.append((None, error_doc(*error), None, []))
-        elif i < 0:  # the original errored: nothing was sent
-            message = f"the original case errored ({original_error[row]}), nothing to compare"
-            outcome.append((None, error_doc(ORIGINAL_ERROR, message), None, []))
-        elif (verdict := judged[i]) is None:
-            outcome.append((None, decided.error(i), None, []))
-        else:
-            outcome.append((results[i], None, *verdict))
+    results: list[dict[str, Any] | None] = [None] * len(sent)
+    for i, result in zip(answered, decided.results(answered), strict=True):
+        results[i] = result
+    if len(sent) == n:  # every pair was sent, in plan order
+        verdicts = judged
+    else:
+        verdicts, sent_results = [None] * n, results
+        results = [None] * n
+        for i, index in enumerate(sent):
+            verdicts[index], results[index] = judged[i], sent_results[i]
+    errors: list[dict[str, str] | None] = [None] * n
+    if len(answered) < n:
+        example_of = dict(zip(sent, range(len(sent)), strict=True))
+        original_error = originals.error_kind
+        for index, (error, row) in enumerate(zip(planned.error, planned.row, strict=True)):
+            if error is not None:
+                errors[index] = error_doc(*error)
+            elif index not in example_of:  # the original errored: nothing was sent
+                errors[index] = error_doc(
+                    ORIGINAL_ERROR,
+                    f"the original case errored ({original_error[row]}), nothing to compare",
+                )
+            elif verdicts[index] is None:
+                errors[index] = decided.error(example_of[index])
     shown_docs: dict[int, Any] = {}
     for shown in planned.presentation:
         if id(shown) not in shown_docs:
             shown_docs[id(shown)] = presentation_doc(shown)
     return [
         {
-            "id": f"{name}/{case_id}/{sample}",
+            "id": pair,
             "property": name,
             "case_id": case_id,
             "sample": sample,
@@ -144,15 +154,15 @@ def _pair_docs(
             "presentation": shown_docs[id(shown)],
             "result": result,
             "error": error,
-            "comparison": comparison,
-            "violations": violations,
+            "comparison": None if verdict is None else verdict[0],
+            "violations": [] if verdict is None else verdict[1],
             "reduced": None,
         }
-        for name, case_id, sample, steps, provenance, value, shown, (
-            result, error, comparison, violations
-        ) in zip(
-            planned.property, planned.case_id, planned.sample, planned.steps,
-            planned.provenance, planned.input, planned.presentation, outcome, strict=True,
+        for pair, name, case_id, sample, steps, provenance, value, shown, result, error, verdict
+        in zip(
+            planned.id, planned.property, planned.case_id, planned.sample, planned.steps,
+            planned.provenance, planned.input, planned.presentation, results, errors, verdicts,
+            strict=True,
         )
     ]  # fmt: skip
 
@@ -187,7 +197,7 @@ def _minimize(
         decided = decide_columns(
             backend,
             originals.spec,
-            [pairs[index]["id"] for index, _ in active],
+            [planned.id[index] for index, _ in active],
             [mutation.input for _, mutation in active],  # type: ignore[union-attr]
             [mutation.presentation for _, mutation in active],  # type: ignore[union-attr]
             tolerance=tolerance,
@@ -262,17 +272,20 @@ def _run_properties(
         for index, (error, row) in enumerate(zip(planned.error, planned.row, strict=True))
         if error is None and decided_original[row]
     ]
+    if len(sent) == len(planned):  # the usual case: every pair is sent, in plan order
+        ids, inputs, shown, sent_names, sent_rows = (
+            planned.id, planned.input, planned.presentation, planned.property, planned.row
+        )  # fmt: skip
+    else:
+        ids, inputs, shown, sent_names, sent_rows = (
+            [column[i] for i in sent]
+            for column in (planned.id, planned.input, planned.presentation, planned.property,
+                           planned.row)
+        )  # fmt: skip
     decided = decide_columns(
-        backend,
-        spec,
-        [planned.id(i) for i in sent],
-        [planned.input[i] for i in sent],
-        [planned.presentation[i] for i in sent],
-        tolerance=tolerance,
-        max_concurrency=max_concurrency,
+        backend, spec, ids, inputs, shown, tolerance=tolerance, max_concurrency=max_concurrency
     )
-    sent_names = [planned.property[i] for i in sent]
-    judged = _judged(plan, sent_names, [planned.row[i] for i in sent], decided, results)
+    judged = _judged(plan, sent_names, sent_rows, decided, results)
     pairs = _pair_docs(planned, results, decided, judged, sent)
     minimize_calls: Counter[str] = Counter()
     if plan.minimizes:

@@ -1,7 +1,8 @@
 """JSON output: DecGuard documents are written with two-space indentation and a final newline.
 
-Large documents stream their biggest list (``results``) record by record so a report of a
-million cases never exists as one string.
+Large documents stream their biggest list (``results``) record by record, and encode other
+big lists (a report's property pairs) a batch of records at a time, so a report of a million
+cases never exists as one string. The bytes are those of encoding the whole document at once.
 """
 
 from __future__ import annotations
@@ -22,11 +23,20 @@ _MARK = "__decguard_stream_here__"
 
 def _encode(value: Any) -> bytes:
     """The value indented, as UTF-8 bytes."""
+    return _encoded(value)[0]
+
+
+def _encoded(value: Any) -> tuple[bytes, bool]:
+    """The value indented, as UTF-8 bytes, and whether the standard library wrote it."""
     try:
-        return orjson.dumps(value, option=_OPTS)
+        return orjson.dumps(value, option=_OPTS), False
     except orjson.JSONEncodeError:
         # integers beyond 64 bits (JSON allows them): the standard library writes them
-        return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8")
+        return _standard(value), True
+
+
+def _standard(value: Any) -> bytes:
+    return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8")
 
 
 def dumps(document: Any) -> str:
@@ -42,33 +52,59 @@ class _Restart(Exception):
     bits): the document is written again in one piece, as it always was."""
 
 
-def _dump_list(items: list[Any], indent: bytes, *, strict: bool = False) -> bytes:
-    """A list as its indented JSON elements, each line shifted by ``indent`` for a list
-    nested inside the document (``[`` and ``]`` left out)."""
-    try:
-        encoded = orjson.dumps(items, option=_OPTS)
-    except orjson.JSONEncodeError:
-        if strict:
-            raise _Restart from None
-        encoded = json.dumps(items, indent=2, ensure_ascii=False).encode("utf-8")
-    return indent + encoded[2:-2].replace(b"\n", b"\n" + indent)
+def _wrapped(items: Any, depth: int) -> dict[str, Any]:
+    for _ in range(depth):
+        items = {"k": items}
+    return items
 
 
-def _listed(items: Iterable[Any], indent: bytes, *, strict: bool = False) -> Iterator[bytes]:
-    """``items`` as the JSON list they form inside the document, from ``[`` to ``]``: one
-    orjson call per batch of records instead of one per record, then the batch's lines are
-    shifted as a whole."""
+def _margins(depth: int) -> tuple[int, int]:
+    """How many bytes come before the first element and after the last one when a list is
+    encoded ``depth`` objects deep (``_wrapped``)."""
+    encoded = orjson.dumps(_wrapped([0], depth), option=_OPTS)
+    return encoded.index(b"[\n") + 2, len(encoded) - encoded.rindex(b"\n" + b"  " * depth + b"]")
+
+
+_MARGINS = {depth: _margins(depth) for depth in (1, 2, 3)}
+
+
+def _dump_list(items: list[Any], depth: int, mode: str) -> bytes | memoryview:
+    """A non-empty list as its indented JSON elements for a list nested ``depth`` objects
+    deep in the document (``[`` and ``]`` left out). The list is encoded inside as many
+    wrapping objects, so the encoder indents it already (no second pass over the text).
+
+    ``mode``: "batch" (the standard library's encoder when orjson cannot, for this batch),
+    "strict" (then the whole document is written again) or "standard" (always)."""
+    wrapped = _wrapped(items, depth)
+    if mode == "standard":
+        encoded = _standard(wrapped)
+    else:
+        try:
+            encoded = orjson.dumps(wrapped, option=_OPTS)
+        except orjson.JSONEncodeError:
+            if mode == "strict":
+                raise _Restart from None
+            encoded = _standard(wrapped)
+    before, after = _MARGINS[depth] if depth in _MARGINS else _margins(depth)
+    return memoryview(encoded)[before : len(encoded) - after]
+
+
+def _listed(items: Iterable[Any], depth: int, mode: str) -> Iterator[bytes | memoryview]:
+    """``items`` as the JSON list they form ``depth`` objects deep in the document, from
+    ``[`` to ``]``: one encoder call per batch of records instead of one per record."""
     first = True
     batch: list[Any] = []
     for item in items:
         batch.append(item)
         if len(batch) == CHUNK:
-            yield (b"[\n" if first else b",\n") + _dump_list(batch, indent, strict=strict)
+            yield b"[\n" if first else b",\n"
+            yield _dump_list(batch, depth, mode)
             first, batch = False, []
     if batch:
-        yield (b"[\n" if first else b",\n") + _dump_list(batch, indent, strict=strict)
+        yield b"[\n" if first else b",\n"
+        yield _dump_list(batch, depth, mode)
         first = False
-    yield b"[]" if first else b"\n" + indent + b"]"
+    yield b"[]" if first else b"\n" + b"  " * depth + b"]"
 
 
 def _with_marks(
@@ -82,11 +118,11 @@ def _with_marks(
         top[key] = f"{_MARK}0"
     for number, path in enumerate(paths, 1):
         holder = top
-        for key in path[:-1]:
-            inner = holder.get(key)
+        for part in path[:-1]:
+            inner = holder.get(part)
             if type(inner) is not dict:
                 break
-            holder[key] = holder = dict(inner)
+            holder[part] = holder = dict(inner)
         else:
             if type(holder.get(path[-1])) is list:
                 holder[path[-1]] = f"{_MARK}{number}"
@@ -98,11 +134,14 @@ def _chunks(
     key: str | None,
     items: Iterable[Any],
     chunked: tuple[tuple[str, ...], ...] = (),
-) -> Iterator[bytes]:
+) -> Iterator[bytes | memoryview]:
     """The document with ``document[key]`` replaced by the streamed ``items``, and each list
     at a ``chunked`` path written in batches of records. The rest is encoded once and
     written as views: never copied, never decoded."""
-    whole = _encode(_with_marks(document, key, chunked))
+    whole, standard = _encoded(_with_marks(document, key, chunked))
+    # the chunked lists were part of the document's one encoding: they are written by the
+    # encoder that wrote the rest of it (a batch orjson cannot write starts over)
+    inner = "standard" if standard else "strict"
     found = []
     for number, path in enumerate([(key or "",), *chunked]):
         if number == 0 and key is None:
@@ -111,12 +150,12 @@ def _chunks(
         at = whole.find(mark)
         if at >= 0:
             values = items if number == 0 else _get(document, path)
-            found.append((at, len(mark), b"  " * len(path), values, number > 0))
+            found.append((at, len(mark), len(path), values, inner if number else "batch"))
     done = 0
     view = memoryview(whole)
-    for at, length, indent, values, strict in sorted(found, key=lambda f: f[0]):
+    for at, length, depth, values, mode in sorted(found, key=lambda f: f[0]):
         yield view[done:at]
-        yield from _listed(values, indent, strict=strict)
+        yield from _listed(values, depth, mode)
         done = at + length
     yield view[done:]
 
@@ -191,6 +230,6 @@ def print_document(
 
         with gc_paused():
             for chunk in _chunks(document, stream_key, items):
-                sys.stdout.write(bytes(chunk).decode("utf-8"))
+                sys.stdout.write(str(chunk, "utf-8"))
             sys.stdout.write("\n")
     sys.stdout.flush()
