@@ -275,7 +275,7 @@ def run_cases(
     """Decide every case of a dataset in canonical label order; results in dataset order."""
     # in-process backends only: a network run may hold reference cycles (exceptions,
     # client internals) for the collector to clear while it waits on the network anyway
-    with gc_paused() if backend.inline else nullcontext():
+    with gc_paused(settle=True) if backend.inline else nullcontext():
         return _run_cases(backend, spec, cases, max_concurrency, tolerance)
 
 

@@ -241,8 +241,8 @@ def run_properties(
     """The ``properties`` section and property checks of a fuzz run whose golden results
     (the originals) are ``results``."""
     # with the collector paused: a run builds hundreds of thousands of acyclic objects, and
-    # every collection would walk all of them
-    with gc_paused():
+    # every collection would walk all of them; the section they form is kept afterwards
+    with gc_paused(settle=True):
         return _run_properties(plan, loaded, backend, results, max_concurrency)
 
 
