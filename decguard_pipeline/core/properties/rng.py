@@ -72,28 +72,38 @@ class StreamValues:
         return len(self.high)
 
     def mod(self, n: int | np.ndarray) -> np.ndarray:
-        """Every value modulo ``n`` (a positive integer, or one per value), as int64:
-        (high·2⁶⁴ + low) mod n = ((high mod n)·(2⁶⁴ mod n) + low mod n) mod n."""
-        if isinstance(n, int):
-            if not 0 < n < _WORD_LIMIT:
-                return self._mod_exactly([n] * len(self))
-            moduli = np.uint64(n)
-        else:
-            moduli = np.asarray(n)
-            if moduli.size and not (moduli.min() > 0 and moduli.max() < _WORD_LIMIT):
-                return self._mod_exactly(moduli.tolist())
-            moduli = moduli.astype(np.uint64)
-        power = (np.uint64(2**64 - 1) % moduli + np.uint64(1)) % moduli  # 2**64 mod n
-        return (((self.high % moduli) * power + self.low % moduli) % moduli).astype(np.int64)
+        """Every value modulo ``n`` (a positive integer, or one per value), as int64."""
+        return _mod(self.high, self.low, n)
 
-    def _mod_exactly(self, moduli: list[int]) -> np.ndarray:
-        """Python integers, for moduli numpy's words cannot hold (never met in practice)."""
-        out = []
-        for high, low, n in zip(self.high.tolist(), self.low.tolist(), moduli, strict=True):
-            if n <= 0:
-                raise ValueError("n must be positive")
-            out.append(((high << 64) | low) % n)
-        return np.array(out, dtype=object)
+    def mod_at(self, positions: np.ndarray, n: int | np.ndarray) -> np.ndarray:
+        """The values at ``positions`` modulo ``n`` (one per position, or one for all)."""
+        return _mod(self.high[positions], self.low[positions], n)
+
+
+def _mod(high: np.ndarray, low: np.ndarray, n: int | np.ndarray) -> np.ndarray:
+    """(high·2⁶⁴ + low) mod n = ((high mod n)·(2⁶⁴ mod n) + low mod n) mod n, in 64-bit words
+    while n < 2³² (every product stays below 2⁶⁴); Python integers beyond that."""
+    if isinstance(n, int):
+        if not 0 < n < _WORD_LIMIT:
+            return _mod_exactly(high, low, [n] * len(high))
+        moduli = np.uint64(n)
+    else:
+        moduli = np.asarray(n)
+        if moduli.size and not (moduli.min() > 0 and moduli.max() < _WORD_LIMIT):
+            return _mod_exactly(high, low, moduli.tolist())
+        moduli = moduli.astype(np.uint64)
+    power = (np.uint64(2**64 - 1) % moduli + np.uint64(1)) % moduli  # 2**64 mod n
+    return (((high % moduli) * power + low % moduli) % moduli).astype(np.int64)
+
+
+def _mod_exactly(high: np.ndarray, low: np.ndarray, moduli: list[int]) -> np.ndarray:
+    """Python integers, for moduli the words cannot take (never met in practice)."""
+    out = []
+    for h, lo, n in zip(high.tolist(), low.tolist(), moduli, strict=True):
+        if n <= 0:
+            raise ValueError("n must be positive")
+        out.append(((h << 64) | lo) % n)
+    return np.array(out, dtype=object)
 
 
 def sample_from(values: Sequence[int], m: int, k: int, start: int = 0) -> list[int]:
