@@ -12,7 +12,7 @@ from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.contract.properties import AnyProperty, Fuzz, Properties
 from decguard_pipeline.core.decision import DecisionInput
 from decguard_pipeline.core.errors import BackendError, ContractError, DecGuardError
-from decguard_pipeline.core.properties.pairs import pair_id, skip_doc
+from decguard_pipeline.core.properties.pairs import skip_doc
 from decguard_pipeline.core.properties.transforms import (
     NotApplicable,
     Presentation,
@@ -139,26 +139,33 @@ def generate_pairs(
     mutations, one errored pair, or a skip with its reason."""
     out = PlannedPairs()
     skipped: list[dict[str, str]] = []
-    columns = (out.id, out.property, out.row, out.case_id, out.sample, out.steps, out.input,
-               out.presentation, out.provenance, out.error)  # fmt: skip
     for name, transform in transforms.items():
-        added: list[tuple[Any, ...]] = []
+        entries: list[tuple[int, list[Any]]] = []  # (dataset row, its transformations)
+        errors: dict[int, tuple[str, str]] = {}  # dataset row -> error (kind, message)
         for row, generated in transform.generate_many(plan.seed, case_ids, inputs):
-            case_id = case_ids[row]
             if isinstance(generated, NotApplicable):
-                skipped.append(skip_doc(name, case_id, str(generated)))
+                skipped.append(skip_doc(name, case_ids[row], str(generated)))
             elif isinstance(generated, Exception):
-                error = _generation_error(generated)
-                added.append(
-                    (pair_id(name, case_id, 0), name, row, case_id, 0, (), inputs[row], None,
-                     {}, error)
-                )  # fmt: skip
+                errors[row] = _generation_error(generated)
+                entries.append((row, [((), inputs[row], None, {})]))  # one errored pair
             else:
-                added.extend(
-                    (f"{name}/{case_id}/{k}", name, row, case_id, k, steps, value, shown,
-                     provenance, None)
-                    for k, (steps, value, shown, provenance) in enumerate(generated)
-                )  # fmt: skip
-        for column, values in zip(columns, zip(*added, strict=True), strict=False):
-            column.extend(values)
+                entries.append((row, generated))
+        # the property's pairs, column by column
+        rows = [row for row, generated in entries for _ in generated]
+        samples = [k for _, generated in entries for k in range(len(generated))]
+        cases = [case_ids[row] for row in rows]
+        # pair ids (``pair_id``), written out: one f-string per pair
+        out.id.extend([f"{name}/{case}/{k}" for case, k in zip(cases, samples, strict=True)])
+        out.property.extend([name] * len(rows))
+        out.row.extend(rows)
+        out.case_id.extend(cases)
+        out.sample.extend(samples)
+        flat = [item for _, generated in entries for item in generated]
+        if flat:
+            steps, values, shown, provenance = zip(*flat, strict=True)
+            out.steps.extend(steps)
+            out.input.extend(values)
+            out.presentation.extend(shown)
+            out.provenance.extend(provenance)
+        out.error.extend([errors.get(row) for row in rows] if errors else [None] * len(rows))
     return out, skipped

@@ -191,7 +191,8 @@ def _minimize(
             )
     found: dict[int, tuple[dict[str, Any], dict[str, Any], list[str]]] = {}
     while True:
-        active = [(index, s.next()) for index, s in searches.items() if s.next() is not None]
+        pending = [(index, search.next()) for index, search in searches.items()]
+        active = [(index, mutation) for index, mutation in pending if mutation is not None]
         if not active:
             break
         decided = decide_columns(
@@ -210,13 +211,12 @@ def _minimize(
             decided,
             originals,
         )
+        violating = [i for i, verdict in enumerate(judged) if verdict is not None and verdict[1]]
+        for i, result in zip(violating, decided.results(violating), strict=True):
+            found[active[i][0]] = (result, *judged[i])  # type: ignore[misc]
+        still = set(violating)
         for i, (index, _) in enumerate(active):
-            verdict = judged[i]
-            violates = verdict is not None and bool(verdict[1])
-            if violates:
-                assert verdict is not None
-                found[index] = (decided.result(i), *verdict)  # type: ignore[assignment]
-            searches[index].feed(violates)
+            searches[index].feed(i in still)
     calls: Counter[str] = Counter()
     for index, search in searches.items():
         calls[planned.property[index]] += search.calls
