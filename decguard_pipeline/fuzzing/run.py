@@ -18,7 +18,7 @@ import numpy as np
 from decguard_pipeline.backends.base import Backend
 from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.dataset import gc_paused
-from decguard_pipeline.core.properties.compare import judge_many
+from decguard_pipeline.core.properties.compare import Comparisons, judge_many
 from decguard_pipeline.core.properties.minimize import GreedySearch
 from decguard_pipeline.core.properties.pairs import (
     compare_with_originals,
@@ -30,7 +30,7 @@ from decguard_pipeline.core.properties.pairs import (
 from decguard_pipeline.core.properties.summary import (
     ORIGINAL_ERROR,
     property_checks,
-    summarize_all,
+    summarize_columns,
 )
 from decguard_pipeline.core.properties.transforms import Transform
 from decguard_pipeline.core.results import CaseResults
@@ -78,16 +78,18 @@ def _judged(
     rows: Sequence[int],
     decided: Decided,
     originals: CaseResults,
+    compared: dict[str, Comparisons] | None = None,
 ) -> list[tuple[dict[str, Any], list[str]] | None]:
     """(comparison, violations) per decided example, None where the call errored; example
     ``i`` transformed dataset row ``rows[i]`` for property ``names[i]``. Compared and judged
-    column-wise, one property at a time."""
+    column-wise, one property at a time (each property's comparisons kept in ``compared``
+    when given)."""
     enabled = plan.enabled
     out: list[tuple[dict[str, Any], list[str]] | None] = [None] * len(names)
     ok = decided.selected >= 0
     codes = {name: code for code, name in enumerate(enabled)}
     of_property = np.fromiter(map(codes.__getitem__, names), dtype=np.intp, count=len(names))
-    for code, config in enumerate(enabled.values()):
+    for code, (name, config) in enumerate(enabled.items()):
         indices = np.flatnonzero(ok & (of_property == code))
         if not len(indices):
             continue
@@ -95,6 +97,8 @@ def _judged(
         comparisons = compare_with_originals(
             config, originals, [rows[i] for i in where], decided.probs[indices]
         )
+        if compared is not None:
+            compared[name] = comparisons
         verdicts = zip(comparisons.records(), judge_many(config, comparisons), strict=True)
         for i, verdict in zip(where, verdicts, strict=True):
             out[i] = verdict
@@ -230,6 +234,32 @@ def _minimize(
     return calls
 
 
+def _summaries(
+    plan: PropertyPlan,
+    planned: PlannedPairs,
+    pairs: list[dict[str, Any]],
+    skipped: list[dict[str, str]],
+    compared: dict[str, Comparisons],
+    n_cases: int,
+) -> list[dict[str, Any]]:
+    """``summarize_all`` from the run's columns: a property's pairs are contiguous in plan
+    order, and its comparisons are those ``_judged`` computed."""
+    skips = Counter(skip["property"] for skip in skipped)
+    counts = Counter(planned.property)
+    summaries = []
+    start = 0
+    for name, config in plan.enabled.items():  # the plan's property order
+        count = counts[name]
+        summaries.append(
+            summarize_columns(
+                name, config, compared.get(name), pairs[start : start + count], skips[name],
+                n_cases,
+            )
+        )  # fmt: skip
+        start += count
+    return summaries
+
+
 def run_properties(
     plan: PropertyPlan,
     loaded: LoadedContract,
@@ -285,7 +315,8 @@ def _run_properties(
     decided = decide_columns(
         backend, spec, ids, inputs, shown, tolerance=tolerance, max_concurrency=max_concurrency
     )
-    judged = _judged(plan, sent_names, sent_rows, decided, results)
+    compared: dict[str, Comparisons] = {}
+    judged = _judged(plan, sent_names, sent_rows, decided, results, compared)
     pairs = _pair_docs(planned, results, decided, judged, sent)
     minimize_calls: Counter[str] = Counter()
     if plan.minimizes:
@@ -294,7 +325,7 @@ def _run_properties(
             tolerance=tolerance, max_concurrency=max_concurrency,
         )  # fmt: skip
     names = list(plan.enabled)
-    summaries = summarize_all(names, plan.enabled, pairs, skipped, len(results))
+    summaries = _summaries(plan, planned, pairs, skipped, compared, len(results))
     section = section_doc(plan.seed, plan.fuzz, plan.config, summaries, pairs, skipped)
     checks = property_checks(summaries, plan.config)
     sent_calls = Counter(sent_names)
