@@ -92,8 +92,25 @@ def _run(
     suite: str | None = None,
 ) -> None:  # fmt: skip
     with handled():
-        from decguard_pipeline.guard_evaluation import run_guarded_test
+        import gc
 
+        # the modules a run needs, imported with the collector paused (hundreds of thousands
+        # of long-lived objects: collections during the imports would only walk them), then
+        # handed straight to the oldest generation (core.dataset.gc_paused(settle=True),
+        # written out here: importing it is part of what is paused)
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            from decguard_pipeline.guard_evaluation import run_guarded_test
+
+            if mode != "test":
+                import decguard_pipeline.fuzzing.run  # noqa: F401
+        finally:
+            if collecting:
+                if gc.get_freeze_count() == 0:
+                    gc.freeze()
+                    gc.unfreeze()
+                gc.enable()
         report, guarded = run_guarded_test(
             contract,
             suite=suite,
