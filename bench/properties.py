@@ -63,7 +63,7 @@ def pairs(path):
     section = json.load(open(path))["properties"]
     return [(p["id"], bool(p["violations"]), p["reduced"] is not None) for p in section["pairs"]]
 ours = pairs(sys.argv[1])
-print(len(ours), ours == pairs(sys.argv[2]) if len(sys.argv) > 2 else "")
+print(len(ours), ours == pairs(sys.argv[2]) if len(sys.argv) > 2 else "-")
 """
 
 
