@@ -75,19 +75,22 @@ class Run:
     seconds: float
     max_rss_mib: float
     exit_code: int
+    cpu_seconds: float = 0.0  # user + system time of the child
 
 
 REPEAT = 1  # --repeat: best of N, the machine may be shared
 
 
-def run(command: list[str], cwd: Path) -> Run:
+def run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
     """The best of ``REPEAT`` runs of a child: wall time and its own peak resident memory."""
-    return min((_run_once(command, cwd) for _ in range(REPEAT)), key=lambda r: r.seconds)
+    return min((_run_once(command, cwd, env) for _ in range(REPEAT)), key=lambda r: r.seconds)
 
 
-def _run_once(command: list[str], cwd: Path) -> Run:
+def _run_once(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
     start = time.perf_counter()
-    child = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
     _, status, usage = os.wait4(child.pid, 0)
     seconds = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
@@ -95,7 +98,7 @@ def _run_once(command: list[str], cwd: Path) -> Run:
     stderr = child.stderr.read().decode() if child.stderr else ""
     if code not in (0, 1):
         raise SystemExit(f"{' '.join(command)} exited {code}:\n{stderr}")
-    return Run(seconds, usage.ru_maxrss / 1024, code)
+    return Run(seconds, usage.ru_maxrss / 1024, code, usage.ru_utime + usage.ru_stime)
 
 
 def write_cases(path: Path, n: int, *, seed: int = 0, text_only: bool = False) -> None:

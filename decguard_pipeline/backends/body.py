@@ -16,10 +16,16 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping
 
-import httpx
-
 DEFAULT_MAX_RESPONSE_BYTES = 1 << 20  # 1 MiB: a model answer is a few hundred bytes
 ACCEPT_ENCODING = "gzip, deflate"  # the codings decoded here, and no others
+
+
+def _decoding_error(exc: Exception) -> Exception:
+    # httpx imported only on this failure path: property runs import this module (paraphrase
+    # limits) and never need httpx otherwise
+    import httpx
+
+    return httpx.DecodingError(str(exc))
 
 
 class TooLarge(Exception):
@@ -42,7 +48,7 @@ class _Inflate:
             if first and self.coding == "deflate":  # raw deflate, without the zlib wrapper
                 self.inflater = zlib.decompressobj(-zlib.MAX_WBITS)
                 return self.decode(data, room)
-            raise httpx.DecodingError(str(exc)) from exc
+            raise _decoding_error(exc) from exc
 
     def _decode(self, data: bytes, room: int) -> bytes:
         pieces, size = [], 0
@@ -63,7 +69,7 @@ class _Inflate:
         try:
             rest = self.inflater.flush()
         except zlib.error as exc:
-            raise httpx.DecodingError(str(exc)) from exc
+            raise _decoding_error(exc) from exc
         if len(rest) > room:
             raise TooLarge
         return rest

@@ -72,6 +72,10 @@ def hashed_distribution(text: str, meanings: tuple[str, ...], seed: int) -> list
     return [w / total for w in weights]
 
 
+MATCHED_LIMIT = 1 << 16
+_UNSEEN: Any = object()
+
+
 class MockBackend(Backend):
     provider = "mock"
     inline = True
@@ -89,6 +93,10 @@ class MockBackend(Backend):
         # the label meanings the hash uses. A run asks the same few questions 100k times.
         self._answers: dict[tuple[int, tuple[str, ...]], Prediction] = {}
         self._meanings: dict[tuple[str, ...], tuple[str, ...]] = {}
+        # The configured answer (None: hashed) of texts seen before, up to MATCHED_LIMIT of
+        # them: a property run asks about each original text again for every option order,
+        # label variant and identity paraphrase.
+        self._matched: dict[str, dict[str, float] | None] = {}
 
     @classmethod
     def from_config(cls, config: BackendConfig, *, name: str, decision: DecisionSpec) -> Self:
@@ -106,12 +114,11 @@ class MockBackend(Backend):
     def predict(self, request: DecisionRequest) -> Prediction:
         text = input_text(request.input)
         shown = request.decision.labels
-        folded = normalise(text)
-        answer = self._default
-        for contains, probabilities in self._rules:
-            if contains in folded:
-                answer = probabilities
-                break
+        answer = self._matched.get(text, _UNSEEN)
+        if answer is _UNSEEN:
+            answer = self._match(text)
+            if len(self._matched) < MATCHED_LIMIT:
+                self._matched[text] = answer
         if answer is not None:
             key = (id(answer), shown)
             shared = self._answers.get(key)
@@ -128,6 +135,15 @@ class MockBackend(Backend):
         values = hashed_distribution(text, meanings, self.settings.seed)
         hashed = self._biased(dict(zip(shown, values, strict=True)), shown)
         return Prediction(hashed, None, self._version)
+
+    def _match(self, text: str) -> dict[str, float] | None:
+        """The first rule matching ``text`` (ignoring case and whitespace), else the
+        default: None when neither applies (the answer is then hashed)."""
+        folded = normalise(text)
+        for contains, probabilities in self._rules:
+            if contains in folded:
+                return probabilities
+        return self._default
 
     def _biased(self, probabilities: dict[str, float], shown: tuple[str, ...]) -> dict[str, Any]:
         bias = self.settings.position_bias

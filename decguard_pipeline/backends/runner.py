@@ -56,7 +56,8 @@ def _describe(exc: Exception) -> tuple[str, str]:
 
 
 class Collector:
-    """Validated results by request index; raw answers are validated in vectorised batches."""
+    """Validated results by request index; raw answers are validated in vectorised batches,
+    one per presented label order."""
 
     def __init__(
         self,
@@ -78,12 +79,17 @@ class Collector:
         self.metadata: list[dict[str, Any]] = [_EMPTY] * n
         self.error_kind: list[str | None] = [None] * n
         self.error_message: list[str | None] = [None] * n
-        self._pending: list[tuple[int, Any]] = []
+        self._rows: list[int] = []  # answered, not yet validated: request index and raw answer
+        self._raws: list[Any] = []
         # tokens per case, allocated when a backend first reports usage
         self.prompt_tokens: np.ndarray | None = None
         self.completion_tokens: np.ndarray | None = None
         # set when every request presents the same labels (a golden run)
         self.same_labels: tuple[str, ...] | None = None
+        # or: the presented label order of every request as an index into ``label_sets``
+        # (a property run shows a few orders many times)
+        self.label_slots: np.ndarray | None = None
+        self.label_sets: list[tuple[str, ...]] = []
 
     def answer(
         self, i: int, prediction: Prediction, latency_ms: float, default_model: str | None
@@ -95,8 +101,9 @@ class Collector:
             self._keep_metadata(i, prediction.metadata)
         if prediction.usage is not None:
             self.spent(i, prediction.usage)
-        self._pending.append((i, prediction.probabilities))
-        if len(self._pending) >= FLUSH_EVERY:
+        self._rows.append(i)
+        self._raws.append(prediction.probabilities)
+        if len(self._rows) >= FLUSH_EVERY:
             self.flush()
 
     def answer_many(
@@ -124,7 +131,8 @@ class Collector:
                 self._keep_metadata(i, prediction.metadata)
             if prediction.usage is not None:
                 self.spent(i, prediction.usage)
-        self._pending.extend(zip(rows, [p.probabilities for p in predictions], strict=True))
+        self._rows.extend(rows)
+        self._raws.extend([p.probabilities for p in predictions])
         self.flush()
 
     def spent(self, i: int, usage: tuple[int, int]) -> None:
@@ -154,31 +162,50 @@ class Collector:
         self.error_kind[i] = kind
         self.error_message[i] = scrub_text(message)
 
+    def _groups(self, rows: list[int]) -> list[tuple[tuple[str, ...], list[int]]]:
+        """Positions in ``rows`` by presented label order, in order of first appearance."""
+        if self.same_labels is not None:  # golden runs: one group, known without looking
+            return [(self.same_labels, list(range(len(rows))))]
+        if self.label_slots is not None:
+            slots = self.label_slots[np.asarray(rows, dtype=np.intp)]
+            found, first = np.unique(slots, return_index=True)
+            return [
+                (self.label_sets[slot], np.flatnonzero(slots == slot).tolist())
+                for slot in found[np.argsort(first)].tolist()
+            ]
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for position, i in enumerate(rows):
+            groups.setdefault(self.labels_of(i), []).append(position)
+        return list(groups.items())
+
     def flush(self) -> None:
-        pending, self._pending = self._pending, []
-        if not pending:
+        rows, raws = self._rows, self._raws
+        if not rows:
             return
-        # group by presented label order (golden runs: one group, known without looking)
-        groups: dict[tuple[str, ...], list[tuple[int, Any]]] = {}
-        if self.same_labels is not None:
-            groups[self.same_labels] = pending
-        else:
-            for i, raw in pending:
-                groups.setdefault(self.labels_of(i), []).append((i, raw))
-        for labels, items in groups.items():
-            rows = [i for i, _ in items]
-            batch = validate_many(labels, [raw for _, raw in items], tolerance=self.tolerance)
-            self.probs[rows] = batch.probs
-            for i, error, kind in zip(rows, batch.errors, batch.kinds, strict=True):
-                problem = self.unstorable.pop(i, None) if self.unstorable else None
-                if error is None and problem is not None:
-                    error, kind = problem, InvalidResponse.kind
-                    self.probs[i] = np.nan
-                if error is not None:
-                    self.fail(i, kind or "invalid_response", error)
-                    self.latency[i] = np.nan
-                    self.model[i] = self.model_version[i] = None
-                    self.metadata[i] = _EMPTY
+        self._rows, self._raws = [], []
+        for labels, positions in self._groups(rows):
+            if len(positions) == len(rows):
+                group_rows, group_raws = rows, raws
+            else:
+                group_rows = [rows[p] for p in positions]
+                group_raws = [raws[p] for p in positions]
+            batch = validate_many(labels, group_raws, tolerance=self.tolerance)
+            self.probs[group_rows] = batch.probs
+            bad = ~batch.ok
+            if self.unstorable:  # rare: metadata too large/deep, unless the probabilities fail
+                where = {i: p for p, i in enumerate(group_rows) if i in self.unstorable}
+                for i, p in where.items():
+                    problem = self.unstorable.pop(i)
+                    if not bad[p]:
+                        batch.errors[p], batch.kinds[p] = problem, InvalidResponse.kind
+                        bad[p] = True
+            for p in np.flatnonzero(bad).tolist():
+                i = group_rows[p]
+                self.fail(i, batch.kinds[p] or "invalid_response", batch.errors[p])  # type: ignore[arg-type]
+                self.probs[i] = np.nan
+                self.latency[i] = np.nan
+                self.model[i] = self.model_version[i] = None
+                self.metadata[i] = _EMPTY
 
 
 def _run_inline(backend: Backend, requests: Sequence[DecisionRequest], out: Collector) -> None:
@@ -262,8 +289,11 @@ def decide_all(
     k: int,
     max_concurrency: int,
     tolerance: float,
+    label_slots: tuple[np.ndarray, list[tuple[str, ...]]] | None = None,
 ) -> Collector:
-    """Decide every request; returns the collected, validated outcomes by index."""
+    """Decide every request; returns the collected, validated outcomes by index.
+    ``label_slots``: the presented labels of every request, as an index into a list of
+    label orders (when the caller knows them: validation then groups column-wise)."""
     out = Collector(
         len(requests),
         lambda i: requests[i].decision.labels,
@@ -271,7 +301,9 @@ def decide_all(
         tolerance,
         getattr(backend, "max_metadata_bytes", DEFAULT_MAX_METADATA_BYTES),
     )
-    if requests and all(r.decision is requests[0].decision for r in requests):
+    if label_slots is not None:
+        out.label_slots, out.label_sets = label_slots
+    elif requests and all(r.decision is requests[0].decision for r in requests):
         out.same_labels = requests[0].decision.labels
     if backend.inline or not requests:
         _run_inline(backend, requests, out)
@@ -304,7 +336,7 @@ def run_cases(
     """Decide every case of a dataset in canonical label order; results in dataset order."""
     # in-process backends only: a network run may hold reference cycles (exceptions,
     # client internals) for the collector to clear while it waits on the network anyway
-    with gc_paused() if backend.inline else nullcontext():
+    with gc_paused(settle=True) if backend.inline else nullcontext():
         return _run_cases(backend, spec, cases, max_concurrency, tolerance)
 
 

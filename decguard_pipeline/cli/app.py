@@ -55,14 +55,15 @@ def emit_report(
     guard_evaluation.GuardedRun) adds the sidecar, pictures and text sections after DecGuard's.
     ``html`` also writes the HTML page (with ``sidecar``, else the sidecar sections of this
     run); nothing else changes with it."""
-    from decguard_pipeline.core.report.golden import result_records
+    from decguard_pipeline.core.report.golden import CHUNKED_LISTS, result_records
     from decguard_pipeline.core.report.jsonio import print_document, write_document
     from decguard_pipeline.core.report.render import render_report
 
     if output is not None:
         write_document(
-            output, report.document, stream_key="results", items=result_records(report.results)
-        )
+            output, report.document, stream_key="results",
+            items=lambda: result_records(report.results), chunked=CHUNKED_LISTS,
+        )  # fmt: skip
         click.echo(f"report written to {output}", err=True)
         for path in guarded.write_files(output) if guarded is not None else ():
             click.echo(f"pipeline results written to {path}", err=True)
@@ -125,8 +126,25 @@ def _run(
     suite: str | None = None, html: Path | None = None,
 ) -> None:  # fmt: skip
     with handled():
-        from decguard_pipeline.guard_evaluation import run_guarded_test
+        import gc
 
+        # the modules a run needs, imported with the collector paused (hundreds of thousands
+        # of long-lived objects: collections during the imports would only walk them), then
+        # handed straight to the oldest generation (core.dataset.gc_paused(settle=True),
+        # written out here: importing it is part of what is paused)
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            from decguard_pipeline.guard_evaluation import run_guarded_test
+
+            if mode != "test":
+                import decguard_pipeline.fuzzing.run  # noqa: F401
+        finally:
+            if collecting:
+                if gc.get_freeze_count() == 0:
+                    gc.freeze()
+                    gc.unfreeze()
+                gc.enable()
         report, guarded = run_guarded_test(
             contract,
             suite=suite,
@@ -242,4 +260,11 @@ _register_commands()
 
 
 def main() -> None:
+    # Before numpy is imported: one OpenBLAS thread. A command does no linear algebra big
+    # enough for a pool, and starting one (its threads spin while idle) cost 0.1-0.15 s of
+    # wall time per start on a 2-CPU machine, more than a 3,000-case run's properties; the
+    # bootstrap's matrix products measured no slower. An explicit setting is kept.
+    import os
+
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     cli(prog_name=PROGRAM)

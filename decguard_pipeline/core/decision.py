@@ -160,54 +160,61 @@ def validate_many(
     """Validate many raw probability mappings; sum checks are vectorised and exact.
 
     Backends may hand back the same (read-only) mapping for many cases, as the mock does
-    for its configured answers: each distinct mapping is read and summed once, and its row
-    copied to every case that got it."""
-    k = len(labels)
-    probs = np.full((len(raws), k), np.nan)
-    errors: list[str | None] = [None] * len(raws)
-    kinds: list[str | None] = [None] * len(raws)
+    for its configured answers: each distinct mapping (found by identity, column-wise) is
+    read and summed once, and its row copied to every case that got it."""
+    n, k = len(raws), len(labels)
+    probs = np.full((n, k), np.nan)
+    errors: list[str | None] = [None] * n
+    kinds: list[str | None] = [None] * n
+    if not n:
+        return ValidatedBatch(probs, errors, kinds)
+    # the mappings by identity: ``first`` holds one row per distinct mapping, ``slot`` maps
+    # every row to its distinct mapping (the raws are alive, so identities are unique)
+    identities = np.fromiter(map(id, raws), dtype=np.uint64, count=n)
+    _, first, slot = np.unique(identities, return_index=True, return_inverse=True)
     label_tuple = tuple(labels)
     label_set = frozenset(labels)
-    slot_of: dict[int, int | tuple[str, str]] = {}  # id(mapping) -> row of `table` or error
     table: list[list[float]] = []
-    filled: list[int] = []
-    slots: list[int] = []
-    for i, raw in enumerate(raws):
-        slot = slot_of.get(id(raw))
-        if slot is None:
-            row: list[float] | None = None
-            # fast path: a plain dict with exactly the labels and float values
-            if type(raw) is dict and len(raw) == k and raw.keys() == label_set:
-                row = [raw[label] for label in label_tuple]
-                if not all(type(v) is float and v >= 0.0 and v != math.inf for v in row):
-                    row = None
-            if row is None:
-                try:
-                    row = _row_values(label_tuple, raw)
-                except InvalidResponse as exc:
-                    slot = (InvalidResponse.kind, str(exc))
-                except OverflowError as exc:  # a 400-digit integer: DecGuard's "exception"
-                    slot = ("exception", f"OverflowError: {exc}")
-            if slot is None:
-                slot = len(table)
-                table.append(row)  # type: ignore[arg-type]
-            slot_of[id(raw)] = slot
-        if type(slot) is tuple:
-            kinds[i], errors[i] = slot
-        else:
-            filled.append(i)
-            slots.append(slot)  # type: ignore[arg-type]
+    table_slot: list[int] = []  # distinct mapping of each table row
+    failed: dict[int, tuple[str, str]] = {}  # distinct mapping -> (kind, message)
+    for distinct, row_index in enumerate(first.tolist()):
+        raw = raws[row_index]
+        row: list[float] | None = None
+        # fast path: a plain dict with exactly the labels and float values
+        if type(raw) is dict and len(raw) == k and raw.keys() == label_set:
+            row = [raw[label] for label in label_tuple]
+            if not all(type(v) is float and v >= 0.0 and v != math.inf for v in row):
+                row = None
+        if row is None:
+            try:
+                row = _row_values(label_tuple, raw)
+            except InvalidResponse as exc:
+                failed[distinct] = (InvalidResponse.kind, str(exc))
+                continue
+            except OverflowError as exc:  # a 400-digit integer: DecGuard's "exception"
+                failed[distinct] = ("exception", f"OverflowError: {exc}")
+                continue
+        table.append(row)
+        table_slot.append(distinct)
+    # per distinct mapping: its table row, or -1 when it failed
+    row_of = np.full(len(first), -1, dtype=np.intp)
+    row_of[np.asarray(table_slot, dtype=np.intp)] = np.arange(len(table_slot))
     if table:
         rows = np.array(table, dtype=np.float64)
         totals = row_fsum(rows)
         outside = np.abs(totals - 1.0) > tolerance
-        where = np.asarray(filled, dtype=np.intp)
-        which = np.asarray(slots, dtype=np.intp)
-        bad = outside[which]
-        probs[where[~bad]] = rows[which[~bad]]
-        for i, slot in zip(where[bad].tolist(), which[bad].tolist(), strict=True):
-            errors[i] = _sum_message(float(totals[slot]), tolerance)
-            kinds[i] = InvalidResponse.kind
+        for t in np.flatnonzero(outside).tolist():
+            failed[table_slot[t]] = (
+                InvalidResponse.kind, _sum_message(float(totals[t]), tolerance)
+            )  # fmt: skip
+            row_of[table_slot[t]] = -1
+        good = row_of[slot]
+        ok = good >= 0
+        probs[ok] = rows[good[ok]]
+    if failed:
+        bad = np.fromiter(failed, dtype=np.intp, count=len(failed))
+        for i in np.flatnonzero(np.isin(slot, bad)).tolist():
+            kinds[i], errors[i] = failed[int(slot[i])]
     return ValidatedBatch(probs, errors, kinds)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from decguard_pipeline.core.contract import LoadedContract
-from decguard_pipeline.core.properties.report import rejudge
 from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.fuzzing.paraphrase import create_paraphraser
 from decguard_pipeline.fuzzing.plan import PropertyPlan, plan_properties
@@ -42,4 +41,6 @@ def rejudge_section(
     section: dict[str, Any], loaded: LoadedContract, results: CaseResults
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A stored section re-judged with ``loaded``'s property settings (DecGuard §7.3)."""
+    from decguard_pipeline.core.properties.report import rejudge  # stored reports only
+
     return rejudge(section, loaded.contract.properties, results)

@@ -8,7 +8,8 @@ canonical order before the selected label and confidence are recomputed (DecGuar
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -47,7 +48,6 @@ class Decided:
     metadata: list[dict[str, Any]]
     error_kind: list[str | None]
     error_message: list[str | None]
-    _columns: tuple[list[Any], ...] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.request_ids)
@@ -64,30 +64,43 @@ class Decided:
         """DecGuard's DecisionResult (over contract labels) for example ``i``."""
         if not self.ok(i):
             return None
-        if self._columns is None:  # Python values once, not one NumPy conversion per field
-            self._columns = (
-                self.probs.tolist(),
-                self.selected.tolist(),
-                self.confidence.tolist(),
-                self.latency_ms.tolist(),
+        return self.results([i])[0]
+
+    def results(self, indices: Sequence[int]) -> list[dict[str, Any]]:
+        """``result(i)`` for each of ``indices`` (all decided), built column-wise: each
+        column is gathered and read as Python values once, then every result is one dict
+        display. (Results of one run share their ``labels`` list, as they share metadata.)"""
+        rows = np.asarray(indices, dtype=np.intp)
+        labels = self.spec.labels
+        label_list = list(labels)
+        probabilities = map(dict, map(zip, repeat(labels), self.probs[rows].tolist()))
+        selected = map(labels.__getitem__, self.selected[rows].tolist())
+        picks = [self.request_ids, self.model, self.model_version, self.metadata]
+        if not np.array_equal(rows, np.arange(len(self))):  # else every row, in order
+            picks = [list(map(column.__getitem__, indices)) for column in picks]
+        ids, model, version, metadata = picks
+        name, kind, backend, provider = self.spec.name, self.spec.type, self.backend, self.provider
+        return [
+            {
+                "case_id": case_id,
+                "decision": name,
+                "decision_type": kind,
+                "labels": label_list,
+                "probabilities": probs,
+                "selected": chosen,
+                "confidence": confidence,
+                "backend": backend,
+                "provider": provider,
+                "model": model_name,
+                "model_version": model_version,
+                "latency_ms": latency,
+                "metadata": meta,
+            }
+            for case_id, probs, chosen, confidence, model_name, model_version, latency, meta in zip(
+                ids, probabilities, selected, self.confidence[rows].tolist(), model, version,
+                self.latency_ms[rows].tolist(), metadata, strict=True,
             )
-        probs, selected, confidence, latency = self._columns
-        labels = list(self.spec.labels)
-        return {
-            "case_id": self.request_ids[i],
-            "decision": self.spec.name,
-            "decision_type": self.spec.type,
-            "labels": labels,
-            "probabilities": dict(zip(labels, probs[i], strict=True)),
-            "selected": labels[selected[i]],
-            "confidence": confidence[i],
-            "backend": self.backend,
-            "provider": self.provider,
-            "model": self.model[i],
-            "model_version": self.model_version[i],
-            "latency_ms": latency[i],
-            "metadata": self.metadata[i],
-        }
+        ]  # fmt: skip
 
 
 def _positions(presentation: Presentation | None, labels: tuple[str, ...]) -> list[int]:
@@ -112,25 +125,68 @@ def decide_examples(
     max_concurrency: int,
 ) -> Decided:
     """Decide every example (request ``case_id`` = its id); outcomes in example order."""
-    labels = spec.labels
-    requests = []
-    positions = np.empty((len(examples), len(labels)), dtype=np.int64)
-    for i, example in enumerate(examples):
-        shown = spec
-        if example.presentation is not None:
-            shown = spec.with_labels(tuple(s for s, _ in example.presentation))
-        requests.append(DecisionRequest(example.request_id, shown, example.input))
-        positions[i] = _positions(example.presentation, labels)
-    out = decide_all(
-        backend, requests, k=len(labels), max_concurrency=max_concurrency, tolerance=tolerance
+    return decide_columns(
+        backend,
+        spec,
+        [e.request_id for e in examples],
+        [e.input for e in examples],
+        [e.presentation for e in examples],
+        tolerance=tolerance,
+        max_concurrency=max_concurrency,
     )
-    probs = np.take_along_axis(out.probs, positions, axis=1) if len(examples) else out.probs
+
+
+def decide_columns(
+    backend: Backend,
+    spec: DecisionSpec,
+    request_ids: list[str],
+    inputs: Sequence[DecisionInput],
+    presentations: Sequence[Presentation | None],
+    *,
+    tolerance: float,
+    max_concurrency: int,
+) -> Decided:
+    """``decide_examples`` on columns (request ids, inputs, presentations). A run shows a
+    few presentations many times: each one's shown decision and label positions are worked
+    out once."""
+    labels = spec.labels
+    # per distinct presentation (by identity, then by value): its request decision and row
+    # of label positions
+    seen: dict[int, tuple[Presentation | None, int]] = {}
+    by_value: dict[Presentation | None, int] = {}
+    shown_specs: list[DecisionSpec] = []
+    rows: list[list[int]] = []
+    which: list[int] = []
+    for presentation in presentations:
+        found = seen.get(id(presentation))
+        if found is None or found[0] is not presentation:
+            slot = by_value.get(presentation)
+            if slot is None:
+                slot = by_value[presentation] = len(rows)
+                shown = spec
+                if presentation is not None:
+                    shown = spec.with_labels(tuple(s for s, _ in presentation))
+                shown_specs.append(shown)
+                rows.append(_positions(presentation, labels))
+            found = seen[id(presentation)] = (presentation, slot)
+        which.append(found[1])
+    requests = list(map(DecisionRequest, request_ids, map(shown_specs.__getitem__, which), inputs))
+    slots = np.asarray(which, dtype=np.intp)
+    out = decide_all(
+        backend, requests, k=len(labels), max_concurrency=max_concurrency, tolerance=tolerance,
+        label_slots=(slots, [shown.labels for shown in shown_specs]),
+    )  # fmt: skip
+    del requests
+    probs = out.probs
+    if len(request_ids):
+        positions = np.asarray(rows, dtype=np.int64)[slots]
+        probs = np.take_along_axis(probs, positions, axis=1)
     selected, confidence = select_many(probs)
     return Decided(
         spec=spec,
         backend=backend.name,
         provider=backend.provider,
-        request_ids=[e.request_id for e in examples],
+        request_ids=request_ids,
         probs=probs,
         selected=selected,
         confidence=confidence,

@@ -23,9 +23,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-import httpx
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from decguard_pipeline import __version__
@@ -35,7 +34,6 @@ from decguard_pipeline.backends.body import (
     BoundedBody,
     TooLarge,
 )
-from decguard_pipeline.backends.http import check_url, public_url
 from decguard_pipeline.core.contract.properties import ParaphraseSource
 from decguard_pipeline.core.errors import (
     BackendTimeout,
@@ -45,6 +43,9 @@ from decguard_pipeline.core.errors import (
 )
 from decguard_pipeline.core.secrets import register_env_secrets, register_secret, scrub
 from decguard_pipeline.core.validation import Strict, format_errors, unique_pairs
+
+if TYPE_CHECKING:  # httpx (and the HTTP backend) are imported by the openai provider only
+    import httpx
 
 ENTRY_POINT_GROUP = "decguard.paraphrasers"
 
@@ -187,7 +188,12 @@ class OpenAISettings(Strict):
     # pipeline extension (docs/contracts.md#backend-limits)
     max_response_bytes: int = Field(default=DEFAULT_MAX_RESPONSE_BYTES, ge=1, le=1 << 30)
 
-    _url = field_validator("url")(check_url)
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str | None:
+        from decguard_pipeline.backends.http import check_url
+
+        return check_url(value)
 
 
 class OpenAIParaphraser(Paraphraser):
@@ -207,6 +213,8 @@ class OpenAIParaphraser(Paraphraser):
 
     def _http(self) -> httpx.Client:
         if self._client is None:
+            import httpx
+
             headers = {
                 "User-Agent": f"decguard-pipeline/{__version__}",
                 "Accept-Encoding": ACCEPT_ENCODING,
@@ -236,6 +244,8 @@ class OpenAIParaphraser(Paraphraser):
             ],
         }
         url = self.settings.url.rstrip("/") + "/chat/completions"
+        import httpx
+
         try:
             with self._http().stream("POST", url, json=body) as response:
                 if not response.is_success:  # the body may echo the prompt or a key: never read
@@ -277,6 +287,8 @@ class OpenAIParaphraser(Paraphraser):
         return BackendTimeout(f"paraphraser timed out after {self.settings.timeout_s:g}s")
 
     def provenance(self) -> dict[str, Any]:
+        from decguard_pipeline.backends.http import public_url
+
         return {
             "provider": self.provider,
             "model": self.settings.model,

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from decguard_pipeline.core.contract import LoadedContract
@@ -12,11 +12,11 @@ from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.contract.properties import AnyProperty, Fuzz, Properties
 from decguard_pipeline.core.decision import DecisionInput
 from decguard_pipeline.core.errors import BackendError, ContractError, DecGuardError
-from decguard_pipeline.core.properties.pairs import pair_id, skip_doc
-from decguard_pipeline.core.properties.rng import case_stream
+from decguard_pipeline.core.properties.pairs import skip_doc
 from decguard_pipeline.core.properties.transforms import (
-    Mutation,
     NotApplicable,
+    Presentation,
+    Steps,
     Transform,
     make_transform,
 )
@@ -100,19 +100,25 @@ def build_transforms(
 
 
 @dataclass
-class Planned:
-    """One transformed case to evaluate: a mutation, or the error that prevented one."""
+class PlannedPairs:
+    """The transformed cases to evaluate, column-wise, in fixed property order and dataset
+    order: pair ``i`` is sample ``sample[i]`` of case ``row[i]`` for ``property[i]``, with
+    its mutation, or the error (kind, message) that prevented one (then its steps are
+    empty, its input is the original and it has no presentation)."""
 
-    property: str
-    row: int  # dataset row of the original case
-    case_id: str
-    sample: int
-    mutation: Mutation | None
-    error: tuple[str, str] | None = None  # (kind, message) raised while generating
+    id: list[str] = field(default_factory=list)  # ``<property>/<case id>/<sample>``
+    property: list[str] = field(default_factory=list)
+    row: list[int] = field(default_factory=list)  # dataset row of the original case
+    case_id: list[str] = field(default_factory=list)
+    sample: list[int] = field(default_factory=list)
+    steps: list[Steps] = field(default_factory=list)
+    input: list[DecisionInput] = field(default_factory=list)
+    presentation: list[Presentation | None] = field(default_factory=list)
+    provenance: list[dict[str, Any]] = field(default_factory=list)
+    error: list[tuple[str, str] | None] = field(default_factory=list)
 
-    @property
-    def id(self) -> str:
-        return pair_id(self.property, self.case_id, self.sample)
+    def __len__(self) -> int:
+        return len(self.property)
 
 
 def _generation_error(exc: Exception) -> tuple[str, str]:
@@ -128,24 +134,38 @@ def generate_pairs(
     transforms: dict[str, Transform],
     case_ids: Sequence[str],
     inputs: Sequence[DecisionInput],
-) -> tuple[list[Planned], list[dict[str, str]]]:
+) -> tuple[PlannedPairs, list[dict[str, str]]]:
     """Every (property, case) in fixed property order and dataset order: its distinct
     mutations, one errored pair, or a skip with its reason."""
-    planned: list[Planned] = []
+    out = PlannedPairs()
     skipped: list[dict[str, str]] = []
     for name, transform in transforms.items():
-        for row, (case_id, original) in enumerate(zip(case_ids, inputs, strict=True)):
-            try:
-                mutations = transform.generate(
-                    case_id, original, case_stream(plan.seed, name, case_id)
-                )
-            except NotApplicable as exc:
-                skipped.append(skip_doc(name, case_id, str(exc)))
-                continue
-            except Exception as exc:
-                planned.append(Planned(name, row, case_id, 0, None, _generation_error(exc)))
-                continue
-            planned.extend(
-                Planned(name, row, case_id, k, mutation) for k, mutation in enumerate(mutations)
-            )
-    return planned, skipped
+        entries: list[tuple[int, list[Any]]] = []  # (dataset row, its transformations)
+        errors: dict[int, tuple[str, str]] = {}  # dataset row -> error (kind, message)
+        for row, generated in transform.generate_many(plan.seed, case_ids, inputs):
+            if isinstance(generated, NotApplicable):
+                skipped.append(skip_doc(name, case_ids[row], str(generated)))
+            elif isinstance(generated, Exception):
+                errors[row] = _generation_error(generated)
+                entries.append((row, [((), inputs[row], None, {})]))  # one errored pair
+            else:
+                entries.append((row, generated))
+        # the property's pairs, column by column
+        rows = [row for row, generated in entries for _ in generated]
+        samples = [k for _, generated in entries for k in range(len(generated))]
+        cases = [case_ids[row] for row in rows]
+        # pair ids (``pair_id``), written out: one f-string per pair
+        out.id.extend([f"{name}/{case}/{k}" for case, k in zip(cases, samples, strict=True)])
+        out.property.extend([name] * len(rows))
+        out.row.extend(rows)
+        out.case_id.extend(cases)
+        out.sample.extend(samples)
+        flat = [item for _, generated in entries for item in generated]
+        if flat:
+            steps, values, shown, provenance = zip(*flat, strict=True)
+            out.steps.extend(steps)
+            out.input.extend(values)
+            out.presentation.extend(shown)
+            out.provenance.extend(provenance)
+        out.error.extend([errors.get(row) for row in rows] if errors else [None] * len(rows))
+    return out, skipped

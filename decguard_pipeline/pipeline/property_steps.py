@@ -115,7 +115,8 @@ def run_target(
         "checks": checks,
         "pipeline": outcome.pipeline,
     }
-    write_document(path, stored, what="property results")
+    # the pairs encoded a batch at a time (the same bytes): never one string of the section
+    write_document(path, stored, chunked=(("section", "pairs"),), what="property results")
 
     who = {"backend": evaluated.run["backend"], "model_version": evaluated.run["model_version"]}
     base = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}

@@ -225,11 +225,46 @@ def judged_mask(config: AnyProperty, comparisons: Comparisons) -> np.ndarray:
     return mask
 
 
+def judge_many(config: AnyProperty, comparisons: Comparisons) -> list[list[str]]:
+    """``judge(config, c)`` for every comparison (a new list each), column-wise: each limit
+    and the flips are checked for all rows at once, and only the rows that break them get
+    a message, formatted from the same Python floats and labels ``judge`` formats."""
+    found: list[list[str]] = [[] for _ in range(len(comparisons))]
+    if isinstance(config, Monotonic):
+        assert comparisons.level_delta is not None
+        level_delta = comparisons.level_delta
+        sign = 1.0 if config.direction == "increasing" else -1.0
+        moved = np.flatnonzero(sign * level_delta < -config.max_level_decrease)
+        allowed = f"against '{config.direction}' (allowed {config.max_level_decrease:g})"
+        for row, value in zip(moved.tolist(), level_delta[moved].tolist(), strict=True):
+            found[row].append(f"expected level moved {value:+.4g} {allowed}")
+    else:
+        for key, limit in config.tolerances().items():
+            name, absolute = LIMIT_VALUES[key]
+            values = getattr(comparisons, name)
+            if absolute:
+                values = np.abs(values)
+            broken = np.flatnonzero(values > limit)
+            for row, value in zip(broken.tolist(), values[broken].tolist(), strict=True):
+                found[row].append(f"{name} {value:.4g} > {limit:g}")
+    if config.max_flip_rate is not None:
+        flipped = np.flatnonzero(comparisons.flipped)
+        labels = comparisons.labels
+        befores = comparisons.selected_before[flipped].tolist()
+        afters = comparisons.selected_after[flipped].tolist()
+        for row, before, after in zip(flipped.tolist(), befores, afters, strict=True):
+            found[row].append(_flip_message(config, labels[before], labels[after]))
+    return found
+
+
 def flip_violation(config: AnyProperty, comparison: Mapping[str, Any]) -> str | None:
     """Set when the answer flipped and the property limits flips."""
     if config.max_flip_rate is None or not comparison["flipped"]:
         return None
-    before, after = comparison["selected_before"], comparison["selected_after"]
+    return _flip_message(config, comparison["selected_before"], comparison["selected_after"])
+
+
+def _flip_message(config: AnyProperty, before: str, after: str) -> str:
     if isinstance(config, Monotonic):
         return f"selected level moved against '{config.direction}': {before} -> {after}"
     if config.relation == "swapped":

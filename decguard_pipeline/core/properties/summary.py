@@ -12,6 +12,7 @@ import numpy as np
 from decguard_pipeline.core.contract.properties import AnyProperty, Properties
 from decguard_pipeline.core.gates import make_check
 from decguard_pipeline.core.properties.compare import (
+    Comparisons,
     limited_columns,
     tolerance_mask,
     tolerance_violations,
@@ -84,6 +85,64 @@ def summarize(
         "max_js_divergence": _max([c["js_divergence"] for c in compared]),
         "max_abs_delta": _max([c["max_abs_delta"] for c in compared]),
         "max_abs_confidence_delta": _max([abs(c["confidence_delta"]) for c in compared]),
+        "max_level_decrease": level_decrease,
+        "n_reduced": sum(1 for p in pairs if p["reduced"] is not None),
+    }
+
+
+def summarize_columns(
+    name: str,
+    config: AnyProperty,
+    comparisons: Comparisons | None,
+    pairs: Sequence[dict[str, Any]],
+    n_skipped: int,
+    n_cases: int,
+) -> dict[str, Any]:
+    """``summarize`` for a run that has its pairs' comparisons as columns (``comparisons``:
+    those of the pairs holding one, in pair order; None when none does): the figures come
+    from the columns, read as the same Python floats the stored comparisons hold."""
+    errors = Counter(p["error"]["kind"] for p in pairs if p["error"] is not None)
+    n = 0 if comparisons is None else len(comparisons)
+    n_violations = n_flips = 0
+    tv: list[float] = []
+    js: list[float] = []
+    delta: list[float] = []
+    confidence: list[float] = []
+    level_decrease = None
+    if comparisons is not None and n:
+        mask = tolerance_mask(config, lambda column: getattr(comparisons, column), n)
+        n_violations = int(np.count_nonzero(mask))
+        n_flips = int(np.count_nonzero(comparisons.flipped))
+        tv = comparisons.tv_distance.tolist()
+        js = comparisons.js_divergence.tolist()
+        delta = comparisons.max_abs_delta.tolist()
+        confidence = [abs(value) for value in comparisons.confidence_delta.tolist()]
+    direction = getattr(config, "direction", None)
+    if direction is not None:
+        sign = 1.0 if direction == "increasing" else -1.0
+        levels: list[float | None] = [None] * n
+        if comparisons is not None and comparisons.level_delta is not None:
+            levels = comparisons.level_delta.tolist()
+        level_decrease = _max([max(0.0, -sign * (value or 0.0)) for value in levels])
+    return {
+        "property": name,
+        "level": config.level,
+        "relation": config.relation,
+        "n_cases": n_cases,
+        "n_transformed": len(pairs),
+        "n_skipped": n_skipped,
+        "n_errors": sum(errors.values()),
+        "errors_by_kind": dict(sorted(errors.items())),
+        "n_evaluated": n,
+        "n_violations": n_violations,
+        "violation_rate": n_violations / n if n else None,
+        "n_flips": n_flips,
+        "flip_rate": n_flips / n if n else None,
+        "mean_tv_distance": math.fsum(tv) / n if n else None,
+        "max_tv_distance": _max(tv),
+        "max_js_divergence": _max(js),
+        "max_abs_delta": _max(delta),
+        "max_abs_confidence_delta": _max(confidence),
         "max_level_decrease": level_decrease,
         "n_reduced": sum(1 for p in pairs if p["reduced"] is not None),
     }

@@ -38,6 +38,11 @@ def set_text(value: DecisionInput, text_field: str | None, text: str) -> Decisio
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])(\s+)")
 
 
+def sentence_parts(text: str) -> list[str]:
+    """Sentence, separator, sentence, ... (an odd number of parts)."""
+    return _SENTENCE_BREAK.split(text)
+
+
 def sentence_count(text: str) -> int:
     return len(_SENTENCE_BREAK.split(text)) // 2 + 1
 
@@ -56,6 +61,27 @@ def insert_fragments(text: str, steps: Iterable[Mapping[str, Any]]) -> str:
             out.extend(fragment + " " for fragment in before.get(index // 2, ()))
         out.append(part)
     out.extend(" " + fragment for fragment in before.get(n_sentences, ()))
+    return "".join(out)
+
+
+def insert_into_parts(parts: list[str], steps: Iterable[Mapping[str, Any]]) -> str:
+    """:func:`insert_fragments` for steps as a transformation makes them (sorted by ``at``,
+    each ``at`` a boundary: 0 to the sentence count), on a text already split by
+    :func:`sentence_parts` (once for all the samples of a case)."""
+    n_sentences = len(parts) // 2 + 1
+    out: list[str] = []
+    appended: list[str] = []
+    done = 0
+    for step in steps:
+        at = step["at"]
+        if at < n_sentences:
+            out.extend(parts[done : 2 * at])
+            out.append(step["text"] + " ")
+            done = 2 * at
+        else:
+            appended.append(" " + step["text"])
+    out.extend(parts[done:])
+    out.extend(appended)
     return "".join(out)
 
 
@@ -80,6 +106,36 @@ def replace_whitespace(text: str, steps: Iterable[Mapping[str, Any]]) -> str:
         position = match.end()
     pieces.append(text[position:])
     return edits.get("start", "") + "".join(pieces) + edits.get("end", "")
+
+
+def whitespace_spans(text: str) -> list[tuple[int, int]]:
+    """Where each whitespace run starts and ends (the runs ``replace_whitespace`` numbers)."""
+    return [match.span() for match in _WHITESPACE.finditer(text)]
+
+
+def replace_at_spans(
+    text: str, spans: list[tuple[int, int]], steps: Iterable[Mapping[str, Any]]
+) -> str:
+    """:func:`replace_whitespace` for steps as a transformation makes them (each target once,
+    in ``whitespace_order``), with the runs found once (:func:`whitespace_spans`) for all
+    the samples of a case: only the replaced runs are visited."""
+    out: list[str] = []
+    position = 0
+    end = ""
+    for step in steps:
+        at = step["at"]
+        if at == "start":
+            out.append(step["ws"])
+        elif at == "end":
+            end = step["ws"]
+        else:
+            start, stop = spans[at]
+            out.append(text[position:start])
+            out.append(step["ws"])
+            position = stop
+    out.append(text[position:])
+    out.append(end)
+    return "".join(out)
 
 
 def whitespace_order(step: Mapping[str, Any]) -> tuple[int, int]:

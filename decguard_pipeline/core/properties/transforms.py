@@ -29,7 +29,7 @@ from decguard_pipeline.core.contract.properties import (
     Whitespace,
 )
 from decguard_pipeline.core.decision import DecisionInput
-from decguard_pipeline.core.properties.rng import Rng
+from decguard_pipeline.core.properties.rng import Rng, case_stream
 from decguard_pipeline.core.properties.text import (
     EDGE_VARIANTS,
     RUN_VARIANTS,
@@ -47,6 +47,11 @@ from decguard_pipeline.core.properties.text import (
 Step = dict[str, Any]
 Steps = tuple[Step, ...]
 Presentation = tuple[tuple[str, str], ...]
+# One transformation as the bulk path gives it: (steps, input, presentation, provenance), the
+# fields of a Mutation without building one per pair.
+Generated = tuple[Steps, DecisionInput, "Presentation | None", dict[str, Any]]
+# Per case, in dataset order: its distinct transformations, or what ``generate`` raised.
+GeneratedCase = tuple[int, "list[Generated] | Exception"]
 
 # A paraphrase source as the transformation sees it: (text, case_id, n, seed) -> paraphrases.
 ParaphraseFn = Callable[[str, str, int, int], list[str]]
@@ -79,12 +84,18 @@ def _drop_one(steps: Steps) -> Iterator[Steps]:
 
 
 class Transform:
-    """Candidates (seeded step tuples) for a case, their pure application and reductions."""
+    """Candidates (seeded step tuples) for a case, their pure application and reductions.
+
+    ``generate`` (one case) is the definition; ``generate_many`` gives the same for every
+    case of a dataset and may be overridden with a faster equivalent that shares what all
+    cases have in common (tested against ``generate``)."""
 
     name: ClassVar[str]
     # Identity paraphrases are kept on purpose: they test that the model answers the same
     # input the same way twice.
     keeps_no_ops: ClassVar[bool] = False
+    # whether candidates draw from the case's random stream (else no stream is built)
+    draws: ClassVar[bool] = True
 
     def __init__(self, config: Any, spec: DecisionSpec, fuzz: Fuzz) -> None:
         self.config = config
@@ -113,6 +124,32 @@ class Transform:
             ):
                 continue
             kept.append(mutation)
+        if not kept:
+            raise NotApplicable("no transformation changes this case")
+        return kept
+
+    def generate_many(
+        self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
+    ) -> Iterator[GeneratedCase]:
+        """``generate`` for every case in dataset order, with each case's own stream."""
+        for row, (case_id, original) in enumerate(zip(case_ids, inputs, strict=True)):
+            rng = case_stream(seed, self.name, case_id) if self.draws else _NO_STREAM
+            try:
+                mutations = self.generate(case_id, original, rng)
+            except Exception as exc:
+                yield row, exc
+                continue
+            yield row, [(m.steps, m.input, m.presentation, m.provenance) for m in mutations]
+
+    def filtered(self, original: DecisionInput, generated: list[Generated]) -> list[Generated]:
+        """``generate``'s filter on bulk results: no-ops (unless kept) and repeats dropped."""
+        kept: list[Generated] = []
+        for item in generated:
+            if not self.keeps_no_ops and item[2] is None and item[1] == original:
+                continue
+            if any((k[1], k[2]) == (item[1], item[2]) for k in kept):
+                continue
+            kept.append(item)
         if not kept:
             raise NotApplicable("no transformation changes this case")
         return kept
@@ -149,6 +186,15 @@ class OptionOrderTransform(Transform):
         labels = self.spec.labels
         shown = tuple((labels[i], labels[i]) for i in steps[0]["order"])
         return Mutation(steps, original, canonical_or(shown, labels))
+
+    def generate_many(
+        self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
+    ) -> Iterator[GeneratedCase]:
+        if len(self.spec.labels) > self.ENUMERATE_UP_TO:  # shuffles: case by case
+            return super().generate_many(seed, case_ids, inputs)
+        from decguard_pipeline.core.properties import bulk
+
+        return bulk.option_orders(self, seed, case_ids, inputs)
 
     def reductions(self, steps: Steps) -> Iterator[Steps]:
         """Undo one adjacent inversion at a time (never back to the identity)."""
@@ -220,6 +266,13 @@ class LabelFormatTransform(Transform):
             steps, original, canonical_or(tuple((shown[lbl], lbl) for lbl in labels), labels)
         )
 
+    def generate_many(
+        self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
+    ) -> Iterator[GeneratedCase]:
+        from decguard_pipeline.core.properties import bulk
+
+        return bulk.label_formats(self, seed, case_ids, inputs)
+
     def reductions(self, steps: Steps) -> Iterator[Steps]:
         return (smaller for smaller in _drop_one(steps) if self.distinct(smaller))
 
@@ -251,6 +304,24 @@ class _InsertionTransform(Transform):
     def reductions(self, steps: Steps) -> Iterator[Steps]:
         return _drop_one(steps)
 
+    def generate_many(
+        self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
+    ) -> Iterator[GeneratedCase]:
+        from decguard_pipeline.core.properties import bulk
+
+        return bulk.insertions(self, seed, case_ids, inputs)
+
+    # For the bulk path: the draws of one sample are ``fragment_draws()`` fragment choices,
+    # then ``position_draws()`` positions; ``placed`` makes the sample's steps from them.
+    def fragment_draws(self) -> int:
+        raise NotImplementedError
+
+    def position_draws(self) -> int:
+        raise NotImplementedError
+
+    def placed(self, fragments: list[str], positions: list[int]) -> list[Step]:
+        raise NotImplementedError
+
 
 class IrrelevantContextTransform(_InsertionTransform):
     name = "irrelevant_context"
@@ -259,6 +330,15 @@ class IrrelevantContextTransform(_InsertionTransform):
     def fragments(self, rng: Rng) -> list[str]:
         return [rng.choice(self.config.fragments) for _ in range(self.config.insertions)]
 
+    def fragment_draws(self) -> int:
+        return self.config.insertions
+
+    def position_draws(self) -> int:
+        return self.config.insertions
+
+    def placed(self, fragments: list[str], positions: list[int]) -> list[Step]:
+        return [{"at": at, "text": f} for at, f in zip(positions, fragments, strict=True)]
+
 
 class RepeatedContextTransform(_InsertionTransform):
     name = "repeated_context"
@@ -266,6 +346,15 @@ class RepeatedContextTransform(_InsertionTransform):
 
     def fragments(self, rng: Rng) -> list[str]:
         return [rng.choice(self.config.fragments)] * self.config.repeats
+
+    def fragment_draws(self) -> int:
+        return 1
+
+    def position_draws(self) -> int:
+        return self.config.repeats
+
+    def placed(self, fragments: list[str], positions: list[int]) -> list[Step]:
+        return [{"at": at, "text": fragments[0]} for at in positions]
 
 
 class WhitespaceTransform(Transform):
@@ -294,10 +383,18 @@ class WhitespaceTransform(Transform):
     def reductions(self, steps: Steps) -> Iterator[Steps]:
         return _drop_one(steps)
 
+    def generate_many(
+        self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
+    ) -> Iterator[GeneratedCase]:
+        from decguard_pipeline.core.properties import bulk
+
+        return bulk.whitespace(self, seed, case_ids, inputs)
+
 
 class ParaphraseTransform(Transform):
     name = "paraphrase"
     keeps_no_ops = True
+    draws = False
     config: Paraphrase
 
     def __init__(
@@ -328,6 +425,7 @@ class ParaphraseTransform(Transform):
 
 class InversionTransform(Transform):
     name = "inversion"
+    draws = False
     config: Inversion
 
     def candidates(self, case_id: str, original: DecisionInput, rng: Rng) -> list[Steps]:
@@ -345,6 +443,7 @@ class InversionTransform(Transform):
 
 class MonotonicTransform(Transform):
     name = "monotonic"
+    draws = False
     config: Monotonic
 
     def value_of(self, original: DecisionInput) -> int | float:
@@ -370,6 +469,8 @@ class MonotonicTransform(Transform):
         assert isinstance(original, dict)
         return Mutation(steps, {**original, self.config.field: changed})
 
+
+_NO_STREAM = Rng("unused")  # handed to transforms that never draw
 
 TRANSFORMS: dict[str, type[Transform]] = {
     cls.name: cls

@@ -50,6 +50,10 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+# lists inside a report written a batch of records at a time (see jsonio.write_document)
+CHUNKED_LISTS = (("properties", "pairs"),)
+
+
 def result_records(results: CaseResults) -> Iterator[dict[str, Any]]:
     """The report's ``results`` entries, in dataset order."""
     spec = results.spec

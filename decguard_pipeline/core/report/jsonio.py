@@ -1,14 +1,15 @@
 """JSON output: DecGuard documents are written with two-space indentation and a final newline.
 
-Large documents stream their biggest list (``results``) record by record so a report of a
-million cases never exists as one string.
+Large documents stream their biggest list (``results``) record by record, and encode other
+big lists (a report's property pairs) a batch of records at a time, so a report of a million
+cases never exists as one string. The bytes are those of encoding the whole document at once.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,55 +21,166 @@ _OPTS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
 _MARK = "__decguard_stream_here__"
 
 
-def dumps(document: Any) -> str:
-    """The document, indented, without the final newline."""
+def _encode(value: Any) -> bytes:
+    """The value indented, as UTF-8 bytes."""
+    return _encoded(value)[0]
+
+
+def _encoded(value: Any) -> tuple[bytes, bool]:
+    """The value indented, as UTF-8 bytes, and whether the standard library wrote it."""
     try:
-        return orjson.dumps(document, option=_OPTS).decode("utf-8")
+        return orjson.dumps(value, option=_OPTS), False
     except orjson.JSONEncodeError:
         # integers beyond 64 bits (JSON allows them): the standard library writes them
-        return json.dumps(document, indent=2, ensure_ascii=False)
+        return _standard(value), True
+
+
+def _standard(value: Any) -> bytes:
+    return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8")
+
+
+def dumps(document: Any) -> str:
+    """The document, indented, without the final newline."""
+    return _encode(document).decode("utf-8")
 
 
 CHUNK = 64  # records per orjson call: few calls, yet too few objects held to wake the GC
 
 
-def _dump_list(items: list[Any]) -> str:
-    """A list as its indented JSON elements, each line indented for a list nested one level
-    inside the document (``[`` and ``]`` left out)."""
-    try:
-        text = orjson.dumps(items, option=_OPTS).decode("utf-8")
-    except orjson.JSONEncodeError:
-        text = json.dumps(items, indent=2, ensure_ascii=False)
-    return "  " + text[2:-2].replace("\n", "\n  ")
+class _Restart(Exception):
+    """A list written in chunks needed the standard library's encoder (an integer beyond 64
+    bits): the document is written again in one piece, as it always was."""
 
 
-def _chunks(document: dict[str, Any], key: str, items: Iterable[Any]) -> Iterator[str]:
-    head, _, tail = dumps({**document, key: _MARK}).partition(f'"{_MARK}"')
-    yield head
+def _wrapped(items: Any, depth: int) -> dict[str, Any]:
+    for _ in range(depth):
+        items = {"k": items}
+    return items
+
+
+def _margins(depth: int) -> tuple[int, int]:
+    """How many bytes come before the first element and after the last one when a list is
+    encoded ``depth`` objects deep (``_wrapped``)."""
+    encoded = orjson.dumps(_wrapped([0], depth), option=_OPTS)
+    return encoded.index(b"[\n") + 2, len(encoded) - encoded.rindex(b"\n" + b"  " * depth + b"]")
+
+
+_MARGINS = {depth: _margins(depth) for depth in (1, 2, 3)}
+
+
+def _dump_list(items: list[Any], depth: int, mode: str) -> bytes | memoryview:
+    """A non-empty list as its indented JSON elements for a list nested ``depth`` objects
+    deep in the document (``[`` and ``]`` left out). The list is encoded inside as many
+    wrapping objects, so the encoder indents it already (no second pass over the text).
+
+    ``mode``: "batch" (the standard library's encoder when orjson cannot, for this batch),
+    "strict" (then the whole document is written again) or "standard" (always)."""
+    wrapped = _wrapped(items, depth)
+    if mode == "standard":
+        encoded = _standard(wrapped)
+    else:
+        try:
+            encoded = orjson.dumps(wrapped, option=_OPTS)
+        except orjson.JSONEncodeError:
+            if mode == "strict":
+                raise _Restart from None
+            encoded = _standard(wrapped)
+    before, after = _MARGINS[depth] if depth in _MARGINS else _margins(depth)
+    return memoryview(encoded)[before : len(encoded) - after]
+
+
+def _listed(items: Iterable[Any], depth: int, mode: str) -> Iterator[bytes | memoryview]:
+    """``items`` as the JSON list they form ``depth`` objects deep in the document, from
+    ``[`` to ``]``: one encoder call per batch of records instead of one per record."""
     first = True
     batch: list[Any] = []
-    # one orjson call per batch of records instead of one per record, then the batch's
-    # lines are shifted as a whole
     for item in items:
         batch.append(item)
         if len(batch) == CHUNK:
-            yield ("[\n" if first else ",\n") + _dump_list(batch)
+            yield b"[\n" if first else b",\n"
+            yield _dump_list(batch, depth, mode)
             first, batch = False, []
     if batch:
-        yield ("[\n" if first else ",\n") + _dump_list(batch)
+        yield b"[\n" if first else b",\n"
+        yield _dump_list(batch, depth, mode)
         first = False
-    yield "[]" if first else "\n  ]"
-    yield tail
+    yield b"[]" if first else b"\n" + b"  " * depth + b"]"
 
 
-def write_stream(out: IO[str], document: dict[str, Any], key: str, items: Iterable[Any]) -> None:
-    """Write ``document`` with ``document[key]`` replaced by the streamed ``items``."""
+def _with_marks(
+    document: dict[str, Any], key: str | None, paths: tuple[tuple[str, ...], ...]
+) -> dict[str, Any]:
+    """A shallow copy of ``document`` with ``key`` (mark 0) and the value at each path (when
+    it is a list, inside dicts; marks 1...) replaced by its mark; the document itself is
+    left as it is."""
+    top = dict(document)
+    if key is not None:
+        top[key] = f"{_MARK}0"
+    for number, path in enumerate(paths, 1):
+        holder = top
+        for part in path[:-1]:
+            inner = holder.get(part)
+            if type(inner) is not dict:
+                break
+            holder[part] = holder = dict(inner)
+        else:
+            if type(holder.get(path[-1])) is list:
+                holder[path[-1]] = f"{_MARK}{number}"
+    return top
+
+
+def _chunks(
+    document: dict[str, Any],
+    key: str | None,
+    items: Iterable[Any],
+    chunked: tuple[tuple[str, ...], ...] = (),
+) -> Iterator[bytes | memoryview]:
+    """The document with ``document[key]`` replaced by the streamed ``items``, and each list
+    at a ``chunked`` path written in batches of records. The rest is encoded once and
+    written as views: never copied, never decoded."""
+    whole, standard = _encoded(_with_marks(document, key, chunked))
+    # the chunked lists were part of the document's one encoding: they are written by the
+    # encoder that wrote the rest of it (a batch orjson cannot write starts over)
+    inner = "standard" if standard else "strict"
+    found = []
+    for number, path in enumerate([(key or "",), *chunked]):
+        if number == 0 and key is None:
+            continue
+        mark = f'"{_MARK}{number}"'.encode()
+        at = whole.find(mark)
+        if at >= 0:
+            values = items if number == 0 else _get(document, path)
+            found.append((at, len(mark), len(path), values, inner if number else "batch"))
+    done = 0
+    view = memoryview(whole)
+    for at, length, depth, values, mode in sorted(found, key=lambda f: f[0]):
+        yield view[done:at]
+        yield from _listed(values, depth, mode)
+        done = at + length
+    yield view[done:]
+
+
+def _get(document: dict[str, Any], path: tuple[str, ...]) -> Any:
+    for key in path:
+        document = document[key]
+    return document
+
+
+def write_stream(
+    out: IO[bytes],
+    document: dict[str, Any],
+    key: str | None,
+    items: Iterable[Any],
+    chunked: tuple[tuple[str, ...], ...] = (),
+) -> None:
+    """Write ``document`` with ``document[key]`` replaced by the streamed ``items`` (and the
+    lists at the ``chunked`` paths written in batches) to a binary stream."""
     from decguard_pipeline.core.dataset import gc_paused
 
     with gc_paused():  # a record per item, none kept: nothing for the collector but walks
-        for chunk in _chunks(document, key, items):
+        for chunk in _chunks(document, key, items, chunked):
             out.write(chunk)
-        out.write("\n")
+        out.write(b"\n")
 
 
 def write_document(
@@ -76,18 +188,34 @@ def write_document(
     document: dict[str, Any],
     *,
     stream_key: str | None = None,
-    items: Iterable[Any] = (),
+    items: Iterable[Any] | Callable[[], Iterable[Any]] = (),
+    chunked: tuple[tuple[str, ...], ...] = (),
     what: str = "report",
 ) -> None:
-    """Write a JSON document to ``path`` (parents created)."""
+    """Write a JSON document to ``path`` (parents created).
+
+    ``items`` (or a function giving them) replace ``document[stream_key]``, streamed.
+    ``chunked``: paths of big lists inside the document (a report's property pairs) to
+    encode a batch at a time, so that the document never exists as one string. Should one of
+    their records need the standard library's encoder (an integer beyond 64 bits), the
+    document is written again as before, in one piece around the streamed items: the bytes
+    never depend on the batching. (That needs ``items`` as a function.)"""
     path = Path(path)
+    make = items if callable(items) else (lambda: items)
+    if not callable(items) and stream_key is not None:
+        chunked = ()  # the items could not be streamed a second time
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", encoding="utf-8") as out:
-            if stream_key is None:
-                out.write(dumps(document) + "\n")
-            else:
-                write_stream(out, document, stream_key, items)
+        with path.open("wb") as out:
+            if stream_key is None and not chunked:
+                out.write(_encode(document) + b"\n")
+                return
+            try:
+                write_stream(out, document, stream_key, make(), chunked)
+            except _Restart:
+                out.seek(0)
+                out.truncate()
+                write_stream(out, document, stream_key, make(), ())
     except OSError as exc:
         raise ReportError(f"{path}: cannot write {what}: {exc.strerror or exc}") from exc
 
@@ -98,5 +226,10 @@ def print_document(
     if stream_key is None:
         sys.stdout.write(dumps(document) + "\n")
     else:
-        write_stream(sys.stdout, document, stream_key, items)
+        from decguard_pipeline.core.dataset import gc_paused
+
+        with gc_paused():
+            for chunk in _chunks(document, stream_key, items):
+                sys.stdout.write(str(chunk, "utf-8"))
+            sys.stdout.write("\n")
     sys.stdout.flush()
