@@ -19,6 +19,9 @@ _VERSION = re.compile(r'"decguard_version": "[^"]*"')
 
 
 def _normalised(text: str) -> str:
+    """Versions, latencies and the program a hint names (ours says `decguard-pipeline replay`
+    where DecGuard says `decguard replay`) neutralised."""
+    text = text.replace("`decguard-pipeline ", "`decguard ")
     return _VERSION.sub('"decguard_version": V', normalised_text(text))
 
 
