@@ -124,7 +124,7 @@ def run_test(
 
 def add_golden_statistics(loaded: LoadedContract, report: Report) -> None:
     """With ``pipeline.statistics``: the golden metrics' intervals as a sidecar section."""
-    from decguard_pipeline.core.golden_statistics import golden_statistics, statistics_settings
+    from decguard_pipeline.core.golden.statistics import golden_statistics, statistics_settings
 
     settings = statistics_settings(loaded.contract)
     if settings is not None and report.mode != "fuzz":

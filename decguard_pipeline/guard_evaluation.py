@@ -24,23 +24,23 @@ from decguard_pipeline.core.contract import LoadedContract, load_contract
 from decguard_pipeline.core.dataset import load_dataset
 from decguard_pipeline.core.errors import ContractError
 from decguard_pipeline.core.gates import Check
-from decguard_pipeline.core.guard_extension import (
+from decguard_pipeline.core.guard.extension import (
     GuardConfig,
     extension_metrics,
     guard_config,
     guard_enabled,
 )
-from decguard_pipeline.core.guard_gates import guard_checks
-from decguard_pipeline.core.guard_sidecar import (
+from decguard_pipeline.core.guard.gates import guard_checks
+from decguard_pipeline.core.guard.render import render_guard
+from decguard_pipeline.core.guard.sidecar import (
     build_sidecar,
     evaluation_entry,
     worst_status,
 )
-from decguard_pipeline.core.guard_text import render_guard
+from decguard_pipeline.core.guard.suites import suite_summary
 from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.report.sidecar import sidecar_path
-from decguard_pipeline.core.suites import suite_summary
 from decguard_pipeline.evaluation import make_backend, run_test
 
 
@@ -97,7 +97,7 @@ class GuardedRun:
 
     def write_files(self, report_path: str | Path) -> list[Path]:
         """The pictures and the sidecar next to the report at ``report_path``."""
-        from decguard_pipeline.plots import write_images
+        from decguard_pipeline.core.report.plots import write_images
 
         report_path = Path(report_path)
         stem = report_path.stem

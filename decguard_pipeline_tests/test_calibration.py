@@ -18,14 +18,14 @@ from decguard_pipeline.core.calibration import (
     metadata_groups,
 )
 from decguard_pipeline.core.contract import parse_contract
-from decguard_pipeline.core.guard import guard_metrics
-from decguard_pipeline.core.guard_extension import (
+from decguard_pipeline.core.golden.metrics import expected_calibration_error
+from decguard_pipeline.core.guard.extension import (
     extension_metrics,
     guard_config,
     guard_enabled,
     metric_rows,
 )
-from decguard_pipeline.core.metrics import expected_calibration_error
+from decguard_pipeline.core.guard.metrics import guard_metrics
 from decguard_pipeline_tests.test_guard import make_results
 
 T, F = True, False

@@ -15,7 +15,7 @@ from decguard_pipeline.core.calibration.binned import (
     top_label_ece,
 )
 from decguard_pipeline.core.calibration.summary import equal_mass_edges
-from decguard_pipeline.core.metrics import expected_calibration_error, reliability
+from decguard_pipeline.core.golden.metrics import expected_calibration_error, reliability
 from decguard_pipeline_tests.calibration_data import binary_cases, multiclass_cases
 
 

@@ -14,7 +14,7 @@ from decguard_pipeline.core.calibration.decomposition import (
     isotonic_fit,
     score_decompositions,
 )
-from decguard_pipeline.core.metrics import brier
+from decguard_pipeline.core.golden.metrics import brier
 from decguard_pipeline_tests.calibration_data import binary_cases, multiclass_cases
 
 

@@ -14,7 +14,7 @@ from decguard_pipeline.core.calibration.recalibration import (
     scale,
     temperature_scaling,
 )
-from decguard_pipeline.core.metrics import brier, nll
+from decguard_pipeline.core.golden.metrics import brier, nll
 from decguard_pipeline_tests.calibration_data import multiclass_cases, sharpen
 
 

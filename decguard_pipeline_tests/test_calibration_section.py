@@ -14,7 +14,7 @@ from decguard_pipeline.core.calibration.decomposition import score_decomposition
 from decguard_pipeline.core.calibration.recalibration import temperature_scaling
 from decguard_pipeline.core.calibration.section import SectionSettings, calibration_section
 from decguard_pipeline.core.calibration.smooth import smooth_calibration
-from decguard_pipeline.core.metrics import expected_calibration_error, reliability
+from decguard_pipeline.core.golden.metrics import expected_calibration_error, reliability
 from decguard_pipeline_tests.calibration_data import multiclass_cases
 
 

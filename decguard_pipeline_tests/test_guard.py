@@ -14,7 +14,7 @@ from sklearn import metrics as skm
 
 from decguard_pipeline.core.contract import DecisionSpec
 from decguard_pipeline.core.decision import select_many
-from decguard_pipeline.core.guard import (
+from decguard_pipeline.core.guard.metrics import (
     NO_CASES,
     NO_NEGATIVES,
     NO_POSITIVES,

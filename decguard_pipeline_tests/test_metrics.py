@@ -13,7 +13,7 @@ import pytest
 from decguard_pipeline.core.contract import DecisionSpec, Evaluation, Gates
 from decguard_pipeline.core.decision import select_many
 from decguard_pipeline.core.gates import golden_checks, make_check, overall_status
-from decguard_pipeline.core.metrics import (
+from decguard_pipeline.core.golden.metrics import (
     brier,
     expected_calibration_error,
     gate_values,

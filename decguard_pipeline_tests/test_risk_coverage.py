@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from decguard_pipeline.core.risk_coverage import aurc, optimal_aurc, risk_coverage, sweep
+from decguard_pipeline.core.guard.risk_coverage import aurc, optimal_aurc, risk_coverage, sweep
 from decguard_pipeline_tests.conftest import EXAMPLES
 
 T, F = True, False

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats as sp
 
 from decguard_pipeline.core.contract import DecisionSpec
-from decguard_pipeline.core.metrics import golden_metrics
+from decguard_pipeline.core.golden.metrics import golden_metrics
 from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.core.stats import (
     binomial_cdf,

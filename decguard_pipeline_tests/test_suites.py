@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from decguard_pipeline.core.partial_runs import NORMAL, PARTIAL, WARNING, run_state
+from decguard_pipeline.core.guard.partial_runs import NORMAL, PARTIAL, WARNING, run_state
 from decguard_pipeline_tests.conftest import same_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -315,7 +315,7 @@ def test_fuzz_mode_has_no_guard_sections(ours, write, suite_contract, tmp_path):
 
 def test_list_metrics_names_every_gated_metric(ours):
     from decguard_pipeline.core.gates import GOLDEN_GATES
-    from decguard_pipeline.core.guard_gates import GUARD_GATES
+    from decguard_pipeline.core.guard.gates import GUARD_GATES
 
     ran = ours("list", "metrics")
     assert ran.exit_code == 0

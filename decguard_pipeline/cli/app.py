@@ -86,7 +86,7 @@ def emit_report(
         if guarded is not None:
             click.echo("\n" + guarded.render())
         if "statistics" in report.extensions:
-            from decguard_pipeline.core.golden_statistics import render_golden_statistics
+            from decguard_pipeline.core.golden.statistics import render_golden_statistics
 
             click.echo("\n" + render_golden_statistics(report.extensions["statistics"]))
     _exit_for(report.status if guarded is None else guarded.status, fail_on_warn)

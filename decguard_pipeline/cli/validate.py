@@ -46,7 +46,7 @@ def validate_text(contract_path: Path, dataset: Path | None) -> str:
         "    policy     " + (f"{len(c.policy.routes)} routes" if c.policy is not None else "none"),
         f"    hash      {loaded.hash}",
     ]
-    from decguard_pipeline.core.guard_extension import guard_config, guard_enabled
+    from decguard_pipeline.core.guard.extension import guard_config, guard_enabled
 
     if guard_enabled(c):  # the extension only: a DecGuard contract prints DecGuard's lines
         g = guard_config(c, source=str(contract_path))

@@ -17,8 +17,8 @@ from typing import Any
 import dagster as dg
 
 from decguard_pipeline.core.errors import DecGuardError
-from decguard_pipeline.core.guard_extension import guard_enabled, headline
-from decguard_pipeline.core.guard_text import render_guard
+from decguard_pipeline.core.guard.extension import guard_enabled, headline
+from decguard_pipeline.core.guard.render import render_guard
 from decguard_pipeline.defs import metadata as md
 from decguard_pipeline.defs.assets import asset_key, target_asset
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks

@@ -18,11 +18,11 @@ import pyarrow as pa
 from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.dataset import load_dataset
 from decguard_pipeline.core.gates import FAIL, PASS, WARN, overall_status
-from decguard_pipeline.core.guard_extension import GuardConfig, guard_config, metric_rows
+from decguard_pipeline.core.guard.extension import GuardConfig, guard_config, metric_rows
+from decguard_pipeline.core.guard.suites import suite_summary
 from decguard_pipeline.core.report.golden import Report, build_report, dataset_info
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.results import CaseResults
-from decguard_pipeline.core.suites import suite_summary
 from decguard_pipeline.guard_evaluation import GuardedRun, SuiteRun, measure, plan_datasets
 from decguard_pipeline.pipeline import steps
 from decguard_pipeline.pipeline.contracts import ContractEntry
@@ -140,7 +140,7 @@ def measure_target(
         )
     guarded = GuardedRun(loaded, config, runs, summary)
 
-    from decguard_pipeline.plots import write_images
+    from decguard_pipeline.core.report.plots import write_images
 
     directory = wh.partition_dir("report_files", entry.key, target)
     stem = f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}"

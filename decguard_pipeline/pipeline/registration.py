@@ -7,7 +7,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from decguard_pipeline.core.guard_extension import guard_enabled
+from decguard_pipeline.core.guard.extension import guard_enabled
 from decguard_pipeline.pipeline import steps
 from decguard_pipeline.pipeline.contracts import ContractEntry
 from decguard_pipeline.pipeline.targets import Target, discover_targets

@@ -13,7 +13,7 @@ from typing import Any
 
 from decguard_pipeline.core.dataset import Dataset
 from decguard_pipeline.core.errors import DecGuardError
-from decguard_pipeline.core.golden_statistics import golden_statistics, statistics_settings
+from decguard_pipeline.core.golden.statistics import golden_statistics, statistics_settings
 from decguard_pipeline.core.report.golden import (
     Report,
     build_report,

@@ -239,7 +239,7 @@ def contract_row(key: str, loaded: LoadedContract, *, run_id: str, at: datetime)
 
 
 def interval_rows(section: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
-    """The golden intervals section (core.golden_statistics) as rows, one per metric."""
+    """The golden intervals section (core.golden.statistics) as rows, one per metric."""
     settings = {k: section[k] for k in ("confidence", "bootstrap_resamples", "seed")}
     return [
         {**base, **settings, "metric": name, **entry}

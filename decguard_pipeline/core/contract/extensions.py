@@ -9,7 +9,7 @@ reference): they go to a ``<report>.pipeline.json`` sidecar, the warehouse and t
 from __future__ import annotations
 
 from decguard_pipeline.core.contract.baseline import BaselineSettings
-from decguard_pipeline.core.contract.guard_gates import GuardGates
+from decguard_pipeline.core.contract.extension_gates import GuardGates
 from decguard_pipeline.core.contract.guard_settings import (
     CalibrationSettings,
     GuardSettings,

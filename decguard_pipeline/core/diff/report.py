@@ -29,7 +29,7 @@ from decguard_pipeline.core.diff.segments import Segment, group_rows, segments_s
 from decguard_pipeline.core.diff.segments import worst_segment as find_worst
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
-from decguard_pipeline.core.metrics import gate_values as golden_values
+from decguard_pipeline.core.golden.metrics import gate_values as golden_values
 from decguard_pipeline.core.report.golden import Report, metrics_for, now_iso
 from decguard_pipeline.core.report.reevaluate import ensure_same_decision
 from decguard_pipeline.core.report.verify import load_report

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from decguard_pipeline.core.gates import Check, Comparison, make_check
-from decguard_pipeline.core.guard_extension import GuardConfig, worst_label
-from decguard_pipeline.core.partial_runs import partial_run_check
+from decguard_pipeline.core.guard.extension import GuardConfig, worst_label
+from decguard_pipeline.core.guard.partial_runs import partial_run_check
 
 # gate -> (metric, comparison that must hold)
 GUARD_GATES: dict[str, tuple[str, Comparison]] = {

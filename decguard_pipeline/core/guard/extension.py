@@ -13,7 +13,7 @@ from typing import Any
 
 from decguard_pipeline.core.calibration import calibration_summary, metadata_groups
 from decguard_pipeline.core.contract import Contract
-from decguard_pipeline.core.contract.guard_gates import GuardGates
+from decguard_pipeline.core.contract.extension_gates import GuardGates
 from decguard_pipeline.core.contract.guard_settings import (
     CalibrationSettings,
     GuardSettings,
@@ -21,11 +21,11 @@ from decguard_pipeline.core.contract.guard_settings import (
     RiskCoverageSettings,
     check_against_decision,
 )
-from decguard_pipeline.core.guard import default_guarded_labels, guard_metrics
-from decguard_pipeline.core.metrics import gate_values, golden_metrics
-from decguard_pipeline.core.partial_runs import run_summary
+from decguard_pipeline.core.golden.metrics import gate_values, golden_metrics
+from decguard_pipeline.core.guard.metrics import default_guarded_labels, guard_metrics
+from decguard_pipeline.core.guard.partial_runs import run_summary
+from decguard_pipeline.core.guard.risk_coverage import risk_coverage
 from decguard_pipeline.core.results import CaseResults
-from decguard_pipeline.core.risk_coverage import risk_coverage
 
 GUARD_VALUES = ("auroc", "auprc", "precision", "recall", "f1", "fpr", "fnr")
 # which way is better, for "worst label" and "worst suite"

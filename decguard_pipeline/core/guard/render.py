@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from decguard_pipeline.core.guard_extension import headline
+from decguard_pipeline.core.guard.extension import headline
 from decguard_pipeline.core.report.render import num, pct
 
 VERDICTS = {

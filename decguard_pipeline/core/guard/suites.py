@@ -15,7 +15,7 @@ import numpy as np
 
 from decguard_pipeline.core.exact import fsum
 from decguard_pipeline.core.gates import overall_status
-from decguard_pipeline.core.guard_extension import (
+from decguard_pipeline.core.guard.extension import (
     HIGHER_IS_BETTER,
     LOWER_IS_BETTER,
     GuardConfig,

@@ -1,6 +1,6 @@
 """Pictures of an evaluation: the reliability diagram and the risk-coverage curve, as PNG.
 
-Drawn from the extension block alone (``core.guard_extension.extension_metrics``), so the CLI
+Drawn from the extension block alone (``core.guard.extension.extension_metrics``), so the CLI
 writes them next to the report and a Dagster asset can attach the same bytes to its
 materialisation. Matplotlib is used through its object API on the Agg canvas: no GUI, no
 global pyplot state, safe in worker threads.
