@@ -82,10 +82,10 @@ def main() -> None:
     from decguard_pipeline.definitions import build_definitions
     from decguard_pipeline.defs.jobs import job_name
     from decguard_pipeline.defs.main_job import QUIET
-    from decguard_pipeline.evaluation import run_test
     from decguard_pipeline.pipeline import diff_steps, guard_steps, property_steps, steps
     from decguard_pipeline.pipeline.contracts import discover_contracts
     from decguard_pipeline.pipeline.targets import backend_of
+    from decguard_pipeline.runs.golden import run_test
     from decguard_pipeline.warehouse import Warehouse
 
     instance = dg.DagsterInstance.get()

@@ -438,7 +438,7 @@ def test_language_model_providers_are_bounded_and_their_echoes_redacted(
     version) or an error body leaks it into no report, output or warehouse row."""
     from datetime import UTC, datetime
 
-    from decguard_pipeline.evaluation import run_test
+    from decguard_pipeline.runs.golden import run_test
     from decguard_pipeline.warehouse.tables import case_results_table
     from decguard_pipeline_tests.llm_servers import llm_server
 
@@ -542,7 +542,7 @@ def test_metadata_nan_is_kept_in_the_warehouse(workdir, server):
     import duckdb
 
     from decguard_pipeline.core.report.golden import result_records
-    from decguard_pipeline.evaluation import run_test
+    from decguard_pipeline.runs.golden import run_test
     from decguard_pipeline.warehouse.tables import case_results_from_table, case_results_table
 
     write_cases(["metadata-nan", "ok"], per_fault=1)

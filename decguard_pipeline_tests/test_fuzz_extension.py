@@ -93,8 +93,8 @@ def test_outcome_unpacks_like_a_pair_and_survives_pickling():
     import pickle
 
     from decguard_pipeline.core.contract import load_contract
-    from decguard_pipeline.evaluation import decide_dataset, make_backend, resolve_dataset
-    from decguard_pipeline.fuzzing import plan_properties, run_properties
+    from decguard_pipeline.runs.golden import decide_dataset, make_backend, resolve_dataset
+    from decguard_pipeline.runs.properties import plan_properties, run_properties
 
     loaded = load_contract(REFUND)
     plan = plan_properties(loaded, ["option_order"], seed=None, minimize=None)

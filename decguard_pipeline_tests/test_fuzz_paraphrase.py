@@ -261,7 +261,7 @@ def test_paraphrase_file_lookup(ours, ref, tmp_path):
 
 
 PLUGIN = """
-from decguard_pipeline.fuzzing.paraphrase import Paraphraser
+from decguard_pipeline.runs.properties.paraphrase import Paraphraser
 
 
 class Shouting(Paraphraser):
@@ -284,7 +284,7 @@ class NotOne:
 
 def test_openai_provenance_never_records_the_query_string():
     from decguard_pipeline.core.contract.properties import ParaphraseSource
-    from decguard_pipeline.fuzzing.paraphrase import create_paraphraser
+    from decguard_pipeline.runs.properties.paraphrase import create_paraphraser
 
     source = ParaphraseSource(provider="openai", model="m", url="https://h.example/v1?org=x")
     provenance = create_paraphraser(source, base_dir=".").provenance()

@@ -52,7 +52,7 @@ def emit_report(
     sidecar: dict[str, Any] | None = None,
 ) -> None:
     """Write/print a test/fuzz report and exit with its gate status. ``guarded`` (a
-    guard_evaluation.GuardedRun) adds the sidecar, pictures and text sections after DecGuard's.
+    runs.guard.GuardedRun) adds the sidecar, pictures and text sections after DecGuard's.
     ``html`` also writes the HTML page (with ``sidecar``, else the sidecar sections of this
     run); nothing else changes with it."""
     from decguard_pipeline.core.report.golden import result_records
@@ -125,7 +125,7 @@ def _run(
     suite: str | None = None, html: Path | None = None,
 ) -> None:  # fmt: skip
     with handled():
-        from decguard_pipeline.guard_evaluation import run_guarded_test
+        from decguard_pipeline.runs.guard import run_guarded_test
 
         report, guarded = run_guarded_test(
             contract,

@@ -79,7 +79,7 @@ def replay(results: Path, ids: tuple[str, ...], contract: Path | None, backend: 
     Exits 1 when a failure reproduces, 0 when none does."""
     with handled():
         from decguard_pipeline.core.report.jsonio import print_document
-        from decguard_pipeline.fuzzing.replay import replay as replay_failures
+        from decguard_pipeline.runs.properties.replay import replay as replay_failures
 
         doc = replay_failures(results, ids=list(ids) or None, contract=contract, backend=backend)
         if fmt == "json":

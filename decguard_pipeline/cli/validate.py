@@ -10,7 +10,7 @@ from decguard_pipeline.core.contract import load_contract
 
 
 def validate_text(contract_path: Path, dataset: Path | None) -> str:
-    from decguard_pipeline.evaluation import resolve_dataset
+    from decguard_pipeline.runs.golden import resolve_dataset
 
     loaded = load_contract(contract_path)
     c = loaded.contract
@@ -19,7 +19,7 @@ def validate_text(contract_path: Path, dataset: Path | None) -> str:
         create_backend(c.backend_config(name), decision=spec, name=name).close()
     paraphrase = c.properties.paraphrase
     if paraphrase is not None and paraphrase.enabled:
-        from decguard_pipeline.fuzzing import check_paraphraser
+        from decguard_pipeline.runs.properties import check_paraphraser
 
         check_paraphraser(loaded)
     lines = [

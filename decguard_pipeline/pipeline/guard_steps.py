@@ -4,7 +4,7 @@ checks call. No Dagster here.
 The main golden dataset is not decided again: its results are the newest evaluation of the
 target in the warehouse (``case_results``). Every other suite of ``pipeline.suites`` is decided
 through the same target's backend, then every dataset is measured exactly as ``test`` measures
-it (``guard_evaluation.measure``), so the warehouse rows equal the CLI's sidecar.
+it (``runs.guard.measure``), so the warehouse rows equal the CLI's sidecar.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from decguard_pipeline.core.guard.suites import suite_summary
 from decguard_pipeline.core.report.golden import Report, build_report, dataset_info
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.results import CaseResults
-from decguard_pipeline.guard_evaluation import GuardedRun, SuiteRun, measure, plan_datasets
 from decguard_pipeline.pipeline import steps
 from decguard_pipeline.pipeline.contracts import ContractEntry
 from decguard_pipeline.pipeline.targets import backend_of
+from decguard_pipeline.runs.guard import GuardedRun, SuiteRun, measure, plan_datasets
 from decguard_pipeline.warehouse import tables as T
 
 MAIN = "main"  # suite label of the main evaluation when its dataset is not a named suite
@@ -94,7 +94,7 @@ def _decide_suites(
 ) -> list[tuple[str, Report, dict[str, Any]]]:
     """``(name, DecGuard report, backend metadata)`` per other suite, through the target's
     backend (one instance for all, health checked once, as ``test`` does)."""
-    from decguard_pipeline.evaluation import check_health, decide_dataset, make_backend
+    from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend
 
     out = []
     backend = make_backend(loaded, backend_of(target))

@@ -4,7 +4,7 @@ its checks and the DecGuard ``report`` call. No Dagster here.
 The originals are the newest golden evaluation of the target in the warehouse
 (``case_results``): they are not decided again. Every enabled property runs with the
 contract's ``fuzz`` settings through the target's backend and the concurrent runner, exactly
-as ``test --all`` runs them (``fuzzing.run_properties``). The step writes
+as ``test --all`` runs them (``runs.properties.run_properties``). The step writes
 
 * ``<stem>.properties.json`` under ``report_files`` — DecGuard's ``properties`` section, the
   property checks and the sidecar section, with the golden run they were judged against: the
@@ -59,7 +59,7 @@ def check_name(gate: str) -> str:
 
 
 def _plan(loaded: LoadedContract) -> Any:
-    from decguard_pipeline.fuzzing import plan_properties
+    from decguard_pipeline.runs.properties import plan_properties
 
     return plan_properties(loaded, None, seed=None, minimize=None)
 
@@ -84,8 +84,8 @@ def run_target(
 ) -> PropertyRun:
     """Every enabled property of the contract against the target's backend, the newest golden
     results of the target as originals; the stored section and the warehouse rows."""
-    from decguard_pipeline.evaluation import check_health, make_backend
-    from decguard_pipeline.fuzzing import run_properties
+    from decguard_pipeline.runs.golden import check_health, make_backend
+    from decguard_pipeline.runs.properties import run_properties
 
     loaded = entry.require()
     plan = _plan(loaded)  # a ContractError before any backend call

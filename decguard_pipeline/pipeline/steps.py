@@ -53,7 +53,7 @@ def record_contract(entry: ContractEntry, step: Step) -> dict[str, Any]:
 
 
 def load_golden(entry: ContractEntry) -> Dataset:
-    from decguard_pipeline.evaluation import resolve_dataset
+    from decguard_pipeline.runs.golden import resolve_dataset
 
     return resolve_dataset(entry.require(), None)
 
@@ -152,7 +152,7 @@ def evaluate_target(
     entry: ContractEntry, target: str, step: Step, *, max_concurrency: int | None = None
 ) -> Evaluated:
     """Decide every golden case with the target's backend; write ``case_results`` and ``runs``."""
-    from decguard_pipeline.evaluation import check_health, decide_dataset, make_backend
+    from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend
 
     loaded = entry.require()
     data = load_golden(entry)

@@ -59,7 +59,7 @@ def discover_target(
     ``model_version`` of a one-case canary decision, else its configured model name.
 
     Raises DecGuardError when the backend is unhealthy or the canary fails."""
-    from decguard_pipeline.evaluation import check_health, make_backend
+    from decguard_pipeline.runs.golden import check_health, make_backend
 
     backend = make_backend(loaded, backend_name)
     try:

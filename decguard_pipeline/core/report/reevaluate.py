@@ -28,7 +28,7 @@ def reevaluate(report: Report, loaded: LoadedContract) -> Report:
     properties = doc.get("properties")
     property_checks = None
     if properties is not None:
-        from decguard_pipeline.fuzzing import rejudge_section
+        from decguard_pipeline.runs.properties import rejudge_section
 
         properties, property_checks = rejudge_section(properties, loaded, report.results)
     return build_report(

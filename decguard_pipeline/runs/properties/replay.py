@@ -26,7 +26,7 @@ from decguard_pipeline.core.properties.transforms import NotApplicable, make_tra
 from decguard_pipeline.core.report.golden import now_iso
 from decguard_pipeline.core.report.reevaluate import ensure_same_decision
 from decguard_pipeline.core.report.verify import load_report
-from decguard_pipeline.fuzzing.execute import Decided, Example, decide_examples
+from decguard_pipeline.runs.properties.execute import Decided, Example, decide_examples
 
 REPLAY_VERSION = "0.1"
 

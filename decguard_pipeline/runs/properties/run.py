@@ -31,10 +31,15 @@ from decguard_pipeline.core.properties.summary import (
 )
 from decguard_pipeline.core.properties.transforms import Transform
 from decguard_pipeline.core.results import CaseResults
-from decguard_pipeline.fuzzing.execute import Decided, Example, decide_examples
-from decguard_pipeline.fuzzing.extension import properties_extension
-from decguard_pipeline.fuzzing.paraphrase import create_paraphraser
-from decguard_pipeline.fuzzing.plan import Planned, PropertyPlan, build_transforms, generate_pairs
+from decguard_pipeline.runs.properties.execute import Decided, Example, decide_examples
+from decguard_pipeline.runs.properties.extension import properties_extension
+from decguard_pipeline.runs.properties.paraphrase import create_paraphraser
+from decguard_pipeline.runs.properties.plan import (
+    Planned,
+    PropertyPlan,
+    build_transforms,
+    generate_pairs,
+)
 
 
 class PropertyOutcome(tuple):  # type: ignore[type-arg]

@@ -83,7 +83,7 @@ def run_test(
     loaded = contract if isinstance(contract, LoadedContract) else load_contract(contract)
     fuzz_plan: Any = None
     if mode != "test":
-        from decguard_pipeline.fuzzing import plan_properties
+        from decguard_pipeline.runs.properties import plan_properties
 
         fuzz_plan = plan_properties(loaded, properties, seed=seed, minimize=minimize)
     data = resolve_dataset(loaded, dataset)
@@ -95,7 +95,7 @@ def run_test(
         results = decide_dataset(loaded, data, instance, max_concurrency=max_concurrency)
         property_section = property_checks = None
         if fuzz_plan is not None:
-            from decguard_pipeline.fuzzing import run_properties
+            from decguard_pipeline.runs.properties import run_properties
 
             outcome = run_properties(
                 fuzz_plan, loaded, instance, results,

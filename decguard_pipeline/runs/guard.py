@@ -1,7 +1,7 @@
 """``test`` with the guard extension: suites, extension metrics and checks, the sidecar and the
 pictures. Shared by the CLI and the Dagster assets; no Dagster import.
 
-A contract without the extension goes straight to ``evaluation.run_test`` (DecGuard's
+A contract without the extension goes straight to ``runs.golden.run_test`` (DecGuard's
 behaviour, unchanged). With it, every planned dataset is run through one backend with
 ``run_test`` (so each has a DecGuard report of its own), then measured by the core modules.
 Which datasets are planned:
@@ -41,7 +41,7 @@ from decguard_pipeline.core.guard.suites import suite_summary
 from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.report.sidecar import sidecar_path
-from decguard_pipeline.evaluation import make_backend, run_test
+from decguard_pipeline.runs.golden import make_backend, run_test
 
 
 @dataclass

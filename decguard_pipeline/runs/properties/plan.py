@@ -20,7 +20,7 @@ from decguard_pipeline.core.properties.transforms import (
     Transform,
     make_transform,
 )
-from decguard_pipeline.fuzzing.paraphrase import Paraphraser
+from decguard_pipeline.runs.properties.paraphrase import Paraphraser
 
 
 @dataclass(frozen=True)

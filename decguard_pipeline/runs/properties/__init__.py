@@ -7,7 +7,7 @@ Entry points (shared by the CLI and the Dagster assets):
   results of the same run as originals; ``.pipeline`` on the outcome is the sidecar section;
 * :func:`rejudge_section` — ``report --contract``: new limits on stored pairs, no calls;
 * :func:`check_paraphraser` — ``validate``: build (and close) the paraphrase provider;
-* :func:`decguard_pipeline.fuzzing.replay.replay` — re-send stored failures.
+* :func:`decguard_pipeline.runs.properties.replay.replay` — re-send stored failures.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.properties.report import rejudge
 from decguard_pipeline.core.results import CaseResults
-from decguard_pipeline.fuzzing.paraphrase import create_paraphraser
-from decguard_pipeline.fuzzing.plan import PropertyPlan, plan_properties
-from decguard_pipeline.fuzzing.run import PropertyOutcome, run_properties
+from decguard_pipeline.runs.properties.paraphrase import create_paraphraser
+from decguard_pipeline.runs.properties.plan import PropertyPlan, plan_properties
+from decguard_pipeline.runs.properties.run import PropertyOutcome, run_properties
 
 __all__ = [
     "PropertyOutcome",
