@@ -439,7 +439,7 @@ def test_language_model_providers_are_bounded_and_their_echoes_redacted(
     from datetime import UTC, datetime
 
     from decguard_pipeline.runs.golden import run_test
-    from decguard_pipeline.warehouse.tables import case_results_table
+    from decguard_pipeline.warehouse.rows.golden import case_results_table
     from decguard_pipeline_tests.llm_servers import llm_server
 
     ids = [f"{fault}#0" for fault in ENGINE_FAULTS]
@@ -543,7 +543,7 @@ def test_metadata_nan_is_kept_in_the_warehouse(workdir, server):
 
     from decguard_pipeline.core.report.golden import result_records
     from decguard_pipeline.runs.golden import run_test
-    from decguard_pipeline.warehouse.tables import case_results_from_table, case_results_table
+    from decguard_pipeline.warehouse.rows.golden import case_results_from_table, case_results_table
 
     write_cases(["metadata-nan", "ok"], per_fault=1)
     Path("c.yaml").write_text(contract(server.url))

@@ -15,7 +15,7 @@ from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.pipeline import steps
 from decguard_pipeline.pipeline.contracts import ContractEntry
-from decguard_pipeline.warehouse.tables import flat_metrics
+from decguard_pipeline.warehouse.rows.golden import flat_metrics
 
 
 def asset_key(entry: ContractEntry, name: str) -> dg.AssetKey:

@@ -30,8 +30,8 @@ from decguard_pipeline.pipeline import steps
 from decguard_pipeline.pipeline.contracts import ContractEntry
 from decguard_pipeline.pipeline.targets import backend_of
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse import tables as T
-from decguard_pipeline.warehouse.schema_diff import COUNTS, DIFF_METRICS, SHIFT
+from decguard_pipeline.warehouse.rows import golden as T
+from decguard_pipeline.warehouse.schema.diff import COUNTS, DIFF_METRICS, SHIFT
 from decguard_pipeline.warehouse.store import read_file
 
 NO_BASELINE = "no_baseline"  # the ``diffs.status`` of a candidate with nothing to compare to

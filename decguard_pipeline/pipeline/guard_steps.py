@@ -27,7 +27,7 @@ from decguard_pipeline.pipeline import steps
 from decguard_pipeline.pipeline.contracts import ContractEntry
 from decguard_pipeline.pipeline.targets import backend_of
 from decguard_pipeline.runs.guard import GuardedRun, SuiteRun, measure, plan_datasets
-from decguard_pipeline.warehouse import tables as T
+from decguard_pipeline.warehouse.rows import golden as T
 
 MAIN = "main"  # suite label of the main evaluation when its dataset is not a named suite
 SUITE_GATES = "suite_gates"  # DecGuard's own gates on the other suites, as one check

@@ -54,9 +54,9 @@ from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.pipeline import steps
 from decguard_pipeline.pipeline.contracts import ContractEntry, project_root
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse import tables as T
+from decguard_pipeline.warehouse.rows import golden as T
 from decguard_pipeline.warehouse.schema import TABLES
-from decguard_pipeline.warehouse.schema_production import INBOX_FIELDS
+from decguard_pipeline.warehouse.schema.production import INBOX_FIELDS
 from decguard_pipeline.warehouse.store import read_file
 
 ENV_DIR = "DECGUARD_PRODUCTION"

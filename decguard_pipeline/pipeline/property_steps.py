@@ -32,7 +32,7 @@ from decguard_pipeline.pipeline import steps
 from decguard_pipeline.pipeline.contracts import ContractEntry
 from decguard_pipeline.pipeline.targets import backend_of
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse import tables as T
+from decguard_pipeline.warehouse.rows import golden as T
 from decguard_pipeline.warehouse.store import now
 
 SOURCE = "properties"  # ``source`` of the rows in ``property_checks``

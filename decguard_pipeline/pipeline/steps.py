@@ -30,7 +30,7 @@ from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.pipeline.contracts import ContractEntry
 from decguard_pipeline.pipeline.targets import Target, backend_of
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse import tables as T
+from decguard_pipeline.warehouse.rows import golden as T
 from decguard_pipeline.warehouse.store import now
 
 

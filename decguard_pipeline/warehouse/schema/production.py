@@ -10,10 +10,7 @@ the daily partition key): production records are not tied to one backend or mode
 import pyarrow as pa
 
 from decguard_pipeline.warehouse.columns import _B, _D, _I, _S, keyed
-
-# schema.py imports this module after defining its own TABLES (and the package imports
-# schema.py first), so the golden schemas are there to extend.
-from decguard_pipeline.warehouse.schema import TABLES as _GOLDEN
+from decguard_pipeline.warehouse.schema.golden import TABLES as _GOLDEN
 
 _SEGMENT = [("segment_key", _S), ("segment_value", _S)]
 _PROBABILITIES = pa.map_(_S, _D)

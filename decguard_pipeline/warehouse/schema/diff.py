@@ -10,10 +10,7 @@ statistics tables are written only for contracts with ``pipeline.statistics``.
 import pyarrow as pa
 
 from decguard_pipeline.warehouse.columns import _B, _D, _I, _S, _TS, keyed
-
-# schema.py imports this module after defining its own TABLES (and the package imports
-# schema.py first), so the golden schemas are there to extend.
-from decguard_pipeline.warehouse.schema import TABLES as _GOLDEN
+from decguard_pipeline.warehouse.schema.golden import TABLES as _GOLDEN
 
 _WHO = [("backend", _S), ("model_version", _S), ("baseline_target", _S)]
 

@@ -8,10 +8,7 @@ the evaluated dataset (``main`` when the contract's own dataset is not one of it
 import pyarrow as pa
 
 from decguard_pipeline.warehouse.columns import _B, _D, _I, _S, keyed
-
-# schema.py imports this module after defining its own TABLES (and the package imports
-# schema.py first), so the golden schemas are there to extend.
-from decguard_pipeline.warehouse.schema import TABLES as _GOLDEN
+from decguard_pipeline.warehouse.schema.golden import TABLES as _GOLDEN
 
 _WHO = [("backend", _S), ("model_version", _S)]
 _SPLIT = [("suite", _S), ("split_key", _S), ("split_value", _S)]

@@ -1,12 +1,11 @@
-"""Table schemas of the warehouse (documented column by column in docs/warehouse.md)."""
+"""Warehouse tables of a golden evaluation: contract, dataset, cases, target, run, results,
+metrics, gates and the report (documented column by column in docs/warehouse.md)."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
 from decguard_pipeline.warehouse.columns import _B, _D, _I, _S, _TS, keyed
-
-SCHEMA_VERSION = 1
 
 TABLES: dict[str, pa.Schema] = {
     "contracts": pa.schema(
@@ -170,19 +169,3 @@ TABLES: dict[str, pa.Schema] = {
         )
     ),
 }
-
-# Feature tables (diffs, properties, production, guard metrics) live in their own modules.
-from decguard_pipeline.warehouse import (  # noqa: E402
-    schema_diff,
-    schema_guard,
-    schema_production,
-    schema_properties,
-)
-
-for _feature in (schema_properties, schema_diff, schema_guard, schema_production):
-    TABLES.update(_feature.TABLES)
-
-# Contract-level tables use the target ``_``. ``latest_<table>`` views keep, per contract and
-# target, the rows of the newest write (``recorded_at``).
-CONTRACT_LEVEL = ("contracts", "datasets", "cases")
-NO_TARGET = "_"
