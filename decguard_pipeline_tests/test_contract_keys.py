@@ -10,7 +10,7 @@ from pathlib import Path
 import dagster as dg
 
 from decguard_pipeline.definitions import build_definitions
-from decguard_pipeline.pipeline.contracts import discover_contracts
+from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline_tests.conftest import EXAMPLES
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)

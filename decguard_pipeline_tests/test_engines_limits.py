@@ -356,7 +356,7 @@ def test_two_snapshots_in_one_run_leave_the_run_unversioned():
 
 def test_target_discovery_asks_one_canary_case_for_the_version(tmp_path: Path):
     from decguard_pipeline.core.contract import load_contract
-    from decguard_pipeline.pipeline.targets import discover_target
+    from decguard_pipeline.steps.targets import discover_target
 
     answer = chat_answer("A", top_logprobs=LETTERS, model="gpt-4o-2024-08-06")
     with llm_server(lambda s: (200, answer, {})) as server:

@@ -224,8 +224,8 @@ def test_summary_reads_only_the_rows_of_its_own_runs(tmp_path, monkeypatch):
     numbers and verdicts: this evaluation's summary is unaffected."""
     from decguard_pipeline.definitions import build_definitions
     from decguard_pipeline.defs.main_job import evaluate_all
-    from decguard_pipeline.pipeline.contracts import discover_contracts
-    from decguard_pipeline.pipeline.summary import summarise, summarise_production
+    from decguard_pipeline.steps.contracts import discover_contracts
+    from decguard_pipeline.steps.summary import summarise, summarise_production
 
     place = Place(tmp_path, days=True).use(monkeypatch)
     write_contract(place.contracts / "tiny", MOCK)

@@ -11,7 +11,7 @@ import pytest
 from scipy.stats import binomtest
 
 from decguard_pipeline.definitions import build_definitions
-from decguard_pipeline.pipeline.contracts import discover_contracts
+from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES, same_text
 

@@ -18,7 +18,7 @@ WRITER = textwrap.dedent(
     import dagster as dg
     warnings.filterwarnings("ignore")
     from decguard_pipeline.definitions import build_definitions
-    from decguard_pipeline.pipeline.contracts import discover_contracts
+    from decguard_pipeline.steps.contracts import discover_contracts
     contracts, root, target = sys.argv[1:4]
     entries = discover_contracts(contracts)
     defs = build_definitions(entries, warehouse_root=root)

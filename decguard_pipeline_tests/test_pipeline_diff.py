@@ -21,8 +21,9 @@ from decguard_pipeline.definitions import build_definitions
 from decguard_pipeline.defs import diff_assets
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
-from decguard_pipeline.pipeline import diff_steps, steps
-from decguard_pipeline.pipeline.contracts import discover_contracts
+from decguard_pipeline.steps import diff as diff_steps
+from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES
 

@@ -19,7 +19,7 @@ from decguard_pipeline.definitions import build_definitions
 from decguard_pipeline.defs import guard_assets
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
-from decguard_pipeline.pipeline.contracts import discover_contracts
+from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLE_NAMES, EXAMPLES
 

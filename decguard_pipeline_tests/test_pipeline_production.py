@@ -24,8 +24,8 @@ from decguard_pipeline.definitions import build_definitions
 from decguard_pipeline.defs import production_assets
 from decguard_pipeline.defs.main_job import MainJobResult, run_production_days
 from decguard_pipeline.defs.resources import WarehouseResource
-from decguard_pipeline.pipeline.contracts import discover_contracts
-from decguard_pipeline.pipeline.summary import render_production, summarise_production
+from decguard_pipeline.steps.contracts import discover_contracts
+from decguard_pipeline.steps.summary import render_production, summarise_production
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES, ROOT
 

@@ -20,7 +20,7 @@ import pytest
 from decguard_pipeline.definitions import build_definitions
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
-from decguard_pipeline.pipeline.contracts import discover_contracts
+from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES
 from decguard_pipeline_tests.test_fuzz_support import first_difference, normalised

@@ -14,7 +14,7 @@ import pytest
 from decguard_pipeline.definitions import build_definitions
 from decguard_pipeline.defs.main_job import evaluate_all
 from decguard_pipeline.defs.resources import WarehouseResource
-from decguard_pipeline.pipeline.contracts import discover_contracts
+from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES
 
@@ -101,7 +101,7 @@ def test_the_sensor_does_not_request_what_evaluate_already_evaluated(spam: Path,
 
 
 def test_a_run_counts_only_on_the_same_inputs_and_with_a_decided_case(spam: Path, tmp_path):
-    from decguard_pipeline.pipeline.registration import Inputs, current_inputs, evaluated
+    from decguard_pipeline.steps.registration import Inputs, current_inputs, evaluated
 
     wh = Warehouse(tmp_path / "wh")
     entry = discover_contracts(str(spam))[0]

@@ -55,7 +55,7 @@ def evaluate(
         if warehouse is not None:
             os.environ["DECGUARD_WAREHOUSE"] = str(warehouse)
         from decguard_pipeline.core.errors import DecGuardError
-        from decguard_pipeline.pipeline.contracts import discover_contracts, project_root
+        from decguard_pipeline.steps.contracts import discover_contracts, project_root
 
         entries = discover_contracts()
         if not entries:
@@ -87,7 +87,7 @@ def evaluate(
 
 def _report(result: Any, wh: Any, home: str, fail_on_gate: bool) -> int:
     """Print the summary of ``evaluate``; its exit code."""
-    from decguard_pipeline.pipeline.summary import (
+    from decguard_pipeline.steps.summary import (
         render_production,
         render_summary,
         summarise,
@@ -162,7 +162,7 @@ def ui(port: int) -> None:
     """Open the Dagster UI (webserver and daemon) on workspace.yaml."""
     with handled():
         from decguard_pipeline.defs.instance import fail_dead_runs, open_instance
-        from decguard_pipeline.pipeline.contracts import project_root
+        from decguard_pipeline.steps.contracts import project_root
 
         with open_instance() as instance:  # runs of a killed `evaluate` must not fill the queue
             fail_dead_runs(instance)

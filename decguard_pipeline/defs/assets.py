@@ -13,8 +13,8 @@ from decguard_pipeline import __version__
 from decguard_pipeline.defs import metadata as md
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
-from decguard_pipeline.pipeline import steps
-from decguard_pipeline.pipeline.contracts import ContractEntry
+from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.warehouse.rows.golden import flat_metrics
 
 

@@ -22,8 +22,8 @@ from decguard_pipeline.defs import metadata as md
 from decguard_pipeline.defs.assets import asset_key, target_asset
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
-from decguard_pipeline.pipeline import diff_steps
-from decguard_pipeline.pipeline.contracts import ContractEntry
+from decguard_pipeline.steps import diff as diff_steps
+from decguard_pipeline.steps.contracts import ContractEntry
 
 NAME = "regression_diff"
 CHANGES_SHOWN = 20

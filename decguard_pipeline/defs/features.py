@@ -24,7 +24,7 @@ from decguard_pipeline.defs import (
     production_assets,
     properties_assets,
 )
-from decguard_pipeline.pipeline.contracts import ContractEntry
+from decguard_pipeline.steps.contracts import ContractEntry
 
 FEATURES: tuple[ModuleType, ...] = (
     properties_assets,

@@ -24,8 +24,8 @@ from decguard_pipeline.defs.assets import asset_key, target_asset
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.partitions import targets_partitions
-from decguard_pipeline.pipeline import guard_steps
-from decguard_pipeline.pipeline.contracts import ContractEntry
+from decguard_pipeline.steps import guard as guard_steps
+from decguard_pipeline.steps.contracts import ContractEntry
 
 NAME = "guard_metrics"
 

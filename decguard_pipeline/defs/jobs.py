@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from decguard_pipeline.pipeline.contracts import ContractEntry
+from decguard_pipeline.steps.contracts import ContractEntry
 
 # what define_asset_job returns (not exported under a public name in dagster 1.13)
 AssetJob = type(dg.define_asset_job("_probe"))

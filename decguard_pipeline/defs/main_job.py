@@ -11,8 +11,8 @@ import dagster as dg
 from decguard_pipeline.defs.instance import owner_tags
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_partitions
-from decguard_pipeline.pipeline.contracts import ContractEntry
-from decguard_pipeline.pipeline.registration import discover_and_record
+from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.registration import discover_and_record
 from decguard_pipeline.warehouse import Warehouse
 
 # Blocked reports after a failing requirement are expected results, not errors to print.

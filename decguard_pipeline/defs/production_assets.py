@@ -20,7 +20,7 @@ warnings WARN.
 
 The first partition: ``pipeline.production.start_date``, else ``$DECGUARD_PRODUCTION_START``,
 else the date of the contract's earliest records file, else 2026-01-01 (see
-``pipeline/production_steps.start_date``). The schedule's cron is
+``steps/production.start_date``). The schedule's cron is
 ``$DECGUARD_PRODUCTION_CRON`` (default ``0 5 * * *``, UTC).
 
 (No ``from __future__ import annotations``: Dagster reads the context annotations.)
@@ -42,9 +42,9 @@ from decguard_pipeline.defs.assets import asset_key, code_version
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.resources import WarehouseResource
-from decguard_pipeline.pipeline import production_steps as ps
-from decguard_pipeline.pipeline import steps
-from decguard_pipeline.pipeline.contracts import ContractEntry
+from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps import production as ps
+from decguard_pipeline.steps.contracts import ContractEntry
 
 RECORDS, CHECK = ps.RECORDS, "production_check"
 ENV_CRON = "DECGUARD_PRODUCTION_CRON"

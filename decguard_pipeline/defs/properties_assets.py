@@ -23,8 +23,8 @@ from decguard_pipeline.defs import metadata as md
 from decguard_pipeline.defs.assets import asset_key, target_asset
 from decguard_pipeline.defs.gate_checks import Gate, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
-from decguard_pipeline.pipeline import property_steps
-from decguard_pipeline.pipeline.contracts import ContractEntry
+from decguard_pipeline.steps import properties as property_steps
+from decguard_pipeline.steps.contracts import ContractEntry
 
 NAME = "property_results"
 

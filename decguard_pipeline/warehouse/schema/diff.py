@@ -1,6 +1,6 @@
 """Warehouse tables of the diff feature (documented in docs/warehouse.md).
 
-Written by the ``regression_diff`` asset (``pipeline/diff_steps.py``): the candidate is the
+Written by the ``regression_diff`` asset (``steps/diff.py``): the candidate is the
 partition's target, the baseline the target the contract's baseline rule chose. Every table is
 keyed by contract, target (the candidate), run and time, then ``backend`` and
 ``model_version`` of the candidate (as in ``runs``) and ``baseline_target``. The ``diff_*``

@@ -1,6 +1,6 @@
 """Warehouse tables of the guard feature (documented in docs/warehouse.md).
 
-Written by the ``guard_metrics`` asset (``pipeline/guard_steps.py``) for contracts that enable
+Written by the ``guard_metrics`` asset (``steps/guard.py``) for contracts that enable
 the guard extension. Every table is keyed by contract, target, run and time; ``suite`` names
 the evaluated dataset (``main`` when the contract's own dataset is not one of its suites).
 """

@@ -1,6 +1,6 @@
 """Warehouse tables of the properties feature (documented in docs/warehouse.md).
 
-Written by the ``property_results`` asset (``pipeline/property_steps.py``) for contracts that
+Written by the ``property_results`` asset (``steps/properties.py``) for contracts that
 enable at least one metamorphic property. Every table is keyed by contract, target, run and
 time, then ``backend`` and ``model_version`` of the evaluated target (as in ``runs``).
 """

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from decguard_pipeline.core.guard.extension import guard_enabled
-from decguard_pipeline.pipeline import steps
-from decguard_pipeline.pipeline.contracts import ContractEntry
-from decguard_pipeline.pipeline.targets import Target, discover_targets
+from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.targets import Target, discover_targets
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.store import published_files, read_file
 

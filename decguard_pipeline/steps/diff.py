@@ -1,4 +1,4 @@
-"""The regression diff as a pipeline step (issue 4): what the ``regression_diff`` asset and its
+"""The regression diff as a step (issue 4): what the ``regression_diff`` asset and its
 checks call. No Dagster here.
 
 The candidate is a target's newest evaluation; the baseline is another target of the same
@@ -26,9 +26,9 @@ from decguard_pipeline.core.gates import PASS
 from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.report.render import preview
-from decguard_pipeline.pipeline import steps
-from decguard_pipeline.pipeline.contracts import ContractEntry
-from decguard_pipeline.pipeline.targets import backend_of
+from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows import golden as T
 from decguard_pipeline.warehouse.schema.diff import COUNTS, DIFF_METRICS, SHIFT

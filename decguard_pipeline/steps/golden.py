@@ -27,8 +27,8 @@ from decguard_pipeline.core.report.render import render_report
 from decguard_pipeline.core.report.sidecar import write_section
 from decguard_pipeline.core.report.verify import load_report
 from decguard_pipeline.core.results import CaseResults
-from decguard_pipeline.pipeline.contracts import ContractEntry
-from decguard_pipeline.pipeline.targets import Target, backend_of
+from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.targets import Target, backend_of
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows import golden as T
 from decguard_pipeline.warehouse.store import now
@@ -305,13 +305,13 @@ def report_for(
     current contract.
 
     ``with_properties``: when the contract enables properties, the mode ``all`` report with the
-    stored section and checks of ``property_results`` (``pipeline/property_steps.py``)."""
+    stored section and checks of ``property_results`` (``steps/properties.py``)."""
     loaded = entry.require()
     evaluated = evaluated or load_evaluated(entry, target, warehouse, run_id)
     run = evaluated.run
     stored = None
     if with_properties:
-        from decguard_pipeline.pipeline.property_steps import stored_for_report
+        from decguard_pipeline.steps.properties import stored_for_report
 
         stored = stored_for_report(entry, target, warehouse, run, run_id)
     backend = {

@@ -1,4 +1,4 @@
-"""The guard extension as a pipeline step (issue 7): what the ``guard_metrics`` asset and its
+"""The guard extension as a step (issue 7): what the ``guard_metrics`` asset and its
 checks call. No Dagster here.
 
 The main golden dataset is not decided again: its results are the newest evaluation of the
@@ -23,10 +23,10 @@ from decguard_pipeline.core.guard.suites import suite_summary
 from decguard_pipeline.core.report.golden import Report, build_report, dataset_info
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.results import CaseResults
-from decguard_pipeline.pipeline import steps
-from decguard_pipeline.pipeline.contracts import ContractEntry
-from decguard_pipeline.pipeline.targets import backend_of
 from decguard_pipeline.runs.guard import GuardedRun, SuiteRun, measure, plan_datasets
+from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse.rows import golden as T
 
 MAIN = "main"  # suite label of the main evaluation when its dataset is not a named suite

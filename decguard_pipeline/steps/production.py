@@ -1,4 +1,4 @@
-"""Production checks as pipeline steps (issue 6): what the daily ``production_records`` and
+"""Production checks as steps (issue 6): what the daily ``production_records`` and
 ``production_check`` assets call. No Dagster here.
 
 A day's records come from ``<production dir>/<contract>/<YYYY-MM-DD>.jsonl`` (the directory is
@@ -51,8 +51,8 @@ from decguard_pipeline.core.production.segments import partition, shown
 from decguard_pipeline.core.production.settings import ProductionExtension
 from decguard_pipeline.core.production.verify import load_production_report
 from decguard_pipeline.core.report.jsonio import write_document
-from decguard_pipeline.pipeline import steps
-from decguard_pipeline.pipeline.contracts import ContractEntry, project_root
+from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps.contracts import ContractEntry, project_root
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows import golden as T
 from decguard_pipeline.warehouse.schema import TABLES
@@ -410,7 +410,7 @@ def _dataset_baseline(loaded: LoadedContract, data: RecordSet) -> Baseline:
 
 def deployed_target(contract: str, warehouse: Warehouse) -> dict[str, Any] | None:
     """The newest target of the ``default`` backend whose golden requirements passed."""
-    from decguard_pipeline.pipeline.diff_steps import known_targets
+    from decguard_pipeline.steps.diff import known_targets
 
     passing = [
         k

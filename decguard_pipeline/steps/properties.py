@@ -1,4 +1,4 @@
-"""Metamorphic properties as a pipeline step (issue 5): what the ``property_results`` asset,
+"""Metamorphic properties as a step (issue 5): what the ``property_results`` asset,
 its checks and the DecGuard ``report`` call. No Dagster here.
 
 The originals are the newest golden evaluation of the target in the warehouse
@@ -28,9 +28,9 @@ from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.gates import overall_status
 from decguard_pipeline.core.properties.summary import is_failed, property_checks
 from decguard_pipeline.core.report.jsonio import write_document
-from decguard_pipeline.pipeline import steps
-from decguard_pipeline.pipeline.contracts import ContractEntry
-from decguard_pipeline.pipeline.targets import backend_of
+from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows import golden as T
 from decguard_pipeline.warehouse.store import now
