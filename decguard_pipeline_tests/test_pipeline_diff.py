@@ -18,7 +18,7 @@ import pytest
 from decguard_pipeline.core.report.golden import result_records
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.definitions import build_definitions
-from decguard_pipeline.defs import diff_assets
+from decguard_pipeline.defs.assets import diff as diff_assets
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
 from decguard_pipeline.steps import diff as diff_steps

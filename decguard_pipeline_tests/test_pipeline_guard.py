@@ -16,7 +16,7 @@ import dagster as dg
 import pytest
 
 from decguard_pipeline.definitions import build_definitions
-from decguard_pipeline.defs import guard_assets
+from decguard_pipeline.defs.assets import guard as guard_assets
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
 from decguard_pipeline.steps.contracts import discover_contracts

@@ -21,7 +21,7 @@ import pytest
 
 from decguard_pipeline.core.production.verify import load_production_report
 from decguard_pipeline.definitions import build_definitions
-from decguard_pipeline.defs import production_assets
+from decguard_pipeline.defs.assets import production as production_assets
 from decguard_pipeline.defs.main_job import MainJobResult, run_production_days
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps.contracts import discover_contracts

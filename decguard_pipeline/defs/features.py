@@ -1,6 +1,6 @@
 """Features beyond the golden evaluation plug into every contract's asset group here.
 
-Each feature module (``defs/<feature>_assets.py``) provides:
+Each feature module (``defs/assets/<feature>.py``) provides:
 
 * ``assets(entry) -> list[AssetsDefinition]`` — its assets for one contract (same group,
   usually partitioned by target with ``targets_partitions(entry.key)``);
@@ -18,12 +18,10 @@ from typing import Any
 
 import dagster as dg
 
-from decguard_pipeline.defs import (
-    diff_assets,
-    guard_assets,
-    production_assets,
-    properties_assets,
-)
+from decguard_pipeline.defs.assets import diff as diff_assets
+from decguard_pipeline.defs.assets import guard as guard_assets
+from decguard_pipeline.defs.assets import production as production_assets
+from decguard_pipeline.defs.assets import properties as properties_assets
 from decguard_pipeline.steps.contracts import ContractEntry
 
 FEATURES: tuple[ModuleType, ...] = (

@@ -149,7 +149,7 @@ def run_production_days(
 ) -> list[Outcome]:
     """The contract's production job for every day that has a records file, oldest first
     (so each day's baseline, the day before, is ingested first)."""
-    from decguard_pipeline.defs import production_assets
+    from decguard_pipeline.defs.assets import production as production_assets
 
     days = production_assets.production_days(entry)
     if not days:
