@@ -9,10 +9,10 @@ statistics tables are written only for contracts with ``pipeline.statistics``.
 
 import pyarrow as pa
 
-from decguard_pipeline.warehouse.columns import _B, _D, _I, _S, _TS, keyed
+from decguard_pipeline.warehouse.columns import BOOL, DOUBLE, INT, STRING, TIMESTAMP, keyed
 from decguard_pipeline.warehouse.schema.golden import TABLES as _GOLDEN
 
-_WHO = [("backend", _S), ("model_version", _S), ("baseline_target", _S)]
+_WHO = [("backend", STRING), ("model_version", STRING), ("baseline_target", STRING)]
 
 # the diff document's ``metrics`` section, in DecGuard's order
 DIFF_METRICS = (
@@ -28,21 +28,21 @@ SHIFT = (
     "answer_flip_rate", "mean_tv_distance", "max_tv_distance", "mean_js_divergence",
     "mean_confidence_delta", "mean_abs_confidence_delta", "max_abs_confidence_delta",
 )  # fmt: skip
-_SEGMENT = [("segment_key", _S), ("segment_value", _S)]
+_SEGMENT = [("segment_key", STRING), ("segment_value", STRING)]
 
 
 def _regression_checks() -> pa.Schema:
     """``gate_results`` plus the baseline and, with statistics, how the gate was judged (the
     catalog's ``latest_all_checks`` unions by name)."""
     extra = [
-        ("baseline_target", _S),
-        ("mode", _S),
-        ("p_value", _D),
-        ("alpha", _D),
-        ("ci_low", _D),
-        ("ci_high", _D),
-        ("confidence", _D),
-        ("test", _S),
+        ("baseline_target", STRING),
+        ("mode", STRING),
+        ("p_value", DOUBLE),
+        ("alpha", DOUBLE),
+        ("ci_low", DOUBLE),
+        ("ci_high", DOUBLE),
+        ("confidence", DOUBLE),
+        ("test", STRING),
         *_SEGMENT,
     ]
     return pa.schema([*_GOLDEN["gate_results"], *(pa.field(n, t) for n, t in extra)])
@@ -53,34 +53,34 @@ TABLES: dict[str, pa.Schema] = {
         keyed(
             [
                 *_WHO,
-                ("candidate_run_id", _S),
-                ("baseline_backend", _S),
-                ("baseline_model_version", _S),
-                ("baseline_run_id", _S),
-                ("baseline_rule", _S),
-                ("baseline_reason", _S),
-                ("baseline_created_at", _TS),
-                ("candidate_created_at", _TS),
-                ("status", _S),
-                ("exit_code", _I),
-                ("same_dataset", _B),
-                ("baseline_dataset_hash", _S),
-                ("candidate_dataset_hash", _S),
-                ("segment_by", pa.list_(_S)),
-                *((name, _I) for name in COUNTS),
-                *((name, _D) for name in SHIFT),
+                ("candidate_run_id", STRING),
+                ("baseline_backend", STRING),
+                ("baseline_model_version", STRING),
+                ("baseline_run_id", STRING),
+                ("baseline_rule", STRING),
+                ("baseline_reason", STRING),
+                ("baseline_created_at", TIMESTAMP),
+                ("candidate_created_at", TIMESTAMP),
+                ("status", STRING),
+                ("exit_code", INT),
+                ("same_dataset", BOOL),
+                ("baseline_dataset_hash", STRING),
+                ("candidate_dataset_hash", STRING),
+                ("segment_by", pa.list_(STRING)),
+                *((name, INT) for name in COUNTS),
+                *((name, DOUBLE) for name in SHIFT),
                 *(
-                    (f"{metric}_{side}", _D)
+                    (f"{metric}_{side}", DOUBLE)
                     for metric in DIFF_METRICS
                     for side in ("baseline", "candidate", "delta")
                 ),
-                ("worst_segment_key", _S),
-                ("worst_segment_value", _S),
-                ("worst_segment_accuracy_drop", _D),
-                ("n_changes", _I),
-                ("has_statistics", _B),
-                ("diff_path", _S),
-                ("sidecar_path", _S),
+                ("worst_segment_key", STRING),
+                ("worst_segment_value", STRING),
+                ("worst_segment_accuracy_drop", DOUBLE),
+                ("n_changes", INT),
+                ("has_statistics", BOOL),
+                ("diff_path", STRING),
+                ("sidecar_path", STRING),
             ]
         )
     ),
@@ -88,18 +88,18 @@ TABLES: dict[str, pa.Schema] = {
         keyed(
             [
                 *_WHO,
-                ("position", _I),
-                ("case_id", _S),
-                ("kind", _S),
-                ("input_preview", _S),
-                ("input_json", _S),
-                ("expected", _S),
-                ("baseline_selected", _S),
-                ("candidate_selected", _S),
-                ("baseline_confidence", _D),
-                ("candidate_confidence", _D),
-                ("tv_distance", _D),
-                ("error", _S),
+                ("position", INT),
+                ("case_id", STRING),
+                ("kind", STRING),
+                ("input_preview", STRING),
+                ("input_json", STRING),
+                ("expected", STRING),
+                ("baseline_selected", STRING),
+                ("candidate_selected", STRING),
+                ("baseline_confidence", DOUBLE),
+                ("candidate_confidence", DOUBLE),
+                ("tv_distance", DOUBLE),
+                ("error", STRING),
             ]
         )
     ),
@@ -107,16 +107,16 @@ TABLES: dict[str, pa.Schema] = {
         keyed(
             [
                 *_WHO,
-                ("position", _I),
+                ("position", INT),
                 *_SEGMENT,
-                ("matched", _I),
-                ("compared", _I),
-                ("baseline_accuracy", _D),
-                ("candidate_accuracy", _D),
-                ("accuracy_drop", _D),
-                ("answer_flip_rate", _D),
-                ("gated", _B),
-                ("is_worst", _B),
+                ("matched", INT),
+                ("compared", INT),
+                ("baseline_accuracy", DOUBLE),
+                ("candidate_accuracy", DOUBLE),
+                ("accuracy_drop", DOUBLE),
+                ("answer_flip_rate", DOUBLE),
+                ("gated", BOOL),
+                ("is_worst", BOOL),
             ]
         )
     ),
@@ -126,17 +126,17 @@ TABLES: dict[str, pa.Schema] = {
             [
                 *_WHO,
                 *_SEGMENT,
-                ("gated", _B),
-                ("matched", _I),
-                ("metric", _S),
-                ("side", _S),
-                ("value", _D),
-                ("low", _D),
-                ("high", _D),
-                ("confidence", _D),
-                ("method", _S),
-                ("p_value_candidate_worse", _D),
-                ("test", _S),
+                ("gated", BOOL),
+                ("matched", INT),
+                ("metric", STRING),
+                ("side", STRING),
+                ("value", DOUBLE),
+                ("low", DOUBLE),
+                ("high", DOUBLE),
+                ("confidence", DOUBLE),
+                ("method", STRING),
+                ("p_value_candidate_worse", DOUBLE),
+                ("test", STRING),
             ]
         )
     ),
@@ -145,15 +145,15 @@ TABLES: dict[str, pa.Schema] = {
             [
                 *_WHO,
                 *_SEGMENT,
-                ("gated", _B),
-                ("matched", _I),
-                ("compared", _I),
-                ("test", _S),
-                ("n_pairs", _I),
-                ("baseline_only", _I),
-                ("candidate_only", _I),
-                ("p_value", _D),
-                ("p_value_candidate_worse", _D),
+                ("gated", BOOL),
+                ("matched", INT),
+                ("compared", INT),
+                ("test", STRING),
+                ("n_pairs", INT),
+                ("baseline_only", INT),
+                ("candidate_only", INT),
+                ("p_value", DOUBLE),
+                ("p_value_candidate_worse", DOUBLE),
             ]
         )
     ),

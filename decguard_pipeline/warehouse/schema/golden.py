@@ -5,127 +5,129 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from decguard_pipeline.warehouse.columns import _B, _D, _I, _S, _TS, keyed
+from decguard_pipeline.warehouse.columns import BOOL, DOUBLE, INT, STRING, TIMESTAMP, keyed
 
 TABLES: dict[str, pa.Schema] = {
     "contracts": pa.schema(
         keyed(
             [
-                ("contract_hash", _S),
-                ("path", _S),
-                ("decision", _S),
-                ("decision_type", _S),
-                ("labels", pa.list_(_S)),
-                ("schema_version", _S),
-                ("backends", pa.list_(_S)),
-                ("providers", pa.list_(_S)),
-                ("dataset", _S),
-                ("contract_json", _S),
+                ("contract_hash", STRING),
+                ("path", STRING),
+                ("decision", STRING),
+                ("decision_type", STRING),
+                ("labels", pa.list_(STRING)),
+                ("schema_version", STRING),
+                ("backends", pa.list_(STRING)),
+                ("providers", pa.list_(STRING)),
+                ("dataset", STRING),
+                ("contract_json", STRING),
             ]
         )
     ),
     "datasets": pa.schema(
-        keyed([("dataset_hash", _S), ("path", _S), ("n_cases", _I), ("n_labeled", _I)])
+        keyed([("dataset_hash", STRING), ("path", STRING), ("n_cases", INT), ("n_labeled", INT)])
     ),
     "cases": pa.schema(
         keyed(
             [
-                ("dataset_hash", _S),
-                ("position", _I),
-                ("case_id", _S),
-                ("input_text", _S),
-                ("input_json", _S),
-                ("expected", _S),
-                ("metadata_json", _S),
+                ("dataset_hash", STRING),
+                ("position", INT),
+                ("case_id", STRING),
+                ("input_text", STRING),
+                ("input_json", STRING),
+                ("expected", STRING),
+                ("metadata_json", STRING),
             ]
         )
     ),
     "targets": pa.schema(
         keyed(
             [
-                ("backend", _S),
-                ("provider", _S),
-                ("model", _S),
-                ("model_version", _S),
-                ("version_source", _S),
+                ("backend", STRING),
+                ("provider", STRING),
+                ("model", STRING),
+                ("model_version", STRING),
+                ("version_source", STRING),
             ]
         )
     ),
     "runs": pa.schema(
         keyed(
             [
-                ("dagster_run_id", _S),
-                ("backend", _S),
-                ("provider", _S),
-                ("model", _S),
-                ("model_version", _S),
-                ("contract_hash", _S),
-                ("dataset_hash", _S),
-                ("dataset_path", _S),
-                ("n_cases", _I),
-                ("n_labeled", _I),
-                ("n_errored", _I),
-                ("health_status", _S),
-                ("health_detail", _S),
-                ("backend_details_json", _S),
-                ("started_at", _TS),
-                ("wall_s", _D),
+                ("dagster_run_id", STRING),
+                ("backend", STRING),
+                ("provider", STRING),
+                ("model", STRING),
+                ("model_version", STRING),
+                ("contract_hash", STRING),
+                ("dataset_hash", STRING),
+                ("dataset_path", STRING),
+                ("n_cases", INT),
+                ("n_labeled", INT),
+                ("n_errored", INT),
+                ("health_status", STRING),
+                ("health_detail", STRING),
+                ("backend_details_json", STRING),
+                ("started_at", TIMESTAMP),
+                ("wall_s", DOUBLE),
             ]
         )
     ),
     "case_results": pa.schema(
         keyed(
             [
-                ("backend", _S),
-                ("model_version", _S),
-                ("position", _I),
-                ("case_id", _S),
-                ("input_text", _S),
-                ("input_json", _S),
-                ("expected", _S),
-                ("metadata_json", _S),
-                ("labels", pa.list_(_S)),
-                ("probs", pa.list_(_D)),
-                ("probabilities", pa.map_(_S, _D)),
-                ("selected", _S),
-                ("confidence", _D),
-                ("correct", _B),
-                ("latency_ms", _D),
-                ("result_model", _S),
-                ("result_model_version", _S),
-                ("result_metadata_json", _S),
-                ("error_kind", _S),
-                ("error_message", _S),
+                ("backend", STRING),
+                ("model_version", STRING),
+                ("position", INT),
+                ("case_id", STRING),
+                ("input_text", STRING),
+                ("input_json", STRING),
+                ("expected", STRING),
+                ("metadata_json", STRING),
+                ("labels", pa.list_(STRING)),
+                ("probs", pa.list_(DOUBLE)),
+                ("probabilities", pa.map_(STRING, DOUBLE)),
+                ("selected", STRING),
+                ("confidence", DOUBLE),
+                ("correct", BOOL),
+                ("latency_ms", DOUBLE),
+                ("result_model", STRING),
+                ("result_model_version", STRING),
+                ("result_metadata_json", STRING),
+                ("error_kind", STRING),
+                ("error_message", STRING),
             ]
         )
     ),
     "metrics": pa.schema(
-        keyed([("backend", _S), ("model_version", _S), ("metric", _S), ("value", _D)])
+        keyed(
+            [("backend", STRING), ("model_version", STRING), ("metric", STRING), ("value", DOUBLE)]
+        )
     ),
     "per_label_metrics": pa.schema(
         keyed(
             [
-                ("backend", _S),
-                ("model_version", _S),
-                ("label", _S),
-                ("precision", _D),
-                ("recall", _D),
-                ("f1", _D),
-                ("support", _I),
+                ("backend", STRING),
+                ("model_version", STRING),
+                ("label", STRING),
+                ("precision", DOUBLE),
+                ("recall", DOUBLE),
+                ("f1", DOUBLE),
+                ("support", INT),
             ]
         )
     ),
     "reliability_bins": pa.schema(
         keyed(
             [
-                ("backend", _S),
-                ("model_version", _S),
-                ("bin", _I),
-                ("lower", _D),
-                ("upper", _D),
-                ("count", _I),
-                ("mean_confidence", _D),
-                ("accuracy", _D),
+                ("backend", STRING),
+                ("model_version", STRING),
+                ("bin", INT),
+                ("lower", DOUBLE),
+                ("upper", DOUBLE),
+                ("count", INT),
+                ("mean_confidence", DOUBLE),
+                ("accuracy", DOUBLE),
             ]
         )
     ),
@@ -133,39 +135,45 @@ TABLES: dict[str, pa.Schema] = {
     "metric_intervals": pa.schema(
         keyed(
             [
-                ("backend", _S),
-                ("model_version", _S),
-                ("metric", _S),
-                ("value", _D),
-                ("low", _D),
-                ("high", _D),
-                ("method", _S),
-                ("confidence", _D),
-                ("bootstrap_resamples", _I),
-                ("seed", _I),
+                ("backend", STRING),
+                ("model_version", STRING),
+                ("metric", STRING),
+                ("value", DOUBLE),
+                ("low", DOUBLE),
+                ("high", DOUBLE),
+                ("method", STRING),
+                ("confidence", DOUBLE),
+                ("bootstrap_resamples", INT),
+                ("seed", INT),
             ]
         )
     ),
     "gate_results": pa.schema(
         keyed(
             [
-                ("backend", _S),
-                ("model_version", _S),
-                ("source", _S),
-                ("gate", _S),
-                ("level", _S),
-                ("metric", _S),
-                ("comparison", _S),
-                ("threshold", _D),
-                ("value", _D),
-                ("status", _S),
-                ("message", _S),
+                ("backend", STRING),
+                ("model_version", STRING),
+                ("source", STRING),
+                ("gate", STRING),
+                ("level", STRING),
+                ("metric", STRING),
+                ("comparison", STRING),
+                ("threshold", DOUBLE),
+                ("value", DOUBLE),
+                ("status", STRING),
+                ("message", STRING),
             ]
         )
     ),
     "reports": pa.schema(
         keyed(
-            [("mode", _S), ("status", _S), ("exit_code", _I), ("path", _S), ("report_sha256", _S)]
+            [
+                ("mode", STRING),
+                ("status", STRING),
+                ("exit_code", INT),
+                ("path", STRING),
+                ("report_sha256", STRING),
+            ]
         )
     ),
 }

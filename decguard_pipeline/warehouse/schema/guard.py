@@ -7,23 +7,23 @@ the evaluated dataset (``main`` when the contract's own dataset is not one of it
 
 import pyarrow as pa
 
-from decguard_pipeline.warehouse.columns import _B, _D, _I, _S, keyed
+from decguard_pipeline.warehouse.columns import BOOL, DOUBLE, INT, STRING, keyed
 from decguard_pipeline.warehouse.schema.golden import TABLES as _GOLDEN
 
-_WHO = [("backend", _S), ("model_version", _S)]
-_SPLIT = [("suite", _S), ("split_key", _S), ("split_value", _S)]
+_WHO = [("backend", STRING), ("model_version", STRING)]
+_SPLIT = [("suite", STRING), ("split_key", STRING), ("split_value", STRING)]
 
 
 def _suite_case_results() -> pa.Schema:
     """``case_results`` with a ``suite`` column after the key columns."""
     golden = _GOLDEN["case_results"]
     fields = list(golden)
-    return pa.schema([*fields[:4], pa.field("suite", _S), *fields[4:]])
+    return pa.schema([*fields[:4], pa.field("suite", STRING), *fields[4:]])
 
 
 def _guard_checks() -> pa.Schema:
     """``gate_results`` plus ``suite`` (the catalog's ``latest_all_checks`` unions by name)."""
-    return pa.schema([*_GOLDEN["gate_results"], pa.field("suite", _S)])
+    return pa.schema([*_GOLDEN["gate_results"], pa.field("suite", STRING)])
 
 
 TABLES: dict[str, pa.Schema] = {
@@ -31,45 +31,47 @@ TABLES: dict[str, pa.Schema] = {
         keyed(
             [
                 *_WHO,
-                ("suite", _S),
-                ("position", _I),
-                ("is_main", _B),
-                ("dataset_path", _S),
-                ("dataset_hash", _S),
-                ("n_cases", _I),
-                ("n_labeled", _I),
-                ("n_decided", _I),
-                ("n_errored", _I),
-                ("errors_by_kind_json", _S),
-                ("drop_rate", _D),
-                ("run_state", _S),
-                ("decguard_status", _S),
-                ("guard_status", _S),
-                ("status", _S),
-                ("reliability_png", _S),
-                ("risk_coverage_png", _S),
-                ("sidecar_path", _S),
+                ("suite", STRING),
+                ("position", INT),
+                ("is_main", BOOL),
+                ("dataset_path", STRING),
+                ("dataset_hash", STRING),
+                ("n_cases", INT),
+                ("n_labeled", INT),
+                ("n_decided", INT),
+                ("n_errored", INT),
+                ("errors_by_kind_json", STRING),
+                ("drop_rate", DOUBLE),
+                ("run_state", STRING),
+                ("decguard_status", STRING),
+                ("guard_status", STRING),
+                ("status", STRING),
+                ("reliability_png", STRING),
+                ("risk_coverage_png", STRING),
+                ("sidecar_path", STRING),
             ]
         )
     ),
     "guard_metrics": pa.schema(
-        keyed([*_WHO, *_SPLIT, ("label", _S), ("metric", _S), ("value", _D)])
+        keyed([*_WHO, *_SPLIT, ("label", STRING), ("metric", STRING), ("value", DOUBLE)])
     ),
     "guard_summary": pa.schema(
-        keyed([*_WHO, ("aggregate", _S), ("metric", _S), ("value", _D), ("suite", _S)])
+        keyed(
+            [*_WHO, ("aggregate", STRING), ("metric", STRING), ("value", DOUBLE), ("suite", STRING)]
+        )
     ),
     "guard_reliability": pa.schema(
         keyed(
             [
                 *_WHO,
                 *_SPLIT,
-                ("binning", _S),
-                ("bin", _I),
-                ("lower", _D),
-                ("upper", _D),
-                ("count", _I),
-                ("mean_confidence", _D),
-                ("accuracy", _D),
+                ("binning", STRING),
+                ("bin", INT),
+                ("lower", DOUBLE),
+                ("upper", DOUBLE),
+                ("count", INT),
+                ("mean_confidence", DOUBLE),
+                ("accuracy", DOUBLE),
             ]
         )
     ),
@@ -78,13 +80,13 @@ TABLES: dict[str, pa.Schema] = {
             [
                 *_WHO,
                 *_SPLIT,
-                ("threshold", _D),
-                ("kept", _I),
-                ("handed_off", _I),
-                ("coverage", _D),
-                ("selective_accuracy", _D),
-                ("selective_risk", _D),
-                ("cost_per_1000", _D),
+                ("threshold", DOUBLE),
+                ("kept", INT),
+                ("handed_off", INT),
+                ("coverage", DOUBLE),
+                ("selective_accuracy", DOUBLE),
+                ("selective_risk", DOUBLE),
+                ("cost_per_1000", DOUBLE),
             ]
         )
     ),

@@ -9,156 +9,156 @@ the daily partition key): production records are not tied to one backend or mode
 
 import pyarrow as pa
 
-from decguard_pipeline.warehouse.columns import _B, _D, _I, _S, keyed
+from decguard_pipeline.warehouse.columns import BOOL, DOUBLE, INT, STRING, keyed
 from decguard_pipeline.warehouse.schema.golden import TABLES as _GOLDEN
 
-_SEGMENT = [("segment_key", _S), ("segment_value", _S)]
-_PROBABILITIES = pa.map_(_S, _D)
+_SEGMENT = [("segment_key", STRING), ("segment_value", STRING)]
+_PROBABILITIES = pa.map_(STRING, DOUBLE)
 
 # A record's fields as a producer writes them (DecGuard's record fields, spec §11.1); NULL
 # means absent. ``input`` is a text input, ``input_json`` an object input as JSON (used when
 # ``input`` is NULL); ``metadata_json`` a JSON object.
 INBOX_FIELDS = [
-    ("id", _S),
-    ("timestamp", _S),
-    ("decision", _S),
-    ("input", _S),
-    ("input_json", _S),
+    ("id", STRING),
+    ("timestamp", STRING),
+    ("decision", STRING),
+    ("input", STRING),
+    ("input_json", STRING),
     ("probabilities", _PROBABILITIES),
-    ("selected", _S),
-    ("confidence", _D),
-    ("backend", _S),
-    ("model", _S),
-    ("model_version", _S),
-    ("outcome", _S),
-    ("outcome_correct", _B),
-    ("latency_ms", _D),
-    ("cost", _D),
-    ("action", _S),
-    ("fallback", _B),
-    ("metadata_json", _S),
+    ("selected", STRING),
+    ("confidence", DOUBLE),
+    ("backend", STRING),
+    ("model", STRING),
+    ("model_version", STRING),
+    ("outcome", STRING),
+    ("outcome_correct", BOOL),
+    ("latency_ms", DOUBLE),
+    ("cost", DOUBLE),
+    ("action", STRING),
+    ("fallback", BOOL),
+    ("metadata_json", STRING),
 ]
 
 
 def _production_checks() -> pa.Schema:
     """``gate_results`` plus the segment a segment gate was measured on (the catalog's
     ``latest_all_checks`` unions by name)."""
-    extra = [*_SEGMENT, ("baseline", _S)]
+    extra = [*_SEGMENT, ("baseline", STRING)]
     return pa.schema([*_GOLDEN["gate_results"], *(pa.field(n, t) for n, t in extra)])
 
 
 TABLES: dict[str, pa.Schema] = {
-    "production_inbox": pa.schema(keyed([("position", _I), *INBOX_FIELDS])),
+    "production_inbox": pa.schema(keyed([("position", INT), *INBOX_FIELDS])),
     "production_records": pa.schema(
         keyed(
             [
-                ("source", _S),
-                ("source_path", _S),
-                ("dataset_hash", _S),
-                ("position", _I),
-                ("id", _S),
-                ("timestamp", _S),
-                ("decision", _S),
-                ("input_text", _S),
-                ("input_json", _S),
-                ("labels", pa.list_(_S)),
-                ("probs", pa.list_(_D)),
+                ("source", STRING),
+                ("source_path", STRING),
+                ("dataset_hash", STRING),
+                ("position", INT),
+                ("id", STRING),
+                ("timestamp", STRING),
+                ("decision", STRING),
+                ("input_text", STRING),
+                ("input_json", STRING),
+                ("labels", pa.list_(STRING)),
+                ("probs", pa.list_(DOUBLE)),
                 ("probabilities", _PROBABILITIES),
-                ("selected", _S),
-                ("confidence", _D),
-                ("outcome", _S),
-                ("outcome_correct", _B),
-                ("action", _S),
-                ("fallback", _B),
-                ("latency_ms", _D),
-                ("cost", _D),
-                ("backend", _S),
-                ("model", _S),
-                ("model_version", _S),
-                ("metadata_json", _S),
-                ("record_json", _S),
+                ("selected", STRING),
+                ("confidence", DOUBLE),
+                ("outcome", STRING),
+                ("outcome_correct", BOOL),
+                ("action", STRING),
+                ("fallback", BOOL),
+                ("latency_ms", DOUBLE),
+                ("cost", DOUBLE),
+                ("backend", STRING),
+                ("model", STRING),
+                ("model_version", STRING),
+                ("metadata_json", STRING),
+                ("record_json", STRING),
             ]
         )
     ),
     "production_runs": pa.schema(
         keyed(
             [
-                ("status", _S),
-                ("exit_code", _I),
-                ("source", _S),
-                ("dataset_path", _S),
-                ("dataset_hash", _S),
-                ("records_run_id", _S),
-                ("n_records", _I),
-                ("n_outcomes", _I),
-                ("n_correctness", _I),
-                ("pending", _I),
-                ("pending_label", _I),
-                ("baseline", _S),
-                ("baseline_rule", _S),
-                ("baseline_reason", _S),
-                ("baseline_source", _S),
-                ("baseline_path", _S),
-                ("baseline_hash", _S),
-                ("baseline_n_records", _I),
-                ("contract_hash", _S),
-                ("report_path", _S),
-                ("report_sha256", _S),
-                ("sidecar_path", _S),
+                ("status", STRING),
+                ("exit_code", INT),
+                ("source", STRING),
+                ("dataset_path", STRING),
+                ("dataset_hash", STRING),
+                ("records_run_id", STRING),
+                ("n_records", INT),
+                ("n_outcomes", INT),
+                ("n_correctness", INT),
+                ("pending", INT),
+                ("pending_label", INT),
+                ("baseline", STRING),
+                ("baseline_rule", STRING),
+                ("baseline_reason", STRING),
+                ("baseline_source", STRING),
+                ("baseline_path", STRING),
+                ("baseline_hash", STRING),
+                ("baseline_n_records", INT),
+                ("contract_hash", STRING),
+                ("report_path", STRING),
+                ("report_sha256", STRING),
+                ("sidecar_path", STRING),
             ]
         )
     ),
-    "production_metrics": pa.schema(keyed([*_SEGMENT, ("metric", _S), ("value", _D)])),
+    "production_metrics": pa.schema(keyed([*_SEGMENT, ("metric", STRING), ("value", DOUBLE)])),
     "production_drift": pa.schema(
         keyed(
             [
-                ("baseline", _S),
-                ("baseline_rule", _S),
-                ("baseline_source", _S),
-                ("baseline_n_records", _I),
-                ("confidence_mean_delta", _D),
-                ("confidence_tv_distance", _D),
-                ("accuracy_drop", _D),
-                ("ece_increase", _D),
-                ("label_tv_distance", _D),
-                ("label_psi", _D),
-                ("psi_epsilon", _D),
+                ("baseline", STRING),
+                ("baseline_rule", STRING),
+                ("baseline_source", STRING),
+                ("baseline_n_records", INT),
+                ("confidence_mean_delta", DOUBLE),
+                ("confidence_tv_distance", DOUBLE),
+                ("accuracy_drop", DOUBLE),
+                ("ece_increase", DOUBLE),
+                ("label_tv_distance", DOUBLE),
+                ("label_psi", DOUBLE),
+                ("psi_epsilon", DOUBLE),
             ]
         )
     ),
     "production_segments": pa.schema(
         keyed(
             [
-                ("position", _I),
+                ("position", INT),
                 *_SEGMENT,
-                ("segment_value_json", _S),
-                ("status", _S),
-                ("n_records", _I),
-                ("n_correctness", _I),
-                ("accuracy", _D),
-                ("error_rate", _D),
-                ("ece", _D),
-                ("brier", _D),
-                ("nll", _D),
-                ("confidence_mean", _D),
-                ("threshold_coverage", _D),
-                ("abstention_rate", _D),
-                ("fallback_rate", _D),
-                ("pending", _I),
-                ("accuracy_low", _D),
-                ("accuracy_high", _D),
+                ("segment_value_json", STRING),
+                ("status", STRING),
+                ("n_records", INT),
+                ("n_correctness", INT),
+                ("accuracy", DOUBLE),
+                ("error_rate", DOUBLE),
+                ("ece", DOUBLE),
+                ("brier", DOUBLE),
+                ("nll", DOUBLE),
+                ("confidence_mean", DOUBLE),
+                ("threshold_coverage", DOUBLE),
+                ("abstention_rate", DOUBLE),
+                ("fallback_rate", DOUBLE),
+                ("pending", INT),
+                ("accuracy_low", DOUBLE),
+                ("accuracy_high", DOUBLE),
             ]
         )
     ),
     "production_extensions": pa.schema(
         keyed(
             [
-                ("section", _S),
+                ("section", STRING),
                 *_SEGMENT,
-                ("model_version", _S),
-                ("label", _S),
-                ("metric", _S),
-                ("value", _D),
+                ("model_version", STRING),
+                ("label", STRING),
+                ("metric", STRING),
+                ("value", DOUBLE),
             ]
         )
     ),
