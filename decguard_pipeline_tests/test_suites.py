@@ -12,9 +12,7 @@ from pathlib import Path
 import pytest
 
 from decguard_pipeline.core.guard.partial_runs import NORMAL, PARTIAL, WARNING, run_state
-from decguard_pipeline_tests.conftest import same_text
-
-ROOT = Path(__file__).resolve().parents[1]
+from decguard_pipeline_tests.conftest import ROOT, same_text
 
 BACKEND = """\
 backend:

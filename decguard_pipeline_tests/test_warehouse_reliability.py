@@ -19,8 +19,7 @@ import pytest
 
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.schema import TABLES
-
-ROOT = Path(__file__).resolve().parents[1]
+from decguard_pipeline_tests.conftest import ROOT
 
 
 def case_rows(n: int, *, contract: str, target: str, run_id: str, prefix: str) -> pa.Table:
