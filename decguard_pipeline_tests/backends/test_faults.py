@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from decguard_pipeline_tests.differential.test_golden import comparable
 from decguard_pipeline_tests.support.faults import (
     FAULTS,
     TIMEOUT_S,
@@ -24,6 +23,7 @@ from decguard_pipeline_tests.support.faults import (
     hostile,
     run_measured,
 )
+from decguard_pipeline_tests.support.golden_cases import comparable
 
 TOKEN = "tok-8d1c5e0b7a-bearer"
 KEY = "key-3f9a2c6d41-apikey"
@@ -340,7 +340,7 @@ def test_fuzz_pairs_are_scrubbed(workdir, server, ours, ref):
 
 
 def test_paraphrases_echoing_the_key_and_huge_answers(workdir, ours, monkeypatch):
-    from decguard_pipeline_tests.runs.properties.test_paraphrase import chat_server
+    from decguard_pipeline_tests.support.chat_server import chat_server
 
     monkeypatch.setenv("PARA_KEY", TOKEN)
     cases = [{"id": "e1", "input": "ECHOKEY please"}, {"id": "h1", "input": "HUGE answer"}]

@@ -324,7 +324,7 @@ def test_unusable_providers_exit_2(provider, message, plugins, ours, ref):
 def test_a_decguard_plugin_runs_as_in_decguard(plugins, ours, ref):
     """A plugin written for DecGuard 0.1 (a decguard DecisionBackend) runs here unchanged,
     with the same results, errors, metadata and redaction as in the reference."""
-    from decguard_pipeline_tests.differential.test_golden import comparable
+    from decguard_pipeline_tests.support.golden_cases import comparable
 
     _cases(["fine", "down here", "boom", {"text": "object"}, "another fine one"])  # type: ignore[list-item]
     _contract("dg-style", lean="b")

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from decguard_pipeline_tests.backends.test_http import Reply, canned
-from decguard_pipeline_tests.differential.test_golden import comparable
+from decguard_pipeline_tests.support.canned_server import Reply, canned
+from decguard_pipeline_tests.support.golden_cases import comparable
 
 SERVED = "typesafe/jev-1.13-20260917"
 

@@ -13,7 +13,7 @@ import yaml
 from decguard_pipeline.core.contract import load_contract
 from decguard_pipeline.core.errors import ContractError
 from decguard_pipeline_tests.conftest import EXAMPLE_NAMES, EXAMPLES
-from decguard_pipeline_tests.differential.test_golden import generate
+from decguard_pipeline_tests.support.golden_cases import generate
 
 QUICKSTART = """\
 schema_version: "0.1"

@@ -13,7 +13,7 @@ import pytest
 from decguard_pipeline.core.contract import DecisionSpec
 from decguard_pipeline.core.dataset import load_dataset
 from decguard_pipeline.core.errors import DatasetError
-from decguard_pipeline_tests.differential.test_golden import generate
+from decguard_pipeline_tests.support.golden_cases import generate
 
 SPEC = DecisionSpec("d", "score", ("1", "2", "3", "low"))
 

@@ -14,6 +14,7 @@ import pytest
 from decguard_pipeline.core.contract.policy import Policy
 from decguard_pipeline.core.policy import apply_policy, first_route, route_indices
 from decguard_pipeline_tests.conftest import EXAMPLES
+from decguard_pipeline_tests.support.policy_contracts import HTTP_CONTRACT, RULES
 
 REFUND = EXAMPLES / "refund" / "decguard.yaml"
 ROUTES = {
@@ -154,25 +155,6 @@ def test_run_without_policy(write, ours, ref):
     a, b = ours("run", contract, "hello"), ref("run", contract, "hello")
     assert (a.exit_code, a.stderr) == (b.exit_code, b.stderr)
     assert a.stderr == "error: the contract has no 'policy' section\n"
-
-
-HTTP_CONTRACT = """
-    schema_version: "0.1"
-    decision: {name: refund_request, type: choice, options: [refund, reject, review]}
-    backend: {provider: http, url: "URL", health_url: "HEALTH", timeout_s: 5}
-    backends:
-      strong: {provider: mock, default: {refund: 0.98, reject: 0.01, review: 0.01}}
-    policy:
-      routes:
-        - {when: {confidence_gte: 0.95}, action: accept}
-        - {when: {confidence_gte: 0.75}, action: fallback, backend: strong}
-        - {action: human_review}
-"""
-RULES = {
-    "rules": [{"contains": "damaged", "probabilities": {"refund": 0.96, "reject": 0.01,
-                                                       "review": 0.03}}],
-    "default": {"refund": 0.2, "reject": 0.15, "review": 0.65},
-}  # fmt: skip
 
 
 @pytest.fixture

@@ -9,11 +9,10 @@ import json
 
 import pytest
 
-from decguard_pipeline_tests.conftest import EXAMPLES, same_text
+from decguard_pipeline_tests.conftest import EXAMPLES
+from decguard_pipeline_tests.support.fuzz_compare import assert_same_layout, assert_same_report
 from decguard_pipeline_tests.support.fuzz_scenarios import (
     SCENARIOS,
-    first_difference,
-    normalised,
     write_scenario,
 )
 
@@ -22,17 +21,6 @@ def _both(ours, ref, *args):
     a, b = ours(*args), ref(*args)
     assert (a.exit_code, a.stderr) == (b.exit_code, b.stderr), (a.stderr, b.stderr)
     return a, b
-
-
-def assert_same_report(a_text: str, b_text: str) -> dict:
-    mine, theirs = normalised(json.loads(a_text)), normalised(json.loads(b_text))
-    assert mine == theirs, first_difference(mine, theirs)
-    return mine
-
-
-def assert_same_layout(a_text: str, b_text: str) -> None:
-    mine, theirs = same_text(a_text, b_text)
-    assert mine == theirs
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ from decguard_pipeline.core.guard.extension import (
     metric_rows,
 )
 from decguard_pipeline.core.guard.metrics import guard_metrics
-from decguard_pipeline_tests.core.guard.test_metrics import make_results
+from decguard_pipeline_tests.support.guard_results import make_results
 
 T, F = True, False
 

@@ -10,8 +10,8 @@ import pytest
 from decguard_pipeline.core.contract import load_contract
 from decguard_pipeline.core.diff import diff_reports
 from decguard_pipeline.core.report.golden import build_report, dataset_info
-from decguard_pipeline_tests.core.test_stats import make_results
-from decguard_pipeline_tests.differential.test_diff import contract_text
+from decguard_pipeline_tests.support.diff_cases import contract_text
+from decguard_pipeline_tests.support.golden_results import make_results
 
 N_PAIRS = 400
 N_CASES = 300

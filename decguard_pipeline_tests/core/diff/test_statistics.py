@@ -17,15 +17,15 @@ from decguard_pipeline.core.diff import diff_reports, sidecar_path
 from decguard_pipeline.core.report.golden import build_report, dataset_info, result_records
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.report.verify import load_report
-from decguard_pipeline_tests.core.test_stats import make_results
-from decguard_pipeline_tests.differential.test_diff import (
+from decguard_pipeline_tests.support.diff_cases import (
     ALL_GATES,
-    _normal_json,
-    _normal_text,
     contract_text,
     gates_yaml,
     generated_pair,
+    normal_json,
+    normal_text,
 )
+from decguard_pipeline_tests.support.golden_results import make_results
 
 AB = ("a", "b")
 RIGHT, WRONG = [0.9, 0.1], [0.3, 0.7]  # for expected label "a"
@@ -115,15 +115,15 @@ def test_point_mode_leaves_the_decguard_diff_unchanged(tmp_path, ours, ref):
     b = ref("diff", base, cand, "-c", plain)
     assert a.exit_code == b.exit_code == 1
     decguard_part, _, extra = a.stdout.partition("\n\nStatistics   ")
-    assert _normal_text(decguard_part + "\n") == _normal_text(b.stdout)
+    assert normal_text(decguard_part + "\n") == normal_text(b.stdout)
     assert extra.startswith("95% CI · alpha 0.05 · 2000 bootstrap resamples · seed 4")
     sidecar = tmp_path / "out" / "d.pipeline.json"
     assert a.stderr.splitlines() == [
         f"diff written to {tmp_path / 'out' / 'd.json'}",
         f"statistics written to {sidecar}",
     ]
-    ours_doc = _normal_json((tmp_path / "out" / "d.json").read_text(encoding="utf-8"))
-    ref_doc = _normal_json(ref("diff", base, cand, "-c", plain, "-f", "json").stdout)
+    ours_doc = normal_json((tmp_path / "out" / "d.json").read_text(encoding="utf-8"))
+    ref_doc = normal_json(ref("diff", base, cand, "-c", plain, "-f", "json").stdout)
     assert ours_doc == ref_doc
     side = json.loads(sidecar.read_text(encoding="utf-8"))
     assert [g["mode"] for g in side["gates"]] == ["point"] * len(ref_doc["checks"])
@@ -385,7 +385,7 @@ def test_degenerate_pairs_keep_decguards_verdict_shape(
     a = ours("diff", base, cand, "-c", extended, "-f", "json", "-o", tmp_path / "d.json")
     b = ref("diff", base, cand, "-c", plain, "-f", "json")
     assert a.exit_code in (0, 1) and b.exit_code in (0, 1), a.stderr
-    mine, theirs = _normal_json(a.stdout), _normal_json(b.stdout)
+    mine, theirs = normal_json(a.stdout), normal_json(b.stdout)
     # everything but the checks is DecGuard's; checks keep gate, level, metric, value
     for key in theirs:
         if key not in ("checks", "status", "exit_code"):

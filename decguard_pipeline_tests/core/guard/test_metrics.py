@@ -12,8 +12,6 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from decguard_pipeline.core.contract import DecisionSpec
-from decguard_pipeline.core.decision import select_many
 from decguard_pipeline.core.guard.metrics import (
     NO_CASES,
     NO_NEGATIVES,
@@ -25,43 +23,8 @@ from decguard_pipeline.core.guard.metrics import (
     one_vs_rest,
     roc_auc,
 )
-from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline_tests.conftest import EXAMPLES
-
-
-def make_results(
-    probs: np.ndarray,
-    expected: list[int | None],
-    *,
-    labels: tuple[str, ...] = ("yes", "no"),
-    kind: str = "noul",
-    errored: tuple[int, ...] = (),
-    metadata: list[dict[str, Any]] | None = None,
-) -> CaseResults:
-    """Columnar results as the runner builds them; ``errored`` rows become timeouts."""
-    probs = np.array(probs, dtype=np.float64)
-    n = len(probs)
-    probs[list(errored)] = np.nan
-    selected, confidence = select_many(probs)
-    failed = set(errored)
-    return CaseResults(
-        spec=DecisionSpec("d", kind, labels),
-        backend="default",
-        provider="mock",
-        case_ids=[f"c{i}" for i in range(n)],
-        inputs=[f"input {i}" for i in range(n)],
-        expected=[None if e is None else labels[e] for e in expected],
-        metadata=metadata or [{} for _ in range(n)],
-        probs=probs,
-        selected=selected,
-        confidence=confidence,
-        latency_ms=np.where(np.isnan(confidence), np.nan, 1.0),
-        model=[None] * n,
-        model_version=[None] * n,
-        result_metadata=[{} for _ in range(n)],
-        error_kind=["timeout" if i in failed else None for i in range(n)],
-        error_message=["took too long" if i in failed else None for i in range(n)],
-    )
+from decguard_pipeline_tests.support.guard_results import make_results
 
 
 def sk(fn: Any, *args: Any, **kwargs: Any) -> float | None:

@@ -17,7 +17,7 @@ from decguard_pipeline.core.contract import load_contract
 from decguard_pipeline.core.production import jsonl_blocks
 from decguard_pipeline.core.production.loader import load_records, load_table
 from decguard_pipeline.core.production.metrics import production_metrics
-from decguard_pipeline_tests.core.production.test_check import (
+from decguard_pipeline_tests.support.production_records import (
     CONTRACTS,
     make_record,
     run_both,

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from decguard_pipeline_tests.core.production.test_check import CONTRACTS, run_both
+from decguard_pipeline_tests.support.production_records import CONTRACTS, run_both
 
 GOOD = {
     "id": "r1",

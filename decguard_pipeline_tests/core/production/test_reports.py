@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from decguard_pipeline_tests.core.production.test_check import (
+from decguard_pipeline_tests.support.production_records import (
     CONTRACTS,
     make_record,
     run_both,

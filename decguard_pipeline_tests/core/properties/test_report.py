@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from decguard_pipeline_tests.conftest import EXAMPLES, same_text
-from decguard_pipeline_tests.differential.test_fuzz import assert_same_report
+from decguard_pipeline_tests.support.fuzz_compare import assert_same_report
 from decguard_pipeline_tests.support.fuzz_scenarios import write_scenario
 
 REFUND = EXAMPLES / "refund" / "decguard.yaml"

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from decguard_pipeline_tests.conftest import same_text
-from decguard_pipeline_tests.differential.test_golden import comparable, write_inputs
+from decguard_pipeline_tests.support.golden_cases import comparable, write_inputs
 
 CONTRACT = """\
 schema_version: "0.1"
