@@ -4,13 +4,9 @@ The package is layered (imports point down only): ``core`` (pure domain), ``back
 (model calls), ``warehouse`` (Parquet + DuckDB), ``defs`` (Dagster wiring) and ``cli``.
 """
 
-__version__ = "0.1.0"
+from decguard_pipeline.core.product import PRODUCER_VERSION, PROGRAM, __version__
 
-# What reports record in DecGuard's ``decguard_version`` field: the producer and its version.
-PRODUCER_VERSION = f"pipeline-{__version__}"
-
-# The command users type; hints in our output name it where DecGuard's name `decguard`.
-PROGRAM = "decguard-pipeline"
+__all__ = ["PRODUCER_VERSION", "PROGRAM", "DecGuard", "__version__"]
 
 
 def __getattr__(name: str) -> object:

@@ -7,7 +7,6 @@ from typing import Any
 
 import click
 
-from decguard_pipeline import PROGRAM, __version__
 from decguard_pipeline.cli.errors import EXIT_GATE_FAILED, handled
 from decguard_pipeline.cli.options import (
     DocumentedCommand,
@@ -24,6 +23,7 @@ from decguard_pipeline.cli.options import (
     html_option,
     output_option,
 )
+from decguard_pipeline.core.product import PROGRAM, __version__
 
 HELP = """Test, verify and gate probabilistic decision models (DecGuard 0.1 compatible),
 and run the evaluations as a Dagster pipeline.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from decguard_pipeline import PROGRAM
 from decguard_pipeline.backends import create_backend
 from decguard_pipeline.core.contract import load_contract
+from decguard_pipeline.core.product import PROGRAM
 
 
 def validate_text(contract_path: Path, dataset: Path | None) -> str:

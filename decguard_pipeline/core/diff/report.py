@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from decguard_pipeline import PRODUCER_VERSION
 from decguard_pipeline.core.contract import Evaluation, LoadedContract, Regression, load_contract
 from decguard_pipeline.core.diff.gates import gate_values, regression_checks
 from decguard_pipeline.core.diff.pairs import (
@@ -30,6 +29,7 @@ from decguard_pipeline.core.diff.segments import worst_segment as find_worst
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.golden.metrics import gate_values as golden_values
+from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.report.golden import Report, metrics_for, now_iso
 from decguard_pipeline.core.report.reevaluate import ensure_same_decision
 from decguard_pipeline.core.report.verify import load_report

@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from decguard_pipeline import PRODUCER_VERSION
 from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.gates import EXIT_CODES, Check, overall_status
 from decguard_pipeline.core.guard.extension import GuardConfig
+from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.report.sidecar import SIDECAR_VERSION
 
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from decguard_pipeline import PRODUCER_VERSION
 from decguard_pipeline.core.contract import Evaluation, LoadedContract
+from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.production.columns import Columns, identity
 from decguard_pipeline.core.production.metrics import grouped_metrics
 from decguard_pipeline.core.production.report import ProductionReport, version_partition

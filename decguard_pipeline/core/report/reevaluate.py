@@ -31,7 +31,9 @@ def reevaluate(report: Report, loaded: LoadedContract) -> Report:
         # imported here: golden-only reports never load the property machinery
         from decguard_pipeline.core.properties.report import rejudge
 
-        properties, property_checks = rejudge(properties, loaded.contract.properties, report.results)
+        properties, property_checks = rejudge(
+            properties, loaded.contract.properties, report.results
+        )
     return build_report(
         loaded,
         doc["dataset"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from decguard_pipeline import PROGRAM
+from decguard_pipeline.core.product import PROGRAM
 
 MAX_SHOWN = 10
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import dagster as dg
 
-from decguard_pipeline import __version__
+from decguard_pipeline.core.product import __version__
 from decguard_pipeline.defs import metadata as md
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource

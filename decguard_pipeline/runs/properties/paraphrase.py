@@ -28,7 +28,6 @@ from typing import Any, ClassVar, Self
 import httpx
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from decguard_pipeline import __version__
 from decguard_pipeline.backends.body import (
     ACCEPT_ENCODING,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -43,6 +42,7 @@ from decguard_pipeline.core.errors import (
     ContractError,
     ParaphraseError,
 )
+from decguard_pipeline.core.product import __version__
 from decguard_pipeline.core.secrets import register_env_secrets, register_secret, scrub
 from decguard_pipeline.core.validation import Strict, format_errors, unique_pairs
 

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from decguard_pipeline import PRODUCER_VERSION
 from decguard_pipeline.backends import Backend, create_backend
 from decguard_pipeline.core.contract import LoadedContract, load_contract
 from decguard_pipeline.core.contract.properties import AnyProperty, Fuzz, Properties
 from decguard_pipeline.core.errors import ContractError, ReportError
+from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.properties.compare import compare, direction_of, judge
 from decguard_pipeline.core.properties.pairs import presentation_doc
 from decguard_pipeline.core.properties.rng import case_stream
