@@ -35,6 +35,7 @@ import orjson
 import pyarrow as pa
 
 from decguard_pipeline.core.contract import LoadedContract
+from decguard_pipeline.core.contract.production import ProductionExtension
 from decguard_pipeline.core.errors import DatasetError, DecGuardError
 from decguard_pipeline.core.gates import FAIL, PASS, WARN, overall_status
 from decguard_pipeline.core.production.check import load_baseline
@@ -48,7 +49,6 @@ from decguard_pipeline.core.production.metrics import production_metrics
 from decguard_pipeline.core.production.report import Baseline, ProductionReport, build_report
 from decguard_pipeline.core.production.schema import RECORD_FIELDS
 from decguard_pipeline.core.production.segments import partition, shown
-from decguard_pipeline.core.production.settings import ProductionExtension
 from decguard_pipeline.core.production.verify import load_production_report
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.steps import golden as steps

@@ -17,8 +17,8 @@ from decguard_pipeline.core.contract.guard_settings import (
     RiskCoverageSettings,
     Suites,
 )
+from decguard_pipeline.core.contract.production import ProductionExtension
 from decguard_pipeline.core.contract.statistics import StatisticsSettings
-from decguard_pipeline.core.production.settings import ProductionExtension
 from decguard_pipeline.core.validation import Strict
 
 
