@@ -27,8 +27,8 @@ from decguard_pipeline.core.properties.compare import (
 from decguard_pipeline.core.properties.fast import load_plain
 from decguard_pipeline.core.properties.schema import PairModel, PropertyRunModel
 from decguard_pipeline.core.properties.summary import count_violations, property_checks
-from decguard_pipeline.core.report.schema import check_result_invariants, results_hold
 from decguard_pipeline.core.report.verify import load_report
+from decguard_pipeline.core.result_records import check_result_invariants, results_hold
 from decguard_pipeline_tests.conftest import EXAMPLES, _invoke
 from decguard_pipeline_tests.support.fuzz_scenarios import write_scenario
 
