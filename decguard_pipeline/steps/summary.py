@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from decguard_pipeline.core.report.render import num
+from decguard_pipeline.core.formatting import num
 from decguard_pipeline.warehouse import Warehouse
 
 # Check tables of the target's own evaluation; regression checks are shown apart.

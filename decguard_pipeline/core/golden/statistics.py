@@ -9,7 +9,7 @@ from typing import Any
 
 from decguard_pipeline.core.contract import Contract
 from decguard_pipeline.core.contract.statistics import StatisticsSettings
-from decguard_pipeline.core.report.render import num
+from decguard_pipeline.core.formatting import num
 from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.core.stats import golden_intervals
 

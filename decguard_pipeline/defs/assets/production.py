@@ -35,8 +35,9 @@ from typing import Any
 import dagster as dg
 
 from decguard_pipeline.core.errors import DecGuardError
+from decguard_pipeline.core.formatting import num
 from decguard_pipeline.core.production.render import render_check, render_extensions
-from decguard_pipeline.core.report.render import num, preview
+from decguard_pipeline.core.report.render import preview
 from decguard_pipeline.defs import metadata as md
 from decguard_pipeline.defs.assets.golden import asset_key, code_version
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
