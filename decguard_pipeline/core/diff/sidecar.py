@@ -19,7 +19,7 @@ from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.report.sidecar import SIDECAR_VERSION
 
 if TYPE_CHECKING:
-    from decguard_pipeline.core.diff.report import Diff
+    from decguard_pipeline.core.diff.model import Diff
 
 
 @dataclass
