@@ -8,8 +8,8 @@ from typing import Any
 import click
 
 from decguard_pipeline.cli.errors import EXIT_GATE_FAILED, handled
+from decguard_pipeline.cli.group import cli
 from decguard_pipeline.cli.options import (
-    DocumentedCommand,
     PathArg,
     argument,
     backend_option,
@@ -23,22 +23,7 @@ from decguard_pipeline.cli.options import (
     html_option,
     output_option,
 )
-from decguard_pipeline.core.product import PROGRAM, __version__
-
-HELP = """Test, verify and gate probabilistic decision models (DecGuard 0.1 compatible),
-and run the evaluations as a Dagster pipeline.
-
-Exit codes: 0 = pass (or warn), 1 = reliability gate failed, 2 = configuration/runtime error."""
-
-
-@click.group(help=HELP, context_settings={"help_option_names": ["--help"]})
-@click.version_option(__version__, "--version", prog_name=PROGRAM,
-                      message="%(prog)s %(version)s")  # fmt: skip
-def cli() -> None:
-    pass
-
-
-cli.command_class = DocumentedCommand  # every command lists its arguments in --help
+from decguard_pipeline.core.product import PROGRAM
 
 
 def emit_report(

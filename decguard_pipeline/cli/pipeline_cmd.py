@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from decguard_pipeline.cli.app import cli
 from decguard_pipeline.cli.errors import EXIT_ERROR, EXIT_GATE_FAILED, EXIT_PASS, handled
+from decguard_pipeline.cli.group import cli
 
 
 @cli.command()

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from decguard_pipeline.cli.app import cli
 from decguard_pipeline.cli.errors import EXIT_GATE_FAILED, handled
+from decguard_pipeline.cli.group import cli
 from decguard_pipeline.cli.options import PathArg, argument, backend_option, format_option
 
 _REGENERATED = {True: "yes", False: "NO", None: "n/a (stored text used)"}
