@@ -7,7 +7,7 @@ import warnings
 
 import dagster as dg
 
-from decguard_pipeline.defs import features
+from decguard_pipeline.defs.assets import features
 from decguard_pipeline.defs.assets.golden import contract_assets
 from decguard_pipeline.defs.checks import contract_checks
 from decguard_pipeline.defs.instance import dead_runs_sensor

@@ -15,7 +15,7 @@ def job_name(entry: ContractEntry) -> str:
 
 
 def evaluate_job(entry: ContractEntry) -> AssetJob:
-    from decguard_pipeline.defs.features import off_target
+    from decguard_pipeline.defs.assets.features import off_target
 
     selection = dg.AssetSelection.groups(entry.key)
     excluded = off_target(entry) if entry.ok else []

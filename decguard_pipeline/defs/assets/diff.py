@@ -1,4 +1,4 @@
-"""Dagster assets and checks of the diff feature (see defs/features.py for the interface).
+"""Dagster assets and checks of the diff feature (the interface: features.py).
 
 Every contract's group gains ``regression_diff``, partitioned by target like ``case_results``
 and downstream of it only: a candidate whose golden requirements fail is exactly the one whose

@@ -60,7 +60,7 @@ def target_asset(
 
 def report_inputs(entry: ContractEntry) -> list[dg.AssetKey]:
     """Assets of other features the DecGuard report is built from (same partition)."""
-    from decguard_pipeline.defs.features import report_inputs as feature_inputs
+    from decguard_pipeline.defs.assets.features import report_inputs as feature_inputs
 
     return feature_inputs(entry)
 

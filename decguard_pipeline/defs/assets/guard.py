@@ -1,4 +1,4 @@
-"""Dagster assets and checks of the guard feature (see defs/features.py for the interface).
+"""Dagster assets and checks of the guard feature (the interface: features.py).
 
 For a contract that enables the guard extension (``pipeline.guard``, ``calibration``,
 ``risk_coverage``, ``suites``, ``partial_runs`` or extension gates), its group gains

@@ -1,4 +1,4 @@
-"""Dagster assets and checks of the production feature (see defs/features.py for the interface).
+"""Dagster assets and checks of the production feature (the interface: features.py).
 
 Every contract's group gains two assets on **daily** partitions (one
 ``DailyPartitionsDefinition`` per contract, UTC days, the last partition the last complete

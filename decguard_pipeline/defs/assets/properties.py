@@ -1,4 +1,4 @@
-"""Dagster assets and checks of the properties feature (see defs/features.py for the interface).
+"""Dagster assets and checks of the properties feature (the interface: features.py).
 
 For a contract that enables at least one metamorphic property, its group gains
 ``property_results``, partitioned by target like ``case_results``: the enabled properties run
