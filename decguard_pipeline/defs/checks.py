@@ -3,7 +3,7 @@ blocking ERROR checks (a failure stops the report), warnings are WARN checks."""
 
 import dagster as dg
 
-from decguard_pipeline.defs.assets.golden import asset_key
+from decguard_pipeline.defs.assets.base import asset_key
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.steps import golden as steps
 from decguard_pipeline.steps.contracts import ContractEntry

@@ -19,7 +19,7 @@ import dagster as dg
 
 from decguard_pipeline.core.diff import render_diff, render_statistics
 from decguard_pipeline.defs import metadata as md
-from decguard_pipeline.defs.assets.golden import asset_key, target_asset
+from decguard_pipeline.defs.assets.base import asset_key, target_asset
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.steps import diff as diff_steps

@@ -39,7 +39,7 @@ from decguard_pipeline.core.formatting import num
 from decguard_pipeline.core.production.render import render_check, render_extensions
 from decguard_pipeline.core.report.render import preview
 from decguard_pipeline.defs import metadata as md
-from decguard_pipeline.defs.assets.golden import asset_key, code_version
+from decguard_pipeline.defs.assets.base import asset_key, code_version
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.resources import WarehouseResource
