@@ -6,8 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,21 +25,12 @@ from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.report.render import render_report
 from decguard_pipeline.core.report.sidecar import write_section
 from decguard_pipeline.core.report.verify import load_report
-from decguard_pipeline.core.results import CaseResults
+from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import Target, backend_of
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows import golden as T
 from decguard_pipeline.warehouse.store import now
-
-
-@dataclass
-class Step:
-    """Where a step writes: the warehouse, the run id, one timestamp for all its rows."""
-
-    warehouse: Warehouse
-    run_id: str
-    at: datetime = field(default_factory=now)
 
 
 def record_contract(entry: ContractEntry, step: Step) -> dict[str, Any]:
@@ -142,12 +132,6 @@ def record_target(entry: ContractEntry, target: Target, step: Step) -> bool:
     return True
 
 
-@dataclass
-class Evaluated:
-    results: CaseResults
-    run: dict[str, Any]
-
-
 def evaluate_target(
     entry: ContractEntry, target: str, step: Step, *, max_concurrency: int | None = None
 ) -> Evaluated:
@@ -213,27 +197,6 @@ def evaluate_target(
     return Evaluated(results, run)
 
 
-def load_evaluated(
-    entry: ContractEntry, target: str, warehouse: Warehouse, run_id: str | None = None
-) -> Evaluated:
-    """The evaluation of a target by run ``run_id`` when that run made one (a step reads what
-    its own run wrote, not a parallel run's), else the newest; read back from the warehouse."""
-    loaded = entry.require()
-    runs = None if run_id is None else warehouse.read_run("runs", entry.key, target, run_id)
-    if runs is None or runs.num_rows == 0:
-        runs = warehouse.read_latest("runs", entry.key, target)
-    if runs is None or runs.num_rows == 0:
-        raise DecGuardError(f"{entry.key}: target {target!r} has not been evaluated yet")
-    run = runs.to_pylist()[-1]
-    table = warehouse.read_run("case_results", entry.key, target, run["run_id"])
-    if table is None:
-        raise DecGuardError(f"{entry.key}: case results of run {run['run_id']} are missing")
-    results = T.case_results_from_table(
-        table, loaded.contract.spec(), backend=run["backend"], provider=run["provider"]
-    )
-    return Evaluated(results, run)
-
-
 @dataclass
 class Scored:
     metrics: dict[str, Any]
@@ -270,16 +233,6 @@ def score_target(entry: ContractEntry, target: str, step: Step) -> Scored:
         intervals = golden_statistics(evaluated.results, metrics, settings)
         wh.write("metric_intervals", T.interval_rows(intervals, base), **where)
     return Scored(metrics, checks, evaluated, intervals)
-
-
-def run_rows(
-    warehouse: Warehouse, table: str, contract: str, target: str, run_id: str | None = None
-) -> list[dict[str, Any]] | None:
-    """Rows of ``table`` written by run ``run_id``, else the newest write; None if none."""
-    rows = None if run_id is None else warehouse.read_run(table, contract, target, run_id)
-    if rows is None:
-        rows = warehouse.read_latest(table, contract, target)
-    return None if rows is None else rows.to_pylist()
 
 
 def gate_results(

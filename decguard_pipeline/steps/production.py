@@ -51,7 +51,7 @@ from decguard_pipeline.core.production.schema import RECORD_FIELDS
 from decguard_pipeline.core.production.segments import partition, shown
 from decguard_pipeline.core.production.verify import load_production_report
 from decguard_pipeline.core.report.jsonio import write_document
-from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps import base as steps
 from decguard_pipeline.steps.contracts import ContractEntry, project_root
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows import golden as T

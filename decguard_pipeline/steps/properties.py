@@ -28,7 +28,7 @@ from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.gates import overall_status
 from decguard_pipeline.core.properties.summary import is_failed, property_checks
 from decguard_pipeline.core.report.jsonio import write_document
-from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps import base as steps
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse import Warehouse

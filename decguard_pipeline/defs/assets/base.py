@@ -12,7 +12,7 @@ import dagster as dg
 from decguard_pipeline.core.product import __version__
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
-from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps import base as steps
 from decguard_pipeline.steps.contracts import ContractEntry
 
 
