@@ -217,7 +217,7 @@ def _register_commands() -> None:
         check_cmd,
         diff_cmd,
         list_cmd,
-        pipeline_cmd,
+        project_cmd,
         replay_cmd,
         run_cmd,
     )

@@ -1,4 +1,4 @@
-"""The pipeline's own commands: ``evaluate`` (the main job), ``ui`` and ``sql``."""
+"""The project's own commands, beyond DecGuard's: ``evaluate`` (the main job), ``ui``, ``sql``."""
 
 from __future__ import annotations
 
