@@ -1,4 +1,4 @@
-"""Find the contracts the pipeline evaluates."""
+"""Find the contracts the project evaluates: one folder per contract under the contracts root."""
 
 from __future__ import annotations
 
