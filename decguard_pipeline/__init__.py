@@ -1,7 +1,9 @@
 """decguard_pipeline: DecGuard 0.1-compatible evaluation of decision models, as a Dagster project.
 
-The package is layered (imports point down only): ``core`` (pure domain), ``backends``
-(model calls), ``warehouse`` (Parquet + DuckDB), ``defs`` (Dagster wiring) and ``cli``.
+The package is layered (imports point down only, checked by ``lint-imports``): ``core`` (pure
+domain), ``backends`` / ``warehouse`` / ``demo`` (model calls, Parquet + DuckDB, a demo
+model), ``runs`` (one evaluation), ``steps`` / ``sdk`` (what assets and applications call),
+``defs`` (Dagster wiring), ``cli``. See docs/architecture.md.
 """
 
 from decguard_pipeline.core.product import PRODUCER_VERSION, PROGRAM, __version__
