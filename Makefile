@@ -26,14 +26,16 @@ install-test: $(STAMP_TEST)
 run: install
 	$(BIN)/decguard-pipeline evaluate
 
-## test: lint, validate the Dagster definitions and run the whole test suite
+## test: lint, check the import layers, validate the Dagster definitions, run the whole suite
 test: install-test
 	$(BIN)/ruff check decguard_pipeline decguard_pipeline_tests bench
+	$(BIN)/lint-imports
 	env -u DAGSTER_HOME $(BIN)/dagster definitions validate -w workspace.yaml
 	$(BIN)/pytest
 
 lint: install-test
 	$(BIN)/ruff check decguard_pipeline decguard_pipeline_tests bench
+	$(BIN)/lint-imports
 	$(BIN)/ruff format --check decguard_pipeline decguard_pipeline_tests bench
 
 ## ui: open the Dagster UI (webserver + daemon) on workspace.yaml, instance in .dagster_home

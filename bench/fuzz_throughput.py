@@ -1,7 +1,7 @@
 """Fuzz throughput against a loopback HTTP model: is a fuzz run as fast per request as a
 golden run? decguard_pipeline and decguard==0.1.1 side by side.
 
-A decguard.http/0.1 server (decguard_pipeline_tests/loopback.py) answers in 20 ms in its own
+A decguard.http/0.1 server (decguard_pipeline_tests/support/loopback.py) answers in 20 ms in its own
 process, with a 10% bias towards the option shown first so option_order pairs fail and get
 minimised. Each CLI's own command (click / typer, in this process, after a 1-case warm-up so
 imports are not timed) runs on the same contract and N cases (default 3,000):
@@ -66,7 +66,7 @@ def free_port() -> int:
 
 def start_server(port: int, delay_ms: float) -> subprocess.Popen[bytes]:
     server = subprocess.Popen(
-        [PY, "-m", "decguard_pipeline_tests.loopback", "--port", str(port),
+        [PY, "-m", "decguard_pipeline_tests.support.loopback", "--port", str(port),
          "--delay-ms", str(delay_ms), "--labels", ",".join(LABELS),
          "--settings", json.dumps(SERVER)],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -188,7 +188,7 @@ def part_c(root: Path, n: int) -> None:
     work.mkdir()
     port = _free_port()
     server = subprocess.Popen(
-        [PY, "-m", "decguard_pipeline_tests.loopback", "--delay-ms", str(SERVER_MS),
+        [PY, "-m", "decguard_pipeline_tests.support.loopback", "--delay-ms", str(SERVER_MS),
          "--port", str(port)],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip

@@ -5,7 +5,7 @@
 1. end to end: `decguard-pipeline evaluate` as a fresh process (fresh instance and warehouse);
 2. per target of the examples, three ways of doing the same evaluation:
    * core: `run_test` (golden, plus properties when the contract has them) — no warehouse;
-   * steps: the functions the assets call (pipeline.steps and the feature steps) in job order,
+   * steps: the functions the assets call (steps.golden and the feature steps) in job order,
      without Dagster — core plus the warehouse's Parquet writes and reads;
    * dagster: the target's job through `execute_in_process` on a persistent instance;
    the difference dagster - steps is Dagster's own bookkeeping (run and event storage, step
@@ -82,10 +82,13 @@ def main() -> None:
     from decguard_pipeline.definitions import build_definitions
     from decguard_pipeline.defs.jobs import job_name
     from decguard_pipeline.defs.main_job import QUIET
-    from decguard_pipeline.evaluation import run_test
-    from decguard_pipeline.pipeline import diff_steps, guard_steps, property_steps, steps
-    from decguard_pipeline.pipeline.contracts import discover_contracts
-    from decguard_pipeline.pipeline.targets import backend_of
+    from decguard_pipeline.runs.golden import run_test
+    from decguard_pipeline.steps import diff as diff_steps
+    from decguard_pipeline.steps import golden as steps
+    from decguard_pipeline.steps import guard as guard_steps
+    from decguard_pipeline.steps import properties as property_steps
+    from decguard_pipeline.steps.contracts import discover_contracts
+    from decguard_pipeline.steps.targets import backend_of
     from decguard_pipeline.warehouse import Warehouse
 
     instance = dg.DagsterInstance.get()

@@ -1,7 +1,7 @@
 """Before/after byte comparison of property runs: the code of a git revision against the
 working tree, on generated contracts and the scaled examples.
 
-Every generated contract (``decguard_pipeline_tests/property_contracts.py``, one per seed)
+Every generated contract (``decguard_pipeline_tests/support/property_contracts.py``, one per seed)
 and the refund/severity/spam examples with ``--cases`` generated cases run through ``fuzz``
 and ``test --all`` (other backends, seeds, selections, ``--no-minimize``) in both code trees,
 each in its own child process; the reports (``-o``), sidecars, ``-f json`` output, terminal
@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.append(str(ROOT))  # after PYTHONPATH: the worker imports the tree it is given
 
-from decguard_pipeline_tests.property_contracts import (  # noqa: E402
+from decguard_pipeline_tests.support.property_contracts import (  # noqa: E402
     commands,
     normalised_text,
     write,

@@ -1,16 +1,14 @@
 """decguard_pipeline: DecGuard 0.1-compatible evaluation of decision models, as a Dagster project.
 
-The package is layered (imports point down only): ``core`` (pure domain), ``backends``
-(model calls), ``warehouse`` (Parquet + DuckDB), ``defs`` (Dagster wiring) and ``cli``.
+The package is layered (imports point down only, checked by ``lint-imports``): ``core`` (pure
+domain), ``backends`` / ``warehouse`` / ``demo`` (model calls, Parquet + DuckDB, a demo
+model), ``runs`` (one evaluation), ``steps`` / ``sdk`` (what assets and applications call),
+``defs`` (Dagster wiring), ``cli``. See docs/architecture.md.
 """
 
-__version__ = "0.1.0"
+from decguard_pipeline.core.product import PRODUCER_VERSION, PROGRAM, __version__
 
-# What reports record in DecGuard's ``decguard_version`` field: the producer and its version.
-PRODUCER_VERSION = f"pipeline-{__version__}"
-
-# The command users type; hints in our output name it where DecGuard's name `decguard`.
-PROGRAM = "decguard-pipeline"
+__all__ = ["PRODUCER_VERSION", "PROGRAM", "DecGuard", "__version__"]
 
 
 def __getattr__(name: str) -> object:

@@ -7,15 +7,15 @@ import warnings
 
 import dagster as dg
 
-from decguard_pipeline.defs import features
-from decguard_pipeline.defs.assets import contract_assets
+from decguard_pipeline.defs.assets import features
+from decguard_pipeline.defs.assets.golden import contract_assets
 from decguard_pipeline.defs.checks import contract_checks
 from decguard_pipeline.defs.instance import dead_runs_sensor
 from decguard_pipeline.defs.jobs import evaluate_job
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.defs.schedules import nightly_schedule
 from decguard_pipeline.defs.sensors import model_versions_sensor
-from decguard_pipeline.pipeline.contracts import ContractEntry, discover_contracts
+from decguard_pipeline.steps.contracts import ContractEntry, discover_contracts
 
 # Partitioned asset checks are a preview API in Dagster 1.13 (pinned exactly in pyproject).
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)

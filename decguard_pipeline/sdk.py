@@ -79,7 +79,7 @@ class DecGuard:
         """Load the contract and build (or adopt) the backend; no request is sent unless
         ``check_health``. A backend passed in stays the caller's to close."""
         # imported here: evaluation pulls in the batch runner, which single calls never need
-        from decguard_pipeline.evaluation import make_backend
+        from decguard_pipeline.runs.golden import make_backend
 
         loaded = contract if isinstance(contract, LoadedContract) else load_contract(contract)
         if loaded.contract.policy is None:

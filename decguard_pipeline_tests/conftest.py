@@ -81,7 +81,7 @@ def loopback() -> Iterator[Callable[..., Any]]:
     """``loopback(mock_settings, labels=..., delay_ms=...)`` starts a model server."""
     from contextlib import ExitStack
 
-    from decguard_pipeline_tests.loopback import serve
+    from decguard_pipeline_tests.support.loopback import serve
 
     with ExitStack() as stack:
         yield lambda *a, **kw: stack.enter_context(serve(*a, **kw))

@@ -30,7 +30,7 @@ from decguard_pipeline.sdk import (
     PolicyDecision,
 )
 from decguard_pipeline_tests.conftest import EXAMPLES
-from decguard_pipeline_tests.test_policy import HTTP_CONTRACT, RULES
+from decguard_pipeline_tests.support.policy_contracts import HTTP_CONTRACT, RULES
 
 REFUND = EXAMPLES / "refund" / "decguard.yaml"
 INPUTS = ["The blender arrived damaged", "The parcel never arrived", "Can someone call me?",

@@ -32,7 +32,6 @@ from typing import Any, ClassVar
 
 import httpx
 
-from decguard_pipeline import __version__
 from decguard_pipeline.backends.base import Backend
 from decguard_pipeline.backends.body import ACCEPT_ENCODING, BoundedBody, TooLarge
 from decguard_pipeline.core.errors import (
@@ -42,6 +41,7 @@ from decguard_pipeline.core.errors import (
     ContractError,
     InvalidResponse,
 )
+from decguard_pipeline.core.product import __version__
 from decguard_pipeline.core.secrets import register_secret
 
 USER_AGENT = f"decguard-pipeline/{__version__}"

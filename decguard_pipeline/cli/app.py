@@ -7,10 +7,9 @@ from typing import Any
 
 import click
 
-from decguard_pipeline import PROGRAM, __version__
 from decguard_pipeline.cli.errors import EXIT_GATE_FAILED, handled
+from decguard_pipeline.cli.group import cli
 from decguard_pipeline.cli.options import (
-    DocumentedCommand,
     PathArg,
     argument,
     backend_option,
@@ -24,21 +23,7 @@ from decguard_pipeline.cli.options import (
     html_option,
     output_option,
 )
-
-HELP = """Test, verify and gate probabilistic decision models (DecGuard 0.1 compatible),
-and run the evaluations as a Dagster pipeline.
-
-Exit codes: 0 = pass (or warn), 1 = reliability gate failed, 2 = configuration/runtime error."""
-
-
-@click.group(help=HELP, context_settings={"help_option_names": ["--help"]})
-@click.version_option(__version__, "--version", prog_name=PROGRAM,
-                      message="%(prog)s %(version)s")  # fmt: skip
-def cli() -> None:
-    pass
-
-
-cli.command_class = DocumentedCommand  # every command lists its arguments in --help
+from decguard_pipeline.core.product import PROGRAM
 
 
 def emit_report(
@@ -52,7 +37,7 @@ def emit_report(
     sidecar: dict[str, Any] | None = None,
 ) -> None:
     """Write/print a test/fuzz report and exit with its gate status. ``guarded`` (a
-    guard_evaluation.GuardedRun) adds the sidecar, pictures and text sections after DecGuard's.
+    runs.guard.GuardedRun) adds the sidecar, pictures and text sections after DecGuard's.
     ``html`` also writes the HTML page (with ``sidecar``, else the sidecar sections of this
     run); nothing else changes with it."""
     from decguard_pipeline.core.report.golden import CHUNKED_LISTS, result_records
@@ -87,7 +72,7 @@ def emit_report(
         if guarded is not None:
             click.echo("\n" + guarded.render())
         if "statistics" in report.extensions:
-            from decguard_pipeline.core.golden_statistics import render_golden_statistics
+            from decguard_pipeline.core.golden.statistics import render_golden_statistics
 
             click.echo("\n" + render_golden_statistics(report.extensions["statistics"]))
     _exit_for(report.status if guarded is None else guarded.status, fail_on_warn)
@@ -135,10 +120,10 @@ def _run(
         collecting = gc.isenabled()
         gc.disable()
         try:
-            from decguard_pipeline.guard_evaluation import run_guarded_test
+            from decguard_pipeline.runs.guard import run_guarded_test
 
             if mode != "test":
-                import decguard_pipeline.fuzzing.run  # noqa: F401
+                import decguard_pipeline.runs.properties.run  # noqa: F401
         finally:
             if collecting:
                 if gc.get_freeze_count() == 0:
@@ -250,7 +235,7 @@ def _register_commands() -> None:
         check_cmd,
         diff_cmd,
         list_cmd,
-        pipeline_cmd,
+        project_cmd,
         replay_cmd,
         run_cmd,
     )

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from decguard_pipeline.cli.app import cli
 from decguard_pipeline.cli.errors import EXIT_GATE_FAILED, handled
+from decguard_pipeline.cli.group import cli
 from decguard_pipeline.cli.options import (
     PathArg,
     argument,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import click
 
-from decguard_pipeline.cli.app import cli
 from decguard_pipeline.cli.errors import handled
+from decguard_pipeline.cli.group import cli
 
 SOURCES = {
     "decguard": 'DecGuard 0.1 metrics (report "metrics" section)',

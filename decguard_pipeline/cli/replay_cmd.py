@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from decguard_pipeline.cli.app import cli
 from decguard_pipeline.cli.errors import EXIT_GATE_FAILED, handled
+from decguard_pipeline.cli.group import cli
 from decguard_pipeline.cli.options import PathArg, argument, backend_option, format_option
 
 _REGENERATED = {True: "yes", False: "NO", None: "n/a (stored text used)"}
@@ -79,7 +79,7 @@ def replay(results: Path, ids: tuple[str, ...], contract: Path | None, backend: 
     Exits 1 when a failure reproduces, 0 when none does."""
     with handled():
         from decguard_pipeline.core.report.jsonio import print_document
-        from decguard_pipeline.fuzzing.replay import replay as replay_failures
+        from decguard_pipeline.runs.properties.replay import replay as replay_failures
 
         doc = replay_failures(results, ids=list(ids) or None, contract=contract, backend=backend)
         if fmt == "json":

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from decguard_pipeline.cli.app import cli
 from decguard_pipeline.cli.errors import handled
+from decguard_pipeline.cli.group import cli
 from decguard_pipeline.cli.options import (
     argument,
     backend_option,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from decguard_pipeline import PROGRAM
 from decguard_pipeline.backends import create_backend
 from decguard_pipeline.core.contract import load_contract
+from decguard_pipeline.core.product import PROGRAM
 
 
 def validate_text(contract_path: Path, dataset: Path | None) -> str:
-    from decguard_pipeline.evaluation import resolve_dataset
+    from decguard_pipeline.runs.golden import resolve_dataset
 
     loaded = load_contract(contract_path)
     c = loaded.contract
@@ -19,7 +19,7 @@ def validate_text(contract_path: Path, dataset: Path | None) -> str:
         create_backend(c.backend_config(name), decision=spec, name=name).close()
     paraphrase = c.properties.paraphrase
     if paraphrase is not None and paraphrase.enabled:
-        from decguard_pipeline.fuzzing import check_paraphraser
+        from decguard_pipeline.runs.properties import check_paraphraser
 
         check_paraphraser(loaded)
     lines = [
@@ -46,7 +46,7 @@ def validate_text(contract_path: Path, dataset: Path | None) -> str:
         "    policy     " + (f"{len(c.policy.routes)} routes" if c.policy is not None else "none"),
         f"    hash      {loaded.hash}",
     ]
-    from decguard_pipeline.core.guard_extension import guard_config, guard_enabled
+    from decguard_pipeline.core.guard.extension import guard_config, guard_enabled
 
     if guard_enabled(c):  # the extension only: a DecGuard contract prints DecGuard's lines
         g = guard_config(c, source=str(contract_path))

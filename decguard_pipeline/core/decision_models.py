@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from decguard_pipeline.core.contract.policy import PolicyAction
 from decguard_pipeline.core.decision import DecisionInput
-from decguard_pipeline.core.report.schema import ResultModel
+from decguard_pipeline.core.result_records import ResultModel
 
 TOLERANCE_CONTEXT_KEY = "probability_tolerance"
 """Validation-context key of the contract's ``evaluation.probability_tolerance`` (the

@@ -1,1 +1,1 @@
-"""Dagster wiring only: every asset and check body is a few lines over ``pipeline.steps``."""
+"""Dagster wiring only: every asset and check body is a few lines over ``steps``."""

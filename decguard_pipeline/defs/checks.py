@@ -3,10 +3,10 @@ blocking ERROR checks (a failure stops the report), warnings are WARN checks."""
 
 import dagster as dg
 
-from decguard_pipeline.defs.assets import asset_key
+from decguard_pipeline.defs.assets.base import asset_key
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
-from decguard_pipeline.pipeline import steps
-from decguard_pipeline.pipeline.contracts import ContractEntry
+from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps.contracts import ContractEntry
 
 
 def golden_gates(entry: ContractEntry) -> list[tuple[str, str]]:

@@ -13,7 +13,7 @@ import dagster as dg
 
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
-from decguard_pipeline.pipeline.contracts import ContractEntry
+from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.warehouse import Warehouse
 
 

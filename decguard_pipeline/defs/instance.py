@@ -16,7 +16,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from decguard_pipeline.pipeline.contracts import project_root
+from decguard_pipeline.steps.contracts import project_root
 
 # The first line of every dagster.yaml we write: a file without it is the user's, never touched.
 HEADER = "# Written by decguard-pipeline: a local instance inside the project."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from decguard_pipeline.pipeline.contracts import ContractEntry
+from decguard_pipeline.steps.contracts import ContractEntry
 
 # what define_asset_job returns (not exported under a public name in dagster 1.13)
 AssetJob = type(dg.define_asset_job("_probe"))
@@ -15,7 +15,7 @@ def job_name(entry: ContractEntry) -> str:
 
 
 def evaluate_job(entry: ContractEntry) -> AssetJob:
-    from decguard_pipeline.defs.features import off_target
+    from decguard_pipeline.defs.assets.features import off_target
 
     selection = dg.AssetSelection.groups(entry.key)
     excluded = off_target(entry) if entry.ok else []

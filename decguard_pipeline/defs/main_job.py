@@ -11,8 +11,8 @@ import dagster as dg
 from decguard_pipeline.defs.instance import owner_tags
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_partitions
-from decguard_pipeline.pipeline.contracts import ContractEntry
-from decguard_pipeline.pipeline.registration import discover_and_record
+from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.registration import discover_and_record
 from decguard_pipeline.warehouse import Warehouse
 
 # Blocked reports after a failing requirement are expected results, not errors to print.
@@ -149,7 +149,7 @@ def run_production_days(
 ) -> list[Outcome]:
     """The contract's production job for every day that has a records file, oldest first
     (so each day's baseline, the day before, is ingested first)."""
-    from decguard_pipeline.defs import production_assets
+    from decguard_pipeline.defs.assets import production as production_assets
 
     days = production_assets.production_days(entry)
     if not days:

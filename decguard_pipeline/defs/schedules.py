@@ -6,8 +6,8 @@ import dagster as dg
 
 from decguard_pipeline.defs.jobs import AssetJob, job_name
 from decguard_pipeline.defs.partitions import targets_partitions
-from decguard_pipeline.pipeline.contracts import ContractEntry
-from decguard_pipeline.pipeline.targets import backend_of
+from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.targets import backend_of
 
 NIGHTLY_CRON = os.environ.get("DECGUARD_NIGHTLY_CRON", "0 2 * * *")
 

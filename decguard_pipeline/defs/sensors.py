@@ -8,9 +8,9 @@ import dagster as dg
 from decguard_pipeline.defs.jobs import AssetJob, job_name
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
-from decguard_pipeline.pipeline import steps
-from decguard_pipeline.pipeline.contracts import ContractEntry
-from decguard_pipeline.pipeline.registration import current_inputs, discover_and_record, evaluated
+from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.registration import current_inputs, discover_and_record, evaluated
 from decguard_pipeline.warehouse.store import now
 
 INTERVAL_S = int(os.environ.get("DECGUARD_SENSOR_INTERVAL_S", "300"))

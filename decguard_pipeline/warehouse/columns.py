@@ -2,10 +2,14 @@
 
 import pyarrow as pa
 
-_S, _D, _I, _B, _TS = pa.string(), pa.float64(), pa.int64(), pa.bool_(), pa.timestamp("us", "UTC")
+STRING = pa.string()
+DOUBLE = pa.float64()
+INT = pa.int64()
+BOOL = pa.bool_()
+TIMESTAMP = pa.timestamp("us", "UTC")
 
 # Which contract, target and run wrote a row, and when.
-KEYS = [("contract", _S), ("target", _S), ("run_id", _S), ("recorded_at", _TS)]
+KEYS = [("contract", STRING), ("target", STRING), ("run_id", STRING), ("recorded_at", TIMESTAMP)]
 
 
 def keyed(columns: list[tuple[str, pa.DataType]]) -> list[tuple[str, pa.DataType]]:

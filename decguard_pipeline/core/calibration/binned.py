@@ -27,7 +27,7 @@ import numpy as np
 
 from decguard_pipeline.core.calibration.inputs import binary, multiclass, top_label
 from decguard_pipeline.core.calibration.summary import equal_mass_edges
-from decguard_pipeline.core.metrics import expected_calibration_error, reliability
+from decguard_pipeline.core.golden.metrics import expected_calibration_error, reliability
 
 
 def _equal_width_bin(p: np.ndarray, n_bins: int) -> np.ndarray:

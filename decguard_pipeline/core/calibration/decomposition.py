@@ -39,7 +39,7 @@ import numpy as np
 
 from decguard_pipeline.core.calibration.inputs import binary, multiclass, top_label
 from decguard_pipeline.core.exact import fsum
-from decguard_pipeline.core.metrics import NLL_FLOOR
+from decguard_pipeline.core.golden.metrics import NLL_FLOOR
 
 SCORES = ("brier", "log")
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from decguard_pipeline.core.calibration.inputs import multiclass, top_label
-from decguard_pipeline.core.metrics import (
+from decguard_pipeline.core.golden.metrics import (
     NLL_FLOOR,
     brier,
     expected_calibration_error,

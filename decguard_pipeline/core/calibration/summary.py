@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from decguard_pipeline.core.exact import fsum
-from decguard_pipeline.core.metrics import expected_calibration_error, reliability
+from decguard_pipeline.core.golden.metrics import expected_calibration_error, reliability
 
 OVER, UNDER, CALIBRATED = "over-confident", "under-confident", "calibrated"
 MISSING = "(missing)"  # the group of cases whose metadata lacks the key

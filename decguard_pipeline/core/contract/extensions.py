@@ -9,7 +9,7 @@ reference): they go to a ``<report>.pipeline.json`` sidecar, the warehouse and t
 from __future__ import annotations
 
 from decguard_pipeline.core.contract.baseline import BaselineSettings
-from decguard_pipeline.core.contract.guard_gates import GuardGates
+from decguard_pipeline.core.contract.extension_gates import GuardGates
 from decguard_pipeline.core.contract.guard_settings import (
     CalibrationSettings,
     GuardSettings,
@@ -17,8 +17,8 @@ from decguard_pipeline.core.contract.guard_settings import (
     RiskCoverageSettings,
     Suites,
 )
+from decguard_pipeline.core.contract.production import ProductionExtension
 from decguard_pipeline.core.contract.statistics import StatisticsSettings
-from decguard_pipeline.core.production.settings import ProductionExtension
 from decguard_pipeline.core.validation import Strict
 
 

@@ -7,8 +7,9 @@ Entry points: :func:`load_and_diff` / :func:`diff_reports` (-> :class:`Diff`),
 """
 
 from decguard_pipeline.core.diff.baseline import BaselineChoice, choose_baseline
+from decguard_pipeline.core.diff.model import Diff
 from decguard_pipeline.core.diff.render import render_diff
-from decguard_pipeline.core.diff.report import DIFF_VERSION, Diff, diff_reports, load_and_diff
+from decguard_pipeline.core.diff.report import DIFF_VERSION, diff_reports, load_and_diff
 from decguard_pipeline.core.diff.sidecar import render_statistics
 from decguard_pipeline.core.report.sidecar import sidecar_path
 

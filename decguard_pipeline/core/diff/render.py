@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from decguard_pipeline.core.report.render import MAX_SHOWN, model_label, num, pct, preview
+from decguard_pipeline.core.formatting import num, pct
+from decguard_pipeline.core.report.render import MAX_SHOWN, model_label, preview
 
 VERDICTS = {
     "pass": "PASS: no regression gate is violated",

@@ -8,28 +8,25 @@ Metrics are recomputed with the golden code on each run's matched cases.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from decguard_pipeline import PRODUCER_VERSION
 from decguard_pipeline.core.contract import Evaluation, LoadedContract, Regression, load_contract
 from decguard_pipeline.core.diff.gates import gate_values, regression_checks
+from decguard_pipeline.core.diff.model import Diff
 from decguard_pipeline.core.diff.pairs import (
-    Comparison,
-    Pairs,
     changes_section,
     compare,
     counts_section,
-    flip_matrix,
     match_by_id,
     shift_section,
 )
-from decguard_pipeline.core.diff.segments import Segment, group_rows, segments_section
+from decguard_pipeline.core.diff.segments import group_rows, segments_section
 from decguard_pipeline.core.diff.segments import worst_segment as find_worst
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
-from decguard_pipeline.core.metrics import gate_values as golden_values
+from decguard_pipeline.core.golden.metrics import gate_values as golden_values
+from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.report.golden import Report, metrics_for, now_iso
 from decguard_pipeline.core.report.reevaluate import ensure_same_decision
 from decguard_pipeline.core.report.verify import load_report
@@ -39,26 +36,6 @@ METRICS = (
     "accuracy", "macro_f1", "ordinal_mae", "ece", "brier", "nll", "coverage", "error_rate",
     "latency_p50_ms", "latency_p95_ms",
 )  # fmt: skip
-
-
-@dataclass
-class Diff:
-    document: dict[str, Any]  # the DecGuard diff, keys in DecGuard's order
-    pairs: Pairs
-    comparison: Comparison
-    groups: list[Segment]  # the rows of each segment, in the order of document["segments"]
-    evaluation: Evaluation
-    regression: Regression
-    values: dict[str, float | None]  # what each regression gate limits
-    worst_segment: dict[str, Any] | None
-    statistics: dict[str, Any] | None = None  # pipeline.statistics results (the sidecar)
-
-    @property
-    def status(self) -> str:
-        return str(self.document["status"])
-
-    def flip_matrix(self) -> list[list[int]]:
-        return flip_matrix(self.pairs, self.comparison)
 
 
 def _run_info(doc: dict[str, Any], path: str) -> dict[str, Any]:

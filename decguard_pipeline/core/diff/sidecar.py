@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from decguard_pipeline import PRODUCER_VERSION
 from decguard_pipeline.core.contract.statistics import StatisticsSettings
 from decguard_pipeline.core.diff.modes import judged_checks, level_label
 from decguard_pipeline.core.diff.statistics import block_statistics, paired_columns
 from decguard_pipeline.core.gates import Check
+from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.report.sidecar import SIDECAR_VERSION
 
 if TYPE_CHECKING:
-    from decguard_pipeline.core.diff.report import Diff
+    from decguard_pipeline.core.diff.model import Diff
 
 
 @dataclass

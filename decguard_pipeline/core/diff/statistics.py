@@ -28,7 +28,7 @@ from decguard_pipeline.core.stats import (
 )
 
 if TYPE_CHECKING:
-    from decguard_pipeline.core.diff.report import Diff
+    from decguard_pipeline.core.diff.model import Diff
 
 # metric -> True when a higher value is better
 DELTA_METRICS: dict[str, bool] = {

@@ -1,7 +1,7 @@
 """Inline SVG and table charts: the reliability diagram and count matrices (confusion, flips).
 
 The reliability diagram draws bins exactly as the report's tables hold them (DecGuard's
-``lower/upper/count/mean_confidence/accuracy`` rows, from ``core.metrics.reliability`` or
+``lower/upper/count/mean_confidence/accuracy`` rows, from ``core.golden.metrics.reliability`` or
 ``core.calibration.equal_mass_reliability``); nothing is re-binned here.
 """
 

@@ -19,9 +19,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from decguard_pipeline import PRODUCER_VERSION
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.html.markup import Html, el, join
+from decguard_pipeline.core.product import PRODUCER_VERSION
 
 STATUS_WORDS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
 

@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from decguard_pipeline import PRODUCER_VERSION
 from decguard_pipeline.core.contract import Evaluation, LoadedContract
+from decguard_pipeline.core.contract.production import ProductionExtension
+from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.production.columns import Columns, identity
 from decguard_pipeline.core.production.metrics import grouped_metrics
 from decguard_pipeline.core.production.report import ProductionReport, version_partition
 from decguard_pipeline.core.production.segments import partition
-from decguard_pipeline.core.production.settings import ProductionExtension
 from decguard_pipeline.core.report.sidecar import SIDECAR_VERSION, sidecar_path
 
 # where a check's sidecar goes, for the CLI and the production assets

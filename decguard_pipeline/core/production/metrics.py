@@ -1,6 +1,6 @@
 """Production metrics (spec §11.2) over record columns, for many groups at once.
 
-The formulas are the golden ones (:mod:`core.metrics`) applied to what production records
+The formulas are the golden ones (:mod:`core.golden.metrics`) applied to what production records
 know: correctness for accuracy and ECE, the label outcome for Brier and NLL, the confidence
 of every record, and the routing fields where present. Every population skips records that
 do not know the field: a missing outcome is never counted as wrong, a missing action never

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from decguard_pipeline.core.formatting import num, pct
 from decguard_pipeline.core.production.segments import shown
-from decguard_pipeline.core.report.render import num, pct
 
 VERDICTS = {
     "pass": "PASS: all post-deployment gates hold",

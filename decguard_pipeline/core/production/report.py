@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from decguard_pipeline import PRODUCER_VERSION
 from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
+from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.production.checks import aggregate_checks
 from decguard_pipeline.core.production.columns import Columns
 from decguard_pipeline.core.production.drift import compute_drift

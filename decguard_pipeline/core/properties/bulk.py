@@ -1,5 +1,6 @@
-"""Transformations of a whole dataset at once: ``Transform.generate_many`` for the properties
-that draw from the random stream, equal to calling ``generate`` case by case.
+"""Transformations of a whole dataset at once: :func:`generate_all` is ``Transform.generate_many``
+column-wise for the properties that draw from the random stream, equal to calling ``generate``
+case by case.
 
 What every case shares is built once (the orders and label variants with their
 presentations, the fragment lists); a property's draws for all cases are hashed in one pass
@@ -13,7 +14,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 from operator import itemgetter
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,21 +28,37 @@ from decguard_pipeline.core.properties.text import (
     sentence_parts,
     whitespace_spans,
 )
-
-if TYPE_CHECKING:
-    from decguard_pipeline.core.properties.transforms import (
-        Generated,
-        GeneratedCase,
-        LabelFormatTransform,
-        OptionOrderTransform,
-        Presentation,
-        Steps,
-        Transform,
-        WhitespaceTransform,
-        _InsertionTransform,
-    )
+from decguard_pipeline.core.properties.transforms import (
+    Generated,
+    GeneratedCase,
+    LabelFormatTransform,
+    OptionOrderTransform,
+    Presentation,
+    Steps,
+    Transform,
+    WhitespaceTransform,
+    _InsertionTransform,
+)
 
 _AT = itemgetter("at")
+
+
+def generate_all(
+    transform: Transform, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
+) -> Iterator[GeneratedCase]:
+    """Every case's transformations, as ``transform.generate_many`` gives them: column-wise
+    for the properties with a bulk path, case by case for the others."""
+    if isinstance(transform, OptionOrderTransform):
+        if len(transform.spec.labels) > transform.ENUMERATE_UP_TO:  # shuffles: case by case
+            return transform.generate_many(seed, case_ids, inputs)
+        return option_orders(transform, seed, case_ids, inputs)
+    if isinstance(transform, LabelFormatTransform):
+        return label_formats(transform, seed, case_ids, inputs)
+    if isinstance(transform, _InsertionTransform):
+        return insertions(transform, seed, case_ids, inputs)
+    if isinstance(transform, WhitespaceTransform):
+        return whitespace(transform, seed, case_ids, inputs)
+    return transform.generate_many(seed, case_ids, inputs)
 
 
 def option_orders(

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from decguard_pipeline.core.contract.properties import PROPERTY_NAMES, Fuzz, Properties
 from decguard_pipeline.core.properties.compare import COMPARISON_FIELDS
 from decguard_pipeline.core.properties.schema import SummaryModel
-from decguard_pipeline.core.report.schema import results_hold
+from decguard_pipeline.core.result_records import results_hold
 from decguard_pipeline.core.validation import redact
 
 NAMES = frozenset(PROPERTY_NAMES)

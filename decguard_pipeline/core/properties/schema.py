@@ -10,7 +10,7 @@ from pydantic import model_validator
 
 from decguard_pipeline.core.contract.properties import Fuzz, Properties, PropertyName
 from decguard_pipeline.core.decision import DecisionInput
-from decguard_pipeline.core.report.schema import CaseErrorModel, ResultModel, Section
+from decguard_pipeline.core.result_records import CaseErrorModel, ResultModel, Section
 
 PresentationModel = tuple[tuple[str, str], ...]
 

@@ -86,9 +86,10 @@ def _drop_one(steps: Steps) -> Iterator[Steps]:
 class Transform:
     """Candidates (seeded step tuples) for a case, their pure application and reductions.
 
-    ``generate`` (one case) is the definition; ``generate_many`` gives the same for every
-    case of a dataset and may be overridden with a faster equivalent that shares what all
-    cases have in common (tested against ``generate``)."""
+    ``generate`` (one case) is the definition; ``generate_many`` applies it to every case of
+    a dataset. ``core.properties.bulk.generate_all`` is the column-wise equivalent a run uses
+    (tested against ``generate``); this module knows nothing of it, so the two never import
+    each other."""
 
     name: ClassVar[str]
     # Identity paraphrases are kept on purpose: they test that the model answers the same
@@ -131,7 +132,8 @@ class Transform:
     def generate_many(
         self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
     ) -> Iterator[GeneratedCase]:
-        """``generate`` for every case in dataset order, with each case's own stream."""
+        """``generate`` for every case in dataset order, with each case's own stream (the
+        definition; ``core.properties.bulk.generate_all`` gives the same column-wise)."""
         for row, (case_id, original) in enumerate(zip(case_ids, inputs, strict=True)):
             rng = case_stream(seed, self.name, case_id) if self.draws else _NO_STREAM
             try:
@@ -186,15 +188,6 @@ class OptionOrderTransform(Transform):
         labels = self.spec.labels
         shown = tuple((labels[i], labels[i]) for i in steps[0]["order"])
         return Mutation(steps, original, canonical_or(shown, labels))
-
-    def generate_many(
-        self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
-    ) -> Iterator[GeneratedCase]:
-        if len(self.spec.labels) > self.ENUMERATE_UP_TO:  # shuffles: case by case
-            return super().generate_many(seed, case_ids, inputs)
-        from decguard_pipeline.core.properties import bulk
-
-        return bulk.option_orders(self, seed, case_ids, inputs)
 
     def reductions(self, steps: Steps) -> Iterator[Steps]:
         """Undo one adjacent inversion at a time (never back to the identity)."""
@@ -266,13 +259,6 @@ class LabelFormatTransform(Transform):
             steps, original, canonical_or(tuple((shown[lbl], lbl) for lbl in labels), labels)
         )
 
-    def generate_many(
-        self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
-    ) -> Iterator[GeneratedCase]:
-        from decguard_pipeline.core.properties import bulk
-
-        return bulk.label_formats(self, seed, case_ids, inputs)
-
     def reductions(self, steps: Steps) -> Iterator[Steps]:
         return (smaller for smaller in _drop_one(steps) if self.distinct(smaller))
 
@@ -303,13 +289,6 @@ class _InsertionTransform(Transform):
 
     def reductions(self, steps: Steps) -> Iterator[Steps]:
         return _drop_one(steps)
-
-    def generate_many(
-        self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
-    ) -> Iterator[GeneratedCase]:
-        from decguard_pipeline.core.properties import bulk
-
-        return bulk.insertions(self, seed, case_ids, inputs)
 
     # For the bulk path: the draws of one sample are ``fragment_draws()`` fragment choices,
     # then ``position_draws()`` positions; ``placed`` makes the sample's steps from them.
@@ -382,13 +361,6 @@ class WhitespaceTransform(Transform):
 
     def reductions(self, steps: Steps) -> Iterator[Steps]:
         return _drop_one(steps)
-
-    def generate_many(
-        self, seed: int, case_ids: Sequence[str], inputs: Sequence[DecisionInput]
-    ) -> Iterator[GeneratedCase]:
-        from decguard_pipeline.core.properties import bulk
-
-        return bulk.whitespace(self, seed, case_ids, inputs)
 
 
 class ParaphraseTransform(Transform):

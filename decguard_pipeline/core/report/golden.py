@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from decguard_pipeline import PRODUCER_VERSION
 from decguard_pipeline.core.contract import Contract, Evaluation, Gates, LoadedContract
 from decguard_pipeline.core.dataset import gc_paused
 from decguard_pipeline.core.gates import EXIT_CODES, golden_checks, overall_status
-from decguard_pipeline.core.metrics import gate_values, golden_metrics
+from decguard_pipeline.core.golden.metrics import gate_values, golden_metrics
+from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.results import CaseResults
 
 REPORT_VERSION = "0.1"

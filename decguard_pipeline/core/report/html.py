@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from decguard_pipeline.core.golden.metrics import gate_values
 from decguard_pipeline.core.html.blocks import (
     COMPARISONS,
     checks_table,
@@ -27,7 +28,6 @@ from decguard_pipeline.core.html.blocks import (
 from decguard_pipeline.core.html.markup import Html, el, rounded_array, sig
 from decguard_pipeline.core.html.page import Page, Section, write_html
 from decguard_pipeline.core.html.tables import Column, DataTable, Filter, as_text, clip
-from decguard_pipeline.core.metrics import gate_values
 from decguard_pipeline.core.properties.html import properties_section
 from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.report.html_sections import (

@@ -12,10 +12,10 @@ from decguard_pipeline.core.calibration import (
     equal_mass_reliability,
     mean_confidence,
 )
+from decguard_pipeline.core.golden.metrics import expected_calibration_error, per_label_counts
 from decguard_pipeline.core.html.blocks import checks_table, safely, status_chip
 from decguard_pipeline.core.html.charts import figure, heat_table, reliability_svg
 from decguard_pipeline.core.html.markup import Html, el, sig
-from decguard_pipeline.core.metrics import expected_calibration_error, per_label_counts
 from decguard_pipeline.core.report.golden import Report
 
 

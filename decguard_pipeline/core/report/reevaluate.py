@@ -28,9 +28,12 @@ def reevaluate(report: Report, loaded: LoadedContract) -> Report:
     properties = doc.get("properties")
     property_checks = None
     if properties is not None:
-        from decguard_pipeline.fuzzing import rejudge_section
+        # imported here: golden-only reports never load the property machinery
+        from decguard_pipeline.core.properties.report import rejudge
 
-        properties, property_checks = rejudge_section(properties, loaded, report.results)
+        properties, property_checks = rejudge(
+            properties, loaded.contract.properties, report.results
+        )
     return build_report(
         loaded,
         doc["dataset"],

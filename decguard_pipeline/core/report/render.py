@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from decguard_pipeline import PROGRAM
+from decguard_pipeline.core.formatting import num, pct
+from decguard_pipeline.core.product import PROGRAM
 
 MAX_SHOWN = 10
 
@@ -14,14 +15,6 @@ VERDICTS = {
     "warn": "WARN: requirements hold, some warning gates do not",
     "fail": "FAIL: at least one requirement does not hold",
 }
-
-
-def num(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1%}"
 
 
 def short_hash(value: str) -> str:

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from decguard_pipeline import PRODUCER_VERSION
 from decguard_pipeline.core.json_limits import max_bytes
+from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.report.jsonio import write_document
 
 SIDECAR_VERSION = "0.1"

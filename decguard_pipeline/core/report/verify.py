@@ -31,7 +31,8 @@ from decguard_pipeline.core.report.golden import (
     failures,
     metrics_for,
 )
-from decguard_pipeline.core.report.schema import ReportDocument, ReportModel, results_hold
+from decguard_pipeline.core.report.schema import ReportDocument, ReportModel
+from decguard_pipeline.core.result_records import results_hold
 from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.core.validation import format_errors, redact
 

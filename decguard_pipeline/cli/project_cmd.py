@@ -1,0 +1,171 @@
+"""The project's own commands, beyond DecGuard's: ``evaluate`` (the main job), ``ui``, ``sql``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from decguard_pipeline.cli.errors import EXIT_ERROR, EXIT_GATE_FAILED, EXIT_PASS, handled
+from decguard_pipeline.cli.group import cli
+
+
+@cli.command()
+@click.option(
+    "--contracts",
+    default=None,
+    help="Contract files or directories (os.pathsep-separated); default data/contracts "
+    "or $DECGUARD_CONTRACTS.",
+)
+@click.option(
+    "--backend",
+    "-b",
+    "backends",
+    multiple=True,
+    help="Evaluate only these backends (repeatable). Default: every usable backend.",
+)
+@click.option(
+    "--warehouse",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Warehouse directory (default data/warehouse or $DECGUARD_WAREHOUSE).",
+)
+@click.option(
+    "--fail-on-gate",
+    is_flag=True,
+    default=False,
+    help="Exit 1 when a requirement gate (regression and production gates included) fails.",
+)
+def evaluate(
+    contracts: str | None, backends: tuple[str, ...], warehouse: Path | None, fail_on_gate: bool
+) -> None:
+    """Register every contract's current targets and materialise all their assets and checks
+    through Dagster (persistent instance in $DAGSTER_HOME, default .dagster_home), then print
+    a summary per contract and target, read from the rows this evaluation wrote.
+
+    Exit codes: 0 every run completed (gates pass, warn or fail); 1 with --fail-on-gate when
+    a requirement gate failed; 2 when a contract could not be evaluated or a run broke (a
+    backend that failed on every case, a step error)."""
+    with handled():
+        if contracts is not None:
+            os.environ["DECGUARD_CONTRACTS"] = contracts
+        if warehouse is not None:
+            os.environ["DECGUARD_WAREHOUSE"] = str(warehouse)
+        from decguard_pipeline.core.errors import DecGuardError
+        from decguard_pipeline.steps.contracts import discover_contracts, project_root
+
+        entries = discover_contracts()
+        if not entries:
+            where = os.environ.get("DECGUARD_CONTRACTS") or project_root() / "data" / "contracts"
+            raise DecGuardError(
+                f"no contracts found in {where} (give --contracts a decguard.yaml file or a "
+                "folder of <name>/decguard.yaml; several separated by os.pathsep)"
+            )
+        from decguard_pipeline.defs.instance import fail_dead_runs, open_instance
+
+        with open_instance() as instance:
+            from decguard_pipeline.definitions import build_definitions
+            from decguard_pipeline.defs.main_job import evaluate_all
+            from decguard_pipeline.warehouse import Warehouse
+
+            home = instance.root_directory
+            recovered = fail_dead_runs(instance)
+            if recovered:
+                click.echo(
+                    f"marked {len(recovered)} run(s) of a killed evaluation as failed: "
+                    + ", ".join(recovered),
+                    err=True,
+                )
+            wh = Warehouse()
+            defs = build_definitions(entries, warehouse_root=str(wh.root))
+            result = evaluate_all(defs, entries, instance, wh, backends=list(backends) or None)
+        raise SystemExit(_report(result, wh, home, fail_on_gate))
+
+
+def _report(result: Any, wh: Any, home: str, fail_on_gate: bool) -> int:
+    """Print the summary of ``evaluate``; its exit code."""
+    from decguard_pipeline.steps.summary import (
+        render_production,
+        render_summary,
+        summarise,
+        summarise_production,
+    )
+
+    rows = summarise(wh, result)
+    days = summarise_production(wh, result)
+    click.echo(render_summary(rows, result))
+    if days:
+        click.echo("\n" + render_production(days))
+    click.echo(f"\nwarehouse {wh.root}  ·  dagster home {home}  ·  `make ui` to browse runs")
+    errors = [(f"{r['contract']}/{r['target']}", r["error"]) for r in rows if not r["ran"]]
+    errors += [(f"{d['contract']}/{d['day']}", d["error"]) for d in days if not d["ran"]]
+    errors += list(result.broken)
+    for where, error in errors:
+        click.echo(f"error: {where}: {error}", err=True)
+    if errors:
+        return EXIT_ERROR
+    failing = [r for r in rows if r["status"] == "fail" or r["regression"].startswith("FAIL")]
+    failing += [d for d in days if d["status"] == "fail"]
+    return EXIT_GATE_FAILED if fail_on_gate and failing else EXIT_PASS
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--warehouse", type=click.Path(path_type=Path), default=None)
+@click.option(
+    "--format",
+    "-f",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+)
+@click.option("--max-rows", type=click.IntRange(min=1), default=200, show_default=True)
+def sql(query: str, warehouse: Path | None, fmt: str, max_rows: int) -> None:
+    """Run a SQL query on the warehouse catalog (read-only) and print the result."""
+    with handled():
+        import duckdb
+
+        from decguard_pipeline.core.errors import DecGuardError
+        from decguard_pipeline.warehouse import Warehouse
+
+        wh = Warehouse(warehouse)
+        con = wh.open_catalog()
+        try:
+            relation = con.sql(query)
+            if relation is None:
+                return
+            frame = relation.limit(max_rows).df() if fmt == "table" else relation.df()
+        except duckdb.Error as exc:
+            raise DecGuardError(f"query failed: {exc}") from exc
+        finally:
+            con.close()
+        if fmt == "csv":
+            frame.to_csv(sys.stdout, index=False)
+        elif fmt == "json":
+            click.echo(frame.to_json(orient="records", date_format="iso", indent=2))
+        else:
+            import pandas as pd
+
+            with pd.option_context(
+                "display.max_columns", None, "display.width", 200, "display.max_colwidth", 60
+            ):
+                click.echo(frame.to_string(index=False) if len(frame) else "(no rows)")
+
+
+@cli.command()
+@click.option("--port", "-p", default=3000, show_default=True)
+def ui(port: int) -> None:
+    """Open the Dagster UI (webserver and daemon) on workspace.yaml."""
+    with handled():
+        from decguard_pipeline.defs.instance import fail_dead_runs, open_instance
+        from decguard_pipeline.steps.contracts import project_root
+
+        with open_instance() as instance:  # runs of a killed `evaluate` must not fill the queue
+            fail_dead_runs(instance)
+        workspace = project_root() / "workspace.yaml"
+        dagster = Path(sys.executable).with_name("dagster")
+        os.execv(str(dagster), [str(dagster), "dev", "-w", str(workspace), "-p", str(port)])

@@ -1,0 +1,149 @@
+"""Pictures of an evaluation: the reliability diagram and the risk-coverage curve, as PNG.
+
+Drawn from the extension block alone (``core.guard.extension.extension_metrics``), so the CLI
+writes them next to the report and a Dagster asset can attach the same bytes to its
+materialisation. Matplotlib is used through its object API on the Agg canvas: no GUI, no
+global pyplot state, safe in worker threads.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from decguard_pipeline.core.errors import ReportError
+
+DPI = 100
+SIZE = (9.0, 4.2)  # inches: two panels side by side
+RELIABILITY, RISK_COVERAGE = "reliability", "risk_coverage"
+
+
+def _figure(size: tuple[float, float]) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=size, dpi=DPI)
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _png(figure: Any) -> bytes:
+    buffer = io.BytesIO()
+    # no timestamp or software tag, so the same numbers give the same bytes
+    figure.savefig(buffer, format="png", metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def _reliability_panel(axes: Any, bins: list[dict[str, Any]], title: str) -> None:
+    axes.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="calibrated")
+    full = [b for b in bins if b["count"]]
+    if full:
+        total = sum(b["count"] for b in full)
+        conf = [b["mean_confidence"] for b in full]
+        acc = [b["accuracy"] for b in full]
+        sizes = [20 + 280 * b["count"] / total for b in full]
+        axes.scatter(conf, acc, s=sizes, color="tab:blue", alpha=0.7, label="bins (size = cases)")
+        for c, a in zip(conf, acc, strict=True):
+            axes.plot([c, c], [c, a], color="tab:red", linewidth=1, alpha=0.6)
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1.02)
+    axes.set_xlabel("mean confidence in bin")
+    axes.set_ylabel("accuracy in bin")
+    axes.set_title(title, fontsize=10)
+    axes.legend(loc="upper left", fontsize=8)
+
+
+def reliability_png(calibration: dict[str, Any], *, title: str = "") -> bytes:
+    """Reliability diagram: equal-width and equal-mass bins side by side; the red segments
+    are each bin's gap (below the diagonal = over-confident)."""
+    figure = _figure(SIZE)
+    left, right = figure.subplots(1, 2)
+    _reliability_panel(
+        left,
+        calibration["reliability_equal_width"],
+        f"equal-width · ECE {_fmt(calibration['ece_equal_width'])}",
+    )
+    _reliability_panel(
+        right,
+        calibration["reliability_equal_mass"],
+        f"equal-mass · ECE {_fmt(calibration['ece_equal_mass'])}",
+    )
+    gap, direction = calibration["confidence_gap"], calibration["direction"]
+    heading = f"gap {gap:+.3f} ({direction})" if gap is not None else "no labeled cases"
+    figure.suptitle(f"{title} · {heading}" if title else heading, fontsize=11)
+    figure.tight_layout()
+    return _png(figure)
+
+
+def risk_coverage_png(risk_coverage: dict[str, Any], *, title: str = "") -> bytes:
+    """Selective risk against coverage over the threshold sweep, and the cost per 1,000
+    decisions against the threshold when costs are set."""
+    rows = [r for r in risk_coverage["sweep"] if r["selective_risk"] is not None]
+    costed = risk_coverage["cheapest"] is not None
+    figure = _figure(SIZE if costed else (SIZE[0] / 2 + 0.5, SIZE[1]))
+    panels = figure.subplots(1, 2) if costed else [figure.subplots(1, 1)]
+    axes = panels[0]
+    axes.plot(
+        [r["coverage"] for r in rows],
+        [r["selective_risk"] for r in rows],
+        marker="o",
+        markersize=3,
+        color="tab:blue",
+    )
+    # label each distinct point once, with the highest threshold that reaches it
+    labelled: dict[tuple[float, float], float] = {}
+    for r in rows:
+        labelled[(r["coverage"], r["selective_risk"])] = r["threshold"]
+    for (coverage, risk), threshold in list(labelled.items())[-8:]:
+        axes.annotate(f"t={threshold:g}", (coverage, risk), fontsize=7,
+                      textcoords="offset points", xytext=(3, 3))  # fmt: skip
+    axes.set_xlim(0, 1.02)
+    axes.set_ylim(bottom=0)
+    axes.set_xlabel("coverage (share of decisions kept)")
+    axes.set_ylabel("selective risk (error rate of kept)")
+    axes.set_title(f"AURC {_fmt(risk_coverage['aurc'])}", fontsize=10)
+    if costed:
+        cost_axes = panels[1]
+        priced = [r for r in risk_coverage["sweep"] if r["cost_per_1000"] is not None]
+        cost_axes.plot(
+            [r["threshold"] for r in priced],
+            [r["cost_per_1000"] for r in priced],
+            marker="o",
+            markersize=3,
+            color="tab:green",
+        )
+        best = risk_coverage["cheapest"]
+        cost_axes.axvline(best["threshold"], color="grey", linestyle="--", linewidth=1)
+        cost_axes.set_xlabel("confidence threshold")
+        cost_axes.set_ylabel("cost per 1,000 decisions")
+        cost_axes.set_title(f"cheapest at {best['threshold']:g}", fontsize=10)
+    if title:
+        figure.suptitle(title, fontsize=11)
+    figure.tight_layout()
+    return _png(figure)
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def write_images(
+    block: dict[str, Any], directory: str | Path, stem: str, *, title: str = ""
+) -> dict[str, Path]:
+    """``<stem>.reliability.png`` and ``<stem>.risk_coverage.png`` in ``directory``."""
+    directory = Path(directory)
+    images = {
+        RELIABILITY: reliability_png(block["calibration"], title=title),
+        RISK_COVERAGE: risk_coverage_png(block["risk_coverage"], title=title),
+    }
+    written = {}
+    for name, data in images.items():
+        path = directory / f"{stem}.{name}.png"
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        except OSError as exc:
+            raise ReportError(f"{path}: cannot write image: {exc.strerror or exc}") from exc
+        written[name] = path
+    return written

@@ -1,0 +1,1 @@
+"""The assets (and their checks) of each feature: decorators and thin bodies over ``steps``."""

@@ -1,0 +1,470 @@
+"""Dagster assets and checks of the production feature (the interface: features.py).
+
+Every contract's group gains two assets on **daily** partitions (one
+``DailyPartitionsDefinition`` per contract, UTC days, the last partition the last complete
+day), run by their own job ``production_<contract>`` and a daily schedule, never by the
+per-target ``evaluate_<contract>`` job (``off_target``):
+
+* ``production_records``: the day's records (``data/production/<contract>/<day>.jsonl``, else
+  ``production_inbox`` rows) checked strictly as ``check`` checks them and stored normalised;
+  a bad record fails the asset with DecGuard's message.
+* ``production_check``: DecGuard's production check of the stored records against the
+  contract's ``pipeline.production.baseline`` (default: the newest earlier day with records),
+  the verified ``check_version`` 0.1 report file and its sidecar, metrics, drift, segments
+  and extension results in the warehouse.
+
+One multi-asset check on ``production_check`` has a check per aggregate gate and, per
+segment key, a check per segment gate aggregated over that day's segment values (the worst
+segment's value, every segment in the metadata): requirements are blocking ERROR checks,
+warnings WARN.
+
+The first partition: ``pipeline.production.start_date``, else ``$DECGUARD_PRODUCTION_START``,
+else the date of the contract's earliest records file, else 2026-01-01 (see
+``steps/production.start_date``). The schedule's cron is
+``$DECGUARD_PRODUCTION_CRON`` (default ``0 5 * * *``, UTC).
+
+(No ``from __future__ import annotations``: Dagster reads the context annotations.)
+"""
+
+import os
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import dagster as dg
+
+from decguard_pipeline.core.errors import DecGuardError
+from decguard_pipeline.core.formatting import num
+from decguard_pipeline.core.production.render import render_check, render_extensions
+from decguard_pipeline.core.report.render import preview
+from decguard_pipeline.defs import metadata as md
+from decguard_pipeline.defs.assets.base import asset_key, code_version
+from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
+from decguard_pipeline.defs.gate_checks import check_result as gate_result
+from decguard_pipeline.defs.resources import WarehouseResource
+from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps import production as ps
+from decguard_pipeline.steps.contracts import ContractEntry
+
+RECORDS, CHECK = ps.RECORDS, "production_check"
+ENV_CRON = "DECGUARD_PRODUCTION_CRON"
+DEFAULT_CRON = "0 5 * * *"  # early morning (UTC), after the nightly re-evaluation at 02:00
+RECORDS_SHOWN = 20
+_NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
+
+
+def cron() -> str:
+    return os.environ.get(ENV_CRON) or DEFAULT_CRON
+
+
+def job_name(entry: ContractEntry) -> str:
+    return f"production_{entry.key}"
+
+
+def schedule_name(entry: ContractEntry) -> str:
+    return f"production_{entry.key}_daily"
+
+
+def daily_partitions(entry: ContractEntry) -> dg.DailyPartitionsDefinition:
+    start, _ = ps.start_date(entry)
+    return dg.DailyPartitionsDefinition(start_date=start.isoformat(), timezone="UTC")
+
+
+def _usable(entry: ContractEntry) -> str | None:
+    """Why the production assets cannot be defined (a bad start date), else None."""
+    try:
+        ps.start_date(entry)
+    except DecGuardError as exc:
+        return str(exc)
+    return None
+
+
+def assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
+    if not entry.ok:
+        return []
+    error = _usable(entry)
+    if error is not None:
+        return [_broken(entry, error)]
+    parts = daily_partitions(entry)
+    return [_production_records(entry, parts), _production_check(entry, parts)]
+
+
+def checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
+    if not entry.ok or _usable(entry) is not None:
+        return []
+    gates = ps.production_gates(entry.require())
+    return [_production_checks(entry, gates, daily_partitions(entry))] if gates else []
+
+
+def report_inputs(entry: ContractEntry) -> list[dg.AssetKey]:
+    return []  # production checks are not part of a target's DecGuard report
+
+
+def off_target(entry: ContractEntry) -> list[dg.AssetKey]:
+    """Daily assets: kept out of the per-target evaluation job."""
+    if not entry.ok:
+        return []
+    if _usable(entry) is not None:
+        return [asset_key(entry, RECORDS)]
+    return [asset_key(entry, RECORDS), asset_key(entry, CHECK)]
+
+
+def extras(entries: list[ContractEntry], jobs: dict[str, Any]) -> dict[str, list[Any]]:
+    """Per contract, the job of its two daily assets and the schedule that runs it."""
+    out: dict[str, list[Any]] = {"jobs": [], "schedules": []}
+    for entry in entries:
+        if not entry.ok or _usable(entry) is not None:
+            continue
+        job = production_job(entry)
+        out["jobs"].append(job)
+        out["schedules"].append(production_schedule(entry, job))
+    return out
+
+
+def production_job(entry: ContractEntry) -> Any:
+    return dg.define_asset_job(
+        job_name(entry),
+        selection=dg.AssetSelection.assets(asset_key(entry, RECORDS), asset_key(entry, CHECK)),
+        description=f"Ingest and check one day of production records of {entry.path}.",
+        tags={"decguard/contract": entry.key, "decguard/feature": "production"},
+    )
+
+
+# -- assets ---------------------------------------------------------------------------------
+
+
+def _broken(entry: ContractEntry, error: str) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=asset_key(entry, RECORDS),
+        group_name=entry.key,
+        description=f"BROKEN PRODUCTION SETTINGS:\n\n{error}",
+    )
+    def production_records() -> dg.MaterializeResult:
+        raise dg.Failure(description=error)
+
+    return production_records
+
+
+def _production_records(
+    entry: ContractEntry, parts: dg.DailyPartitionsDefinition
+) -> dg.AssetsDefinition:
+    start, origin = ps.start_date(entry)
+
+    @dg.asset(
+        key=asset_key(entry, RECORDS),
+        group_name=entry.key,
+        code_version=code_version(entry),
+        partitions_def=parts,
+        deps=[asset_key(entry, "contract")],
+        kinds={"python", "parquet"},
+        description=(
+            "The day's production records, checked strictly as `check` checks them and stored "
+            f"normalised: `{ps.production_root()}/{entry.key}/<day>.jsonl` "
+            f"(`${ps.ENV_DIR}`), else `{ps.INBOX}` rows for the day. First day {start} "
+            f"({origin})."
+        ),
+    )
+    def production_records(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource
+    ) -> dg.MaterializeResult:
+        step = steps.Step(warehouse.get(), context.run.run_id)
+        try:
+            done = ps.ingest_day(entry, context.partition_key, step)
+        except DecGuardError as exc:
+            raise dg.Failure(description=str(exc)) from exc
+        return dg.MaterializeResult(
+            metadata=records_metadata(done), data_version=dg.DataVersion(done.hash)
+        )
+
+    return production_records
+
+
+def _production_check(
+    entry: ContractEntry, parts: dg.DailyPartitionsDefinition
+) -> dg.AssetsDefinition:
+    rule = ps.settings(entry.require()).baseline
+    records = asset_key(entry, RECORDS)
+    if rule == ps.PREVIOUS:  # the day and the day before (the baseline, when it has records)
+        mapping = dg.TimeWindowPartitionMapping(
+            start_offset=-1, allow_nonexistent_upstream_partitions=True
+        )
+        deps: list[Any] = [dg.AssetDep(records, partition_mapping=mapping)]
+    else:
+        deps = [records]
+
+    @dg.asset(
+        key=asset_key(entry, CHECK),
+        group_name=entry.key,
+        code_version=code_version(entry),
+        partitions_def=parts,
+        deps=deps,
+        kinds={"python", "parquet", "json"},
+        description=(
+            "DecGuard's production check of the day's stored records (metrics, drift, "
+            f"segments, gates) against the baseline `{rule}` (pipeline.production.baseline); "
+            "the check_version 0.1 report file (verified) and its sidecar next to the report "
+            "files; label drift, calibration per model_version, a Wilson interval on accuracy "
+            "and the records still lacking an outcome."
+        ),
+    )
+    def production_check(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource
+    ) -> dg.MaterializeResult:
+        step = steps.Step(warehouse.get(), context.run.run_id)
+        try:
+            checked = ps.check_day(entry, context.partition_key, step)
+        except DecGuardError as exc:
+            raise dg.Failure(description=str(exc)) from exc
+        return dg.MaterializeResult(metadata=check_metadata(checked))
+
+    return production_check
+
+
+# -- checks ---------------------------------------------------------------------------------
+
+
+def check_names(gates: list[tuple[str | None, str, str]]) -> list[str]:
+    """``min_accuracy`` / ``max_ece_warning`` for aggregate gates,
+    ``segment_locale__min_accuracy`` (``…_warning``) per segment key; unique identifiers."""
+    names: list[str] = []
+    for key, gate, level in gates:
+        base = check_name(gate, level)
+        if key is not None:
+            base = f"segment_{_NOT_IDENT.sub('_', key)}__{base}"
+        name, n = base, 1
+        while name in names:
+            n += 1
+            name = f"{base}_{n}"
+        names.append(name)
+    return names
+
+
+def _describe(key: str | None, gate: str, level: str) -> str:
+    if key is None:
+        return f"production {level} {gate}"
+    return f"segment {level} {gate} on every value of metadata.{key} (the worst segment decides)"
+
+
+def _production_checks(
+    entry: ContractEntry,
+    gates: list[tuple[str | None, str, str]],
+    parts: dg.DailyPartitionsDefinition,
+) -> dg.AssetChecksDefinition:
+    return gate_checks(
+        entry,
+        asset_key(entry, CHECK),
+        [
+            Gate(name, level, (key, gate, level), _describe(key, gate, level))
+            for name, (key, gate, level) in zip(check_names(gates), gates, strict=True)
+        ],
+        name=f"{entry.key}_production_gates",
+        description="DecGuard's post-deployment gates: requirements block (ERROR), warnings "
+        "warn; segment gates per segment key, the worst segment of the day.",
+        load=ps.check_outcomes,
+        result=check_result,
+        partitions_def=parts,
+    )
+
+
+def check_result(row: Mapping[str, Any], asset: dg.AssetKey, name: str) -> dg.AssetCheckResult:
+    """A stored production check: value, threshold and DecGuard's message; for a segment
+    gate those of the worst segment, and every segment's row."""
+    extra: dict[str, Any] = {"baseline": row["baseline"] or "none"}
+    if "segments" in row:
+        extra["segment"] = f"{row['segment_key']}={row['segment']}"
+        extra["segments"] = md.table(
+            row["segments"],
+            [
+                ("segment_value", "string"),
+                ("gate", "string"),
+                ("status", "string"),
+                ("value", "float"),
+                ("threshold", "float"),
+                ("message", "string"),
+            ],
+            limit=1000,
+        )
+    return gate_result(row, asset, name, extra)
+
+
+# -- the schedule ---------------------------------------------------------------------------
+
+
+def production_schedule(entry: ContractEntry, job: Any) -> dg.ScheduleDefinition:
+    @dg.schedule(
+        name=schedule_name(entry),
+        cron_schedule=cron(),
+        execution_timezone="UTC",
+        job=job,
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description="Check yesterday's production records (or, when yesterday has none, the "
+        "latest day with records not checked yet).",
+    )
+    def daily(
+        context: dg.ScheduleEvaluationContext, warehouse: WarehouseResource
+    ) -> dg.RunRequest | dg.SkipReason:
+        tick = context.scheduled_execution_time or datetime.now(UTC)
+        start, _ = ps.start_date(entry)
+        day, why = ps.day_to_check(entry.key, tick.astimezone(UTC).date(), warehouse.get(), start)
+        if day is None:
+            return dg.SkipReason(f"{entry.key}: {why}")
+        return dg.RunRequest(
+            partition_key=day,
+            run_key=f"production|{entry.key}|{day}|{tick.isoformat()}",
+            tags={"decguard/day": day, "decguard/trigger": "schedule", "decguard/why": why},
+        )
+
+    return daily
+
+
+# -- what the UI shows ----------------------------------------------------------------------
+
+
+def records_metadata(done: ps.Ingested) -> dict[str, Any]:
+    table = done.table
+    shown_rows = table.slice(0, RECORDS_SHOWN).to_pylist()
+    for row in shown_rows:
+        row["input"] = preview(row["input_text"], 60) if row["input_text"] is not None else None
+    data = done.data
+    return {
+        "dagster/row_count": done.n,
+        "source": done.source,
+        "path": dg.MetadataValue.path(done.path) if done.source == ps.FILE else done.path,
+        "hash": done.hash,
+        "with_outcome": data.n_outcomes,
+        "with_correctness": data.n_correctness,
+        "records_lacking_outcome": done.n - data.n_correctness,
+        "selected_labels": dg.MetadataValue.json(done.label_counts),
+        "records": md.table(
+            shown_rows,
+            [
+                ("id", "string"),
+                ("timestamp", "string"),
+                ("selected", "string"),
+                ("confidence", "float"),
+                ("outcome", "string"),
+                ("outcome_correct", "bool"),
+                ("action", "string"),
+                ("model_version", "string"),
+                ("metadata_json", "string"),
+                ("input", "string"),
+            ],
+            limit=RECORDS_SHOWN,
+        ),
+    }
+
+
+def summary_markdown(checked: ps.Checked) -> str:
+    """DecGuard's check text, then the extension sections, as the terminal shows them."""
+    head = (
+        f"**Production check {checked.day} · {checked.status.upper()}** · baseline "
+        f"`{checked.chosen.ref or 'none'}` ({checked.chosen.rule}: {checked.chosen.reason})"
+    )
+    text = render_check(checked.document) + "\n\n" + render_extensions(checked.extensions)
+    return head + "\n\n```\n" + text + "\n```"
+
+
+def _float(value: float | None) -> Any:
+    return dg.MetadataValue.float(value) if value is not None else "n/a"
+
+
+def check_metadata(checked: ps.Checked) -> dict[str, Any]:
+    doc, ext, rows = checked.document, checked.extensions, checked.rows
+    m, drift = doc["metrics"], doc["drift"]
+    outcomes = ext["outcomes"]
+    interval = ext["accuracy_interval"]
+    label = ext["label_drift"]
+    drift_row = rows["production_drift"][0]
+    return {
+        "status": checked.status.upper(),
+        "summary": dg.MetadataValue.md(summary_markdown(checked)),
+        "accuracy": _float(m["outcomes"]["accuracy"]),
+        "ece": _float(m["calibration"]["ece"]),
+        "confidence_tv_distance": _float(drift["confidence_tv_distance"]),
+        "label_tv_distance": _float(label["tv_distance"]),
+        "records_lacking_outcome": outcomes["pending"],
+        "records_lacking_label_outcome": outcomes["pending_label"],
+        "accuracy_interval": (
+            f"{num(interval['accuracy'])} · {interval['confidence'] * 100:g}% Wilson "
+            f"[{num(interval['low'])}, {num(interval['high'])}] over {interval['n']} records"
+        ),
+        "baseline": checked.chosen.ref or "none",
+        "baseline_rule": checked.chosen.rule,
+        "baseline_reason": checked.chosen.reason,
+        "metrics": md.metrics_table(ps.flat_metrics(m)),
+        "drift": md.table(
+            [drift_row],
+            [
+                ("baseline", "string"),
+                ("baseline_rule", "string"),
+                ("baseline_n_records", "int"),
+                ("confidence_tv_distance", "float"),
+                ("confidence_mean_delta", "float"),
+                ("accuracy_drop", "float"),
+                ("ece_increase", "float"),
+                ("label_tv_distance", "float"),
+                ("label_psi", "float"),
+            ],
+        ),
+        "segments": md.table(
+            rows["production_segments"],
+            [
+                ("segment_key", "string"),
+                ("segment_value", "string"),
+                ("status", "string"),
+                ("n_records", "int"),
+                ("accuracy", "float"),
+                ("accuracy_low", "float"),
+                ("accuracy_high", "float"),
+                ("ece", "float"),
+                ("pending", "int"),
+            ],
+            limit=1000,
+        ),
+        "label_drift": md.table(
+            [
+                {
+                    "label": name,
+                    "current": label["current"][i],
+                    "baseline": None if label["baseline"] is None else label["baseline"][i],
+                }
+                for i, name in enumerate(label["labels"])
+            ],
+            [("label", "string"), ("current", "float"), ("baseline", "float")],
+            limit=1000,
+        ),
+        "calibration_by_model_version": md.table(
+            [
+                {
+                    **e,
+                    "model_version": e["model_version"],
+                    "baseline_ece": None if e["baseline"] is None else e["baseline"]["ece"],
+                }
+                for e in ext["calibration_by_model_version"]
+            ],
+            [
+                ("model_version", "string"),
+                ("n", "int"),
+                ("accuracy", "float"),
+                ("mean_confidence", "float"),
+                ("ece", "float"),
+                ("baseline_ece", "float"),
+                ("ece_increase", "float"),
+            ],
+            limit=1000,
+        ),
+        "checks": md.checks_table(doc["checks"]),
+        "report_path": dg.MetadataValue.path(str(checked.report_path)),
+        "sidecar_path": dg.MetadataValue.path(str(checked.sidecar)),
+        "dagster/row_count": doc["dataset"]["n_records"],
+    }
+
+
+def production_days(entry: ContractEntry) -> list[str]:
+    """Days with a records file that are daily partitions of the contract, oldest first
+    (what the main job checks)."""
+    if not entry.ok or _usable(entry) is not None:
+        return []
+    parts = daily_partitions(entry)
+    return [d for d in ps.file_days(entry.key) if parts.has_partition_key(d)]

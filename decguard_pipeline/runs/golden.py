@@ -1,0 +1,133 @@
+"""Run a contract's golden dataset (and, in fuzz modes, its properties) against a backend.
+
+Shared by the CLI and the Dagster assets; no Dagster import. Raises ``DecGuardError`` for
+anything that prevents an evaluation; failing gates are reported, not raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from decguard_pipeline.backends import Backend, create_backend
+from decguard_pipeline.backends.runner import run_cases
+from decguard_pipeline.core.contract import DEFAULT_BACKEND, LoadedContract, load_contract
+from decguard_pipeline.core.dataset import Dataset, load_dataset
+from decguard_pipeline.core.errors import ContractError, DecGuardError
+from decguard_pipeline.core.report.golden import Report, build_report, dataset_info
+from decguard_pipeline.core.results import CaseResults
+
+
+def resolve_dataset(loaded: LoadedContract, dataset: str | Path | None) -> Dataset:
+    """``dataset`` when given (relative to the working directory), else the contract's own
+    (relative to the contract)."""
+    if dataset is not None:
+        path = Path(dataset)
+    elif loaded.contract.dataset is not None:
+        path = loaded.resolve(loaded.contract.dataset)
+    else:
+        raise ContractError(
+            f"{loaded.path}: no dataset given; set 'dataset' in the contract or pass --dataset"
+        )
+    return load_dataset(path, loaded.contract.spec())
+
+
+def make_backend(loaded: LoadedContract, name: str | None) -> Backend:
+    contract = loaded.contract
+    return create_backend(
+        contract.backend_config(name), decision=contract.spec(), name=name or DEFAULT_BACKEND
+    )
+
+
+def check_health(backend: Backend) -> dict[str, str]:
+    status = backend.healthcheck()
+    if status["status"] == "unhealthy":
+        raise DecGuardError(f"backend {backend.name!r} is unhealthy: {status['detail']}")
+    return status
+
+
+def decide_dataset(
+    loaded: LoadedContract, data: Dataset, backend: Backend, *, max_concurrency: int | None = None
+) -> CaseResults:
+    """Every case through the backend; exit-2 error when every single case failed."""
+    evaluation = loaded.contract.evaluation
+    results = run_cases(
+        backend,
+        loaded.contract.spec(),
+        data,
+        max_concurrency=max_concurrency or evaluation.max_concurrency,
+        tolerance=evaluation.probability_tolerance,
+    )
+    if len(results) and not results.ok.any():
+        raise DecGuardError(
+            f"backend {backend.name!r} failed on every case; first error: "
+            f"{results.error_kind[0]}: {results.error_message[0]}"
+        )
+    return results
+
+
+def run_test(
+    contract: LoadedContract | str | Path,
+    *,
+    dataset: str | Path | None = None,
+    backend: str | Backend | None = None,
+    max_concurrency: int | None = None,
+    check_health_first: bool = True,
+    mode: str = "test",
+    seed: int | None = None,
+    properties: Sequence[str] | None = None,
+    minimize: bool | None = None,
+) -> Report:
+    """The ``decguard test`` / ``fuzz`` / ``test --all`` pipeline."""
+    loaded = contract if isinstance(contract, LoadedContract) else load_contract(contract)
+    fuzz_plan: Any = None
+    if mode != "test":
+        from decguard_pipeline.runs.properties import plan_properties
+
+        fuzz_plan = plan_properties(loaded, properties, seed=seed, minimize=minimize)
+    data = resolve_dataset(loaded, dataset)
+    owned = not isinstance(backend, Backend)
+    instance = make_backend(loaded, backend) if owned else backend  # type: ignore[arg-type]
+    assert isinstance(instance, Backend)
+    try:
+        health = check_health(instance) if check_health_first else None
+        results = decide_dataset(loaded, data, instance, max_concurrency=max_concurrency)
+        property_section = property_checks = None
+        if fuzz_plan is not None:
+            from decguard_pipeline.runs.properties import run_properties
+
+            outcome = run_properties(
+                fuzz_plan, loaded, instance, results,
+                max_concurrency=max_concurrency or loaded.contract.evaluation.max_concurrency,
+            )  # fmt: skip
+            property_section, property_checks = outcome
+        metadata = instance.metadata()
+    finally:
+        if owned:
+            instance.close()
+    report = build_report(
+        loaded,
+        dataset_info(str(data.path), data.hash, len(data), data.n_labeled),
+        metadata,
+        results,
+        health=health,
+        mode=mode,
+        properties=property_section,
+        property_checks=property_checks,
+    )
+    if fuzz_plan is not None:
+        report.extensions["properties"] = outcome.pipeline  # sidecar section, not DecGuard's
+    add_golden_statistics(loaded, report)
+    return report
+
+
+def add_golden_statistics(loaded: LoadedContract, report: Report) -> None:
+    """With ``pipeline.statistics``: the golden metrics' intervals as a sidecar section."""
+    from decguard_pipeline.core.golden.statistics import golden_statistics, statistics_settings
+
+    settings = statistics_settings(loaded.contract)
+    if settings is not None and report.mode != "fuzz":
+        report.extensions["statistics"] = golden_statistics(
+            report.results, report.document["metrics"], settings
+        )

@@ -1,0 +1,93 @@
+"""Register targets: discover each backend's current version, record it when it changed, and
+tell whether a target was already evaluated on the contract and data as they are now."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from decguard_pipeline.core.guard.extension import guard_enabled
+from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.targets import Target, discover_targets
+from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline.warehouse.store import published_files, read_file
+
+
+@dataclass
+class Discovered:
+    targets: list[Target] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    recorded: list[str] = field(default_factory=list)  # keys of targets new or changed
+
+
+def discover_and_record(
+    entry: ContractEntry, warehouse: Warehouse, *, run_id: str, backends: list[str] | None = None
+) -> Discovered:
+    """Current targets of a contract's backends (the first golden case is the canary), each
+    recorded in the ``targets`` table when new or changed; unusable backends are skipped
+    with the reason."""
+    loaded = entry.require()
+    data = steps.load_golden(entry) if loaded.contract.dataset is not None else None
+    canary = data.inputs[0] if data is not None and len(data) else None
+    targets, skipped = discover_targets(loaded, canary_input=canary, backends=backends)
+    step = steps.Step(warehouse, run_id)
+    recorded = [t.key for t in targets if steps.record_target(entry, t, step)]
+    return Discovered(targets, skipped, recorded)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What an evaluation of a contract depends on besides the model, as the warehouse
+    records it: ``runs.contract_hash``, ``runs.dataset_hash`` and, for the guard's other
+    suites, ``guard_suites.dataset_hash``."""
+
+    contract_hash: str
+    dataset_hash: str | None
+    suite_hashes: frozenset[str]
+
+
+def _file_hash(path: Path) -> str:
+    with path.open("rb") as handle:
+        return "sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def current_inputs(entry: ContractEntry) -> Inputs:
+    """The contract, its golden dataset and (when the guard runs them) its suites, as they
+    are on disk now."""
+    loaded = entry.require()
+    contract = loaded.contract
+    dataset = _file_hash(loaded.resolve(contract.dataset)) if contract.dataset else None
+    suites: frozenset[str] = frozenset()
+    if guard_enabled(contract) and contract.pipeline is not None and contract.pipeline.suites:
+        suites = frozenset(_file_hash(loaded.resolve(p)) for p in contract.pipeline.suites.values())
+    return Inputs(loaded.hash, dataset, suites)
+
+
+def evaluated(entry: ContractEntry, target: str, warehouse: Warehouse, inputs: Inputs) -> bool:
+    """Whether some run already evaluated ``target`` on ``inputs`` (whoever started it:
+    ``evaluate``, the sensor, a schedule, the UI): its ``runs`` row has the same contract and
+    dataset hashes, it decided at least one case (a backend that failed on every case is
+    worth asking again) and, when suites are evaluated too, its ``guard_suites`` rows hold
+    every suite's hash."""
+    files = published_files(warehouse.partition_dir("runs", entry.key, target))
+    for path in reversed(files):  # newest first: a re-evaluation is usually the latest run
+        for run in read_file(path).to_pylist():
+            if (run["contract_hash"], run["dataset_hash"]) != (
+                inputs.contract_hash,
+                inputs.dataset_hash,
+            ):
+                continue
+            n_cases, n_errored = run["n_cases"] or 0, run["n_errored"] or 0
+            if n_cases and n_errored >= n_cases:
+                continue
+            if inputs.suite_hashes:
+                suites = warehouse.read_run("guard_suites", entry.key, target, run["run_id"])
+                measured = (
+                    set() if suites is None else set(suites.column("dataset_hash").to_pylist())
+                )
+                if not inputs.suite_hashes <= measured:
+                    continue
+            return True
+    return False

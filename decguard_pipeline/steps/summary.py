@@ -1,0 +1,151 @@
+"""The summary table the main job prints: per contract and target, the headline metrics, the
+gates of the evaluation itself (golden, properties, guard) and the regression diff against the
+chosen baseline; then one line per contract and production day checked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from decguard_pipeline.core.formatting import num
+from decguard_pipeline.warehouse import Warehouse
+
+# Check tables of the target's own evaluation; regression checks are shown apart.
+EVALUATION_CHECKS = ("gate_results", "property_checks", "guard_checks")
+
+
+def _checks(
+    warehouse: Warehouse, table: str, contract: str, target: str, run_id: str
+) -> list[dict[str, Any]]:
+    rows = warehouse.read_run(table, contract, target, run_id)
+    return [] if rows is None else rows.to_pylist()
+
+
+def _broken(outcome: Any) -> str | None:
+    """Why a run of the main job broke (not a gate), or None."""
+    if outcome.run_id is None or outcome.errors:
+        prefix = f"{outcome.contract}__"  # step keys are <contract>__<asset or check>
+        return "; ".join(
+            f"{step.removeprefix(prefix)}: {error}" for step, error in outcome.errors.items()
+        )
+    return None
+
+
+def _names(checks: list[dict[str, Any]], status: str) -> list[str]:
+    names: list[str] = []
+    for check in checks:
+        if check["status"] == status and check["gate"] not in names:
+            names.append(check["gate"])
+    return names
+
+
+def _status(failed: list[str], warned: list[str]) -> str:
+    return "fail" if failed else ("warn" if warned else "pass")
+
+
+def summarise(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
+    """One row per target the main job ran, from the rows written by that very run: never
+    another run's (an older one, or a parallel ``evaluate``'s)."""
+    rows = []
+    for outcome in result.outcomes:
+        contract, target, run_id = outcome.contract, outcome.target, outcome.run_id
+        row: dict[str, Any] = {"contract": contract, "target": target, "ran": True}
+        broken = _broken(outcome)
+        metrics = None if run_id is None else warehouse.read_run("metrics", *_at(outcome))
+        if broken is not None or metrics is None:
+            row["ran"] = False
+            row["error"] = broken or "no metrics written"
+            rows.append(row)
+            continue
+        values = {m["metric"]: m["value"] for m in metrics.to_pylist()}
+        checks = [c for t in EVALUATION_CHECKS for c in _checks(warehouse, t, *_at(outcome))]
+        row.update(
+            accuracy=values.get("accuracy"),
+            ece=values.get("ece"),
+            coverage=values.get("coverage"),
+            failed=_names(checks, "fail"),
+            warned=_names(checks, "warn"),
+        )
+        row["status"] = _status(row["failed"], row["warned"])
+        diff = warehouse.read_run("diffs", *_at(outcome))
+        regression = _checks(warehouse, "regression_checks", *_at(outcome))
+        if diff is None or diff.num_rows == 0:
+            row["regression"] = "-"
+        elif not diff.to_pylist()[-1]["baseline_target"]:
+            row["regression"] = "no baseline"
+        else:
+            baseline = diff.to_pylist()[-1]["baseline_target"]
+            failed, warned = _names(regression, "fail"), _names(regression, "warn")
+            verdict = _status(failed, warned).upper()
+            detail = failed or warned
+            row["regression"] = f"{verdict} vs {baseline}" + (
+                f" ({', '.join(detail)})" if detail else ""
+            )
+        rows.append(row)
+    return rows
+
+
+def _at(outcome: Any) -> tuple[str, str, str]:
+    return outcome.contract, outcome.target, outcome.run_id
+
+
+def _gates(row: dict[str, Any]) -> str:
+    detail = row["failed"] or row["warned"]
+    return row["status"].upper() + (f" ({', '.join(detail)})" if detail else "")
+
+
+def render_summary(rows: list[dict[str, Any]], result: Any) -> str:
+    width = max([len(r["target"]) for r in rows] + [6])
+    cwidth = max([len(r["contract"]) for r in rows] + [8])
+    gwidth = max([len(_gates(r)) for r in rows if r["ran"]] + [5])
+    lines = [
+        f"{'contract':<{cwidth}}  {'target':<{width}}  accuracy  ECE    coverage  "
+        f"{'gates':<{gwidth}}  regression"
+    ]
+    for r in rows:
+        head = f"{r['contract']:<{cwidth}}  {r['target']:<{width}}  "
+        if not r["ran"]:
+            lines.append(head + f"ERROR: {r['error']}")
+            continue
+        lines.append(
+            head + f"{num(r['accuracy']):<8}  {num(r['ece']):<5}  {num(r['coverage']):<8}  "
+            f"{_gates(r):<{gwidth}}  {r['regression']}"
+        )
+    for contract, backend, why in result.skipped:
+        lines.append(f"skipped  {contract}/{backend}: {why}")
+    for contract, error in result.broken:
+        lines.append(f"BROKEN   {contract}: {error}")
+    return "\n".join(lines)
+
+
+def summarise_production(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
+    """Per production day the main job checked: status, accuracy and drift of the check that
+    very run wrote."""
+    from decguard_pipeline.steps.production import summary_row
+
+    rows = []
+    for outcome in getattr(result, "production", []):
+        broken = _broken(outcome)
+        row = None
+        if broken is None:
+            row = summary_row(outcome.contract, outcome.target, warehouse, outcome.run_id)
+        if row is None:
+            error = broken or "no check written"
+            row = {"contract": outcome.contract, "day": outcome.target, "error": error}
+        rows.append({**row, "ran": "error" not in row})
+    return rows
+
+
+def render_production(rows: list[dict[str, Any]]) -> str:
+    cwidth = max([len(r["contract"]) for r in rows] + [8])
+    lines = [f"{'contract':<{cwidth}}  production day  status  accuracy  drift TV  baseline"]
+    for r in rows:
+        head = f"{r['contract']:<{cwidth}}  {r['day']:<14}  "
+        if not r["ran"]:
+            lines.append(head + f"ERROR: {r['error']}")
+            continue
+        baseline = r["baseline"] or "none"
+        lines.append(
+            head + f"{r['status'].upper():<6}  {num(r['accuracy']):<8}  "
+            f"{num(r['confidence_tv_distance']):<8}  {baseline} ({r['baseline_rule']})"
+        )
+    return "\n".join(lines)

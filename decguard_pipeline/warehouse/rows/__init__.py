@@ -1,0 +1,1 @@
+"""Core objects -> warehouse rows, one module per feature (the schemas are in ``schema/``)."""

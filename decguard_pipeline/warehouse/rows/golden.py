@@ -1,0 +1,247 @@
+"""Rows for the warehouse from core objects, and back (exact round trip of case results)."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+
+from decguard_pipeline.core.contract import DecisionSpec, LoadedContract
+from decguard_pipeline.core.results import CaseResults
+
+
+def to_json(value: Any) -> str:
+    """Compact JSON that parses back to an equal value (floats round-trip exactly). NaN and
+    ±Infinity (a model may put them in its metadata) are kept as the tokens ``NaN``,
+    ``Infinity`` and ``-Infinity``, which Python's json and DuckDB's JSON functions read;
+    orjson alone would store them as null."""
+    try:
+        text = orjson.dumps(value)
+    except orjson.JSONEncodeError:  # integers beyond 64 bits
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if b"null" in text and _has_non_finite(value):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.decode("utf-8")
+
+
+def _has_non_finite(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
+def input_text(value: Any) -> str:
+    return value if isinstance(value, str) else to_json(value)
+
+
+def _const(value: Any, n: int, type_: pa.DataType) -> pa.Array:
+    return pa.array([value] * n, type=type_)
+
+
+def case_results_table(
+    results: CaseResults,
+    *,
+    contract: str,
+    target: str,
+    run_id: str,
+    recorded_at: datetime,
+    model_version: str | None,
+) -> pa.Table:
+    """One row per case: the full distribution, selected label, confidence, latency, error."""
+    n, k = len(results), len(results.labels)
+    labels = list(results.labels)
+    ok = results.ok
+    exp = results.expected_index
+    flat = results.probs.reshape(-1)
+    values = pa.array(np.where(np.isnan(flat), 0.0, flat))
+    offsets = pa.array(np.arange(0, (n + 1) * k, k, dtype=np.int32))
+    mask = pa.array(~ok)
+    probs = pa.ListArray.from_arrays(offsets, values, mask=mask)
+    keys = pa.array(labels * n, type=pa.string())
+    probabilities = pa.MapArray.from_arrays(offsets, keys, values, mask=mask)
+    selected_idx = results.selected.tolist()
+    selected = [labels[s] if s >= 0 else None for s in selected_idx]
+    correct = np.where(ok & (exp >= 0), results.selected == exp, False)
+    correct_mask = ~(ok & (exp >= 0))
+    return pa.table(
+        {
+            "contract": _const(contract, n, pa.string()),
+            "target": _const(target, n, pa.string()),
+            "run_id": _const(run_id, n, pa.string()),
+            "recorded_at": _const(recorded_at, n, pa.timestamp("us", "UTC")),
+            "backend": _const(results.backend, n, pa.string()),
+            "model_version": _const(model_version, n, pa.string()),
+            "position": pa.array(np.arange(n, dtype=np.int64)),
+            "case_id": pa.array(results.case_ids, pa.string()),
+            "input_text": pa.array([input_text(v) for v in results.inputs], pa.string()),
+            "input_json": pa.array([to_json(v) for v in results.inputs], pa.string()),
+            "expected": pa.array(results.expected, pa.string()),
+            "metadata_json": pa.array([to_json(m) for m in results.metadata], pa.string()),
+            "labels": _const(labels, n, pa.list_(pa.string())),
+            "probs": probs,
+            "probabilities": probabilities,
+            "selected": pa.array(selected, pa.string()),
+            "confidence": pa.array(results.confidence, mask=~ok),
+            "correct": pa.array(correct, mask=correct_mask),
+            "latency_ms": pa.array(results.latency_ms, mask=~ok),
+            "result_model": pa.array(results.model, pa.string()),
+            "result_model_version": pa.array(results.model_version, pa.string()),
+            "result_metadata_json": pa.array(
+                [
+                    to_json(m) if ok_i else None
+                    for m, ok_i in zip(results.result_metadata, ok.tolist(), strict=True)
+                ],
+                pa.string(),
+            ),
+            "error_kind": pa.array(results.error_kind, pa.string()),
+            "error_message": pa.array(results.error_message, pa.string()),
+        }
+    )
+
+
+def case_results_from_table(
+    table: pa.Table, spec: DecisionSpec, *, backend: str, provider: str
+) -> CaseResults:
+    """Columnar results back from a ``case_results`` file (bit-exact)."""
+    table = table.sort_by("position")
+    n, k = table.num_rows, len(spec.labels)
+    index = {label: i for i, label in enumerate(spec.labels)}
+    probs_col = table.column("probs").combine_chunks()
+    ok = np.asarray(probs_col.is_valid())
+    probs = np.full((n, k), np.nan)
+    if n:
+        flat = np.asarray(probs_col.flatten().to_numpy(zero_copy_only=False), dtype=np.float64)
+        starts = np.asarray(probs_col.offsets)[:-1][ok]
+        rows = flat[starts[:, None] + np.arange(k)] if len(starts) else np.zeros((0, k))
+        probs[ok] = rows
+    selected = np.array(
+        [index[s] if s is not None else -1 for s in table.column("selected").to_pylist()],
+        dtype=np.int64,
+    )
+
+    def floats(name: str) -> np.ndarray:
+        return np.asarray(
+            table.column(name).to_numpy(zero_copy_only=False), dtype=np.float64
+        )  # nulls become NaN
+
+    def parsed(name: str) -> list[Any]:
+        return [None if t is None else json.loads(t) for t in table.column(name).to_pylist()]
+
+    meta = parsed("result_metadata_json")
+    return CaseResults(
+        spec=spec,
+        backend=backend,
+        provider=provider,
+        case_ids=table.column("case_id").to_pylist(),
+        inputs=parsed("input_json"),
+        expected=table.column("expected").to_pylist(),
+        metadata=parsed("metadata_json"),
+        probs=probs,
+        selected=selected,
+        confidence=floats("confidence"),
+        latency_ms=floats("latency_ms"),
+        model=table.column("result_model").to_pylist(),
+        model_version=table.column("result_model_version").to_pylist(),
+        result_metadata=[m if m is not None else {} for m in meta],
+        error_kind=table.column("error_kind").to_pylist(),
+        error_message=table.column("error_message").to_pylist(),
+    )
+
+
+def _keys(contract: str, target: str, run_id: str, at: datetime) -> dict[str, Any]:
+    return {"contract": contract, "target": target, "run_id": run_id, "recorded_at": at}
+
+
+def flat_metrics(metrics: dict[str, Any]) -> dict[str, float | None]:
+    """The metrics section as ``name -> value`` (what the ``metrics`` table stores)."""
+    c, cls, cal = metrics["counts"], metrics["classification"], metrics["calibration"]
+    sel, lat = metrics["selective"] or {}, metrics["latency"]
+    flat: dict[str, float | None] = {
+        "total": c["total"],
+        "succeeded": c["succeeded"],
+        "errored": c["errored"],
+        "labeled": c["labeled"],
+        "error_rate": c["error_rate"],
+        "accuracy": cls["accuracy"],
+        "macro_f1": cls["macro_f1"],
+        "ordinal_mae": cls["ordinal_mae"],
+        "ece": cal["ece"],
+        "brier": cal["brier"],
+        "nll": cal["nll"],
+        "calibration_bins": cal["bins"],
+        "confidence_threshold": sel.get("threshold"),
+        "coverage": sel.get("coverage"),
+        "abstention_rate": sel.get("abstention_rate"),
+        "selective_accuracy": sel.get("selective_accuracy"),
+    }
+    for key in ("mean_ms", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms"):
+        flat[f"latency_{key}"] = lat[key]
+    return {k: (None if v is None else float(v)) for k, v in flat.items()}
+
+
+def run_base(
+    *, contract: str, target: str, run_id: str, at: datetime, backend: str,
+    model_version: str | None,
+) -> dict[str, Any]:  # fmt: skip
+    """The columns every row of one target's evaluation starts with."""
+    return {**_keys(contract, target, run_id, at), "backend": backend,
+            "model_version": model_version}  # fmt: skip
+
+
+def metrics_rows(metrics: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{**base, "metric": k, "value": v} for k, v in flat_metrics(metrics).items()]
+
+
+def per_label_rows(metrics: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
+    per_label = metrics["classification"]["per_label"]
+    return [{**base, "label": label, **scores} for label, scores in per_label.items()]
+
+
+def reliability_rows(metrics: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
+    bins = metrics["calibration"]["reliability"]
+    return [{**base, "bin": i, **b} for i, b in enumerate(bins)]
+
+
+def gate_rows(
+    checks: list[dict[str, Any]], base: dict[str, Any], *, source: str
+) -> list[dict[str, Any]]:
+    return [{**base, "source": source, **check} for check in checks]
+
+
+def contract_row(key: str, loaded: LoadedContract, *, run_id: str, at: datetime) -> dict[str, Any]:
+    c = loaded.contract
+    return {
+        **_keys(key, "_", run_id, at),
+        "contract_hash": loaded.hash,
+        "path": str(loaded.path),
+        "decision": c.decision.name,
+        "decision_type": c.decision.type,
+        "labels": list(c.labels),
+        "schema_version": c.schema_version,
+        "backends": c.backend_names(),
+        "providers": [c.backend_config(name).provider for name in c.backend_names()],
+        "dataset": c.dataset,
+        "contract_json": to_json(c.model_dump(mode="json", exclude_none=False)),
+    }
+
+
+def interval_rows(section: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
+    """The golden intervals section (core.golden.statistics) as rows, one per metric."""
+    settings = {k: section[k] for k in ("confidence", "bootstrap_resamples", "seed")}
+    return [
+        {**base, **settings, "metric": name, **entry}
+        for name, entry in section["intervals"].items()
+    ]

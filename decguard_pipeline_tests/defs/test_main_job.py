@@ -1,0 +1,446 @@
+"""``decguard-pipeline evaluate`` under failure (issue 10 items 2, 3, 4, 11, 12): the summary
+reads the rows of its own runs only, a broken run is an error (exit 2) and a failing gate a
+verdict, a bad contract does not stop the others, the instance config monitors runs, and a
+killed or parallel ``evaluate`` leaves nothing that breaks the next one.
+
+The crash and concurrency tests run ``evaluate`` as real processes on a temporary instance
+and warehouse, with a four-case contract (``tiny``) and two production days."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline_tests.conftest import EXAMPLES, ROOT
+
+DAYS = ("2026-11-08", "2026-11-09")  # the healthy day passes, the drifting day fails its gates
+CASES = EXAMPLES / "refund" / "cases.jsonl"
+MOCK = """\
+  provider: mock
+  model: tiny-v1
+  rules:
+    - contains: damaged
+      probabilities: {refund: 0.96, reject: 0.01, review: 0.03}
+    - contains: never arrived
+      probabilities: {refund: 0.90, reject: 0.02, review: 0.08}
+  default: {refund: 0.20, reject: 0.15, review: 0.65}
+"""
+# the same model behind a loopback decguard.http/0.1 server
+SERVED = {
+    "rules": [
+        {"contains": "damaged", "probabilities": {"refund": 0.96, "reject": 0.01, "review": 0.03}},
+        {"contains": "never arrived",
+         "probabilities": {"refund": 0.90, "reject": 0.02, "review": 0.08}},
+    ],
+    "default": {"refund": 0.20, "reject": 0.15, "review": 0.65},
+}  # fmt: skip
+LABELS = ("refund", "reject", "review")
+VIEWS = "SELECT view_name FROM duckdb_views() WHERE NOT internal"
+
+
+def http(url: str) -> str:
+    return f"  provider: http\n  model: tiny-v1\n  url: {url}\n  timeout_s: 20\n"
+
+
+def write_contract(folder: Path, backend: str, *, ids: Callable[[int], str] | None = None) -> Path:
+    """A refund contract on the first four golden cases (case ids renamed by ``ids``)."""
+    import json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = CASES.read_text().splitlines()[:4]
+    cases = []
+    for i, line in enumerate(lines):
+        case = json.loads(line)
+        if ids is not None:
+            case["id"] = ids(i)
+        cases.append(json.dumps(case))
+    (folder / "cases.jsonl").write_text("\n".join(cases) + "\n")
+    path = folder / "decguard.yaml"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            schema_version: "0.1"
+            decision:
+              name: refund_request
+              type: choice
+              options: [refund, reject, review]
+            dataset: cases.jsonl
+            requirements:
+              min_accuracy: 0.5
+            production:
+              requirements:
+                min_accuracy: 0.9
+            backend:
+            """
+        )
+        + backend
+    )
+    return path
+
+
+class Place:
+    """A temporary instance, warehouse, contracts folder and production folder."""
+
+    def __init__(self, tmp: Path, *, days: bool = False) -> None:
+        self.home = tmp / "home"
+        self.wh = Warehouse(tmp / "wh")
+        self.contracts = tmp / "contracts"
+        self.production = tmp / "production"
+        (self.production / "tiny").mkdir(parents=True)
+        if days:
+            for day in DAYS:
+                source = ROOT / "data" / "production" / "refund" / f"{day}.jsonl"
+                shutil.copy(source, self.production / "tiny" / f"{day}.jsonl")
+
+    def env(self) -> dict[str, str]:
+        return {
+            "DAGSTER_HOME": str(self.home),
+            "DECGUARD_WAREHOUSE": str(self.wh.root),
+            "DECGUARD_PRODUCTION": str(self.production),
+            "DECGUARD_CONTRACTS": str(self.contracts),
+        }
+
+    def use(self, monkeypatch: pytest.MonkeyPatch) -> Place:
+        for name, value in self.env().items():
+            monkeypatch.setenv(name, value)
+        return self
+
+    def spawn(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "decguard_pipeline", "evaluate", *args],
+            env={**os.environ, **self.env()},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def runs(self) -> list[dg.DagsterRun]:
+        with dg.DagsterInstance.from_config(str(self.home)) as instance:
+            return list(instance.get_runs())
+
+    def query_every_view(self) -> dict[str, int]:
+        """``count(*)`` of every view of the catalog, opened read-only as an analyst would."""
+        con = self.wh.open_catalog()
+        try:
+            views = [
+                r[0]
+                for r in con.execute(
+                    "SELECT view_name FROM duckdb_views() WHERE NOT internal"
+                ).fetchall()
+            ]
+            return {v: con.execute(f"SELECT count(*) FROM {v}").fetchone()[0] for v in views}
+        finally:
+            con.close()
+
+
+def finish(process: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str, str]:
+    out, err = process.communicate(timeout=timeout)
+    return process.returncode, out, err
+
+
+def unfinished(runs: list[dg.DagsterRun]) -> list[str]:
+    stuck = {dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING}
+    return [f"{r.run_id} {r.status}" for r in runs if r.status in stuck]
+
+
+def summary_line(stdout: str, key: str) -> str:
+    return next(line for line in stdout.splitlines() if key in line)
+
+
+# -- item 12: no contracts ---------------------------------------------------------------------
+
+
+def test_no_contracts_is_a_clear_error_with_exit_2(tmp_path, monkeypatch, ours):
+    place = Place(tmp_path).use(monkeypatch)
+    place.contracts.mkdir()
+    ran = ours("evaluate", "--contracts", place.contracts)
+    assert ran.exit_code == 2
+    assert ran.stderr.startswith(f"error: no contracts found in {place.contracts}")
+
+
+# -- item 11: one bad contract -----------------------------------------------------------------
+
+
+def test_a_bad_contract_is_reported_and_the_others_still_run(tmp_path, monkeypatch, ours):
+    place = Place(tmp_path).use(monkeypatch)
+    write_contract(place.contracts / "tiny", MOCK)
+    bad = write_contract(place.contracts / "bad", MOCK)
+    (bad.parent / "cases.jsonl").unlink()  # loads, but cannot be evaluated
+    ran = ours("evaluate", "--contracts", f"{bad.parent}{os.pathsep}{place.contracts / 'tiny'}")
+    assert ran.exit_code == 2
+    assert "BROKEN   bad: " in ran.stdout and "cases.jsonl: cannot read dataset" in ran.stdout
+    assert "error: bad: " in ran.stderr
+    row = summary_line(ran.stdout, "default@tiny-v1").split()
+    assert row[:4] == ["tiny", "default@tiny-v1", "0.750", "0.110"]
+
+
+# -- item 2: a run whose backend failed on every case ------------------------------------------
+
+
+def test_backend_failing_every_case_is_an_error_not_the_previous_numbers(
+    tmp_path, monkeypatch, ours, ref, loopback
+):
+    place = Place(tmp_path).use(monkeypatch)
+    folder = place.contracts / "tiny"
+    contract = write_contract(folder, MOCK, ids=lambda i: f"c{i}-status=500")
+    first = ours("evaluate", "--fail-on-gate")
+    assert first.exit_code == 0, first.stderr
+    assert summary_line(first.stdout, "default@tiny-v1").split()[2:4] == ["0.750", "0.110"]
+
+    # the same target (backend default, model tiny-v1) now behind a server answering HTTP 500
+    # to every golden case (the canary, case id "canary", is answered)
+    server = loopback(SERVED, labels=LABELS)
+    write_contract(folder, http(server.url), ids=lambda i: f"c{i}-status=500")
+    second = ours("evaluate", "--fail-on-gate")
+    assert second.exit_code == 2
+    line = summary_line(second.stdout, "default@tiny-v1")
+    assert "ERROR" in line and "0.750" not in line and "0.110" not in second.stdout
+    # the same message as `test` (ours and DecGuard's) gives for that backend
+    for cli in (ours, ref):
+        tested = cli("test", contract)
+        assert tested.exit_code == 2
+        message = tested.stderr.strip().removeprefix("error: ")
+        assert message.startswith("backend 'default' failed on every case; first error: ")
+        assert f"error: tiny/default@tiny-v1: case_results: {message}" in second.stderr
+    assert f"ERROR: case_results: {message}" in line
+
+
+def test_summary_reads_only_the_rows_of_its_own_runs(tmp_path, monkeypatch):
+    """A newer run of the same target and days (another process, the sensor) writes other
+    numbers and verdicts: this evaluation's summary is unaffected."""
+    from decguard_pipeline.definitions import build_definitions
+    from decguard_pipeline.defs.main_job import evaluate_all
+    from decguard_pipeline.steps.contracts import discover_contracts
+    from decguard_pipeline.steps.summary import summarise, summarise_production
+
+    place = Place(tmp_path, days=True).use(monkeypatch)
+    write_contract(place.contracts / "tiny", MOCK)
+    entries = discover_contracts()
+    defs = build_definitions(entries, warehouse_root=str(place.wh.root))
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = evaluate_all(defs, entries, instance, place.wh)
+    rows, days = summarise(place.wh, result), summarise_production(place.wh, result)
+    assert [(r["accuracy"], r["status"]) for r in rows] == [(0.75, "pass")]
+    assert [(d["day"], d["status"]) for d in days] == [(DAYS[0], "pass"), (DAYS[1], "fail")]
+
+    later = {"run_id": "someone-else"}
+    (outcome,) = result.outcomes
+    for table in ("metrics", "gate_results", "diffs", "regression_checks"):
+        own = place.wh.read_run(table, "tiny", outcome.target, outcome.run_id).to_pylist()
+        other = [_newer(r, later, metric_value=0.125, status="fail") for r in own]
+        place.wh.write(table, other, contract="tiny", target=outcome.target,
+                       run_id="someone-else", recorded_at=other[0]["recorded_at"])  # fmt: skip
+    for day in result.production:
+        own = place.wh.read_run("production_runs", "tiny", day.target, day.run_id).to_pylist()
+        other = [_newer(r, later, status="fail") for r in own]
+        place.wh.write("production_runs", other, contract="tiny", target=day.target,
+                       run_id="someone-else", recorded_at=other[0]["recorded_at"])  # fmt: skip
+    assert place.wh.read_latest("metrics", "tiny", outcome.target)["run_id"][0].as_py() == (
+        "someone-else"
+    )
+    assert summarise(place.wh, result) == rows
+    assert summarise_production(place.wh, result) == days
+
+
+def _newer(row: dict[str, Any], changes: dict[str, Any], **values: Any) -> dict[str, Any]:
+    row = {**row, **changes, "recorded_at": row["recorded_at"] + timedelta(hours=1)}
+    if "value" in row and row.get("metric") == "accuracy":
+        row["value"] = values["metric_value"]
+    if "status" in row:
+        row["status"] = values["status"]
+    return row
+
+
+# -- item 4: the instance config ---------------------------------------------------------------
+
+
+def test_generated_instance_monitors_runs_and_ours_is_upgraded(tmp_path, monkeypatch):
+    from decguard_pipeline.defs.instance import HEADER, ensure_dagster_home
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    ensure_dagster_home()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert instance.run_monitoring_enabled
+        assert instance.run_monitoring_max_resume_run_attempts == 0  # no resume: default launcher
+
+    # a file generated by an earlier version (our header, no monitoring) is upgraded in place
+    config = home / "dagster.yaml"
+    old = f"{HEADER}\ntelemetry:\n  enabled: false\nrun_queue:\n  max_concurrent_runs: 2\n"
+    config.write_text(old)
+    ensure_dagster_home()
+    assert config.read_text().startswith(old)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert instance.run_monitoring_enabled
+        assert instance.get_concurrency_config().run_queue_config.max_concurrent_runs == 2
+    # a user's own file is never touched
+    mine = "# my instance\ntelemetry:\n  enabled: false\n"
+    config.write_text(mine)
+    ensure_dagster_home()
+    assert config.read_text() == mine
+
+
+def test_process_liveness_of_a_run(tmp_path):
+    from decguard_pipeline.defs.instance import STARTED_TAG, owner_tags, process_gone
+
+    mine = owner_tags()
+    assert not process_gone(mine)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    assert process_gone({**mine, "decguard/pid": str(child.pid)})
+    if STARTED_TAG in mine:  # same pid, other start time: the pid was reused
+        assert process_gone({**mine, STARTED_TAG: str(int(mine[STARTED_TAG]) + 1)})
+    # a process of another host cannot be judged from here
+    assert not process_gone({**mine, "decguard/pid": str(child.pid), "decguard/host": "elsewhere"})
+    assert not process_gone({})  # a run not started by `evaluate`
+
+
+# -- crashes -----------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_kill_mid_request_then_query_and_evaluate_succeed(tmp_path, loopback):
+    place = Place(tmp_path)
+    server = loopback(SERVED, labels=LABELS, delay_ms=1500)
+    write_contract(place.contracts / "tiny", http(server.url))
+    process = place.spawn()
+    deadline = time.monotonic() + 60
+    while not any(r.get("case_id") != "canary" for r in list(server.behaviour.requests)):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.02)
+    time.sleep(random.uniform(0, 1.0))  # at a random point of the golden cases' requests
+    assert process.poll() is None
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert unfinished(place.runs())  # the run the process was executing stays STARTED
+
+    server.behaviour.delay_s = 0
+    place.query_every_view()
+    code, out, err = finish(place.spawn())
+    assert code == 0, err
+    assert "marked 1 run(s) of a killed evaluation as failed" in err
+    assert summary_line(out, "default@tiny-v1").split()[2:4] == ["0.750", "0.110"]
+    assert unfinished(place.runs()) == []
+    place.query_every_view()
+
+
+@pytest.mark.slow
+def test_kill_mid_write_then_the_daemon_and_evaluate_recover(tmp_path):
+    place = Place(tmp_path, days=True)
+    write_contract(place.contracts / "tiny", MOCK)
+    place.wh.ensure_catalog()
+    seeds = _files(place.wh.root)
+    stop_after = random.randint(1, 14)  # a clean run of tiny writes ~17 files
+    process = place.spawn()
+    deadline = time.monotonic() + 60
+    while True:
+        files = _files(place.wh.root) - seeds
+        if len(files) >= stop_after or any(f.name.endswith(".tmp") for f in staged(place)):
+            break
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.001)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+
+    # the daemon's dead_runs sensor fails the killed run, as a new `evaluate` would
+    from decguard_pipeline.defs.instance import dead_runs_sensor
+
+    with dg.DagsterInstance.from_config(str(place.home)) as instance:
+        dead_runs_sensor()(dg.build_sensor_context(instance=instance))
+        assert unfinished(list(instance.get_runs())) == []
+    code, out, err = finish(place.spawn())
+    assert code == 0, err
+    assert "marked" not in err  # nothing left to recover after the sensor
+    assert summary_line(out, "default@tiny-v1").split()[2:4] == ["0.750", "0.110"]
+    assert unfinished(place.runs()) == []
+    place.query_every_view()
+
+
+def staged(place: Place) -> list[Path]:
+    """Files being written right now (the warehouse stages them before publishing)."""
+    folder = place.wh.staging_dir
+    return list(folder.iterdir()) if folder.is_dir() else []
+
+
+def _files(root: Path) -> set[Path]:
+    found = set()
+    for folder, _, names in os.walk(root):
+        found.update(Path(folder) / n for n in names if n.endswith(".parquet"))
+    return found
+
+
+# -- item 3: parallel evaluations --------------------------------------------------------------
+
+READER = textwrap.dedent(
+    """
+    import os, sys, time
+    from decguard_pipeline.warehouse import Warehouse
+    wh, stop = Warehouse(sys.argv[1]), sys.argv[2]
+    reads = errors = 0
+    while not os.path.exists(stop):
+        try:
+            con = wh.open_catalog()
+            try:
+                views = [r[0] for r in con.execute(sys.argv[3]).fetchall()]
+                for view in views:
+                    con.execute(f"SELECT count(*) FROM {view}").fetchone()
+                    reads += 1
+            finally:
+                con.close()
+        except Exception as exc:
+            errors += 1
+            print(str(exc).splitlines()[0], file=sys.stderr, flush=True)
+        time.sleep(0.1)
+    print(reads, errors)
+    """
+)
+
+
+@pytest.mark.slow
+def test_four_parallel_evaluations_with_a_reader(tmp_path):
+    place = Place(tmp_path, days=True)
+    write_contract(place.contracts / "tiny", MOCK)
+    place.wh.ensure_catalog()
+    stop = tmp_path / "stop"
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, str(place.wh.root), str(stop), VIEWS],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    # a fresh instance: four processes create its databases at the same moment
+    processes = [place.spawn() for _ in range(4)]
+    results = [finish(p, timeout=240) for p in processes]
+    stop.touch()
+    seen, complaints = reader.communicate(timeout=60)
+    assert reader.returncode == 0, complaints
+    reads, errors = (int(n) for n in seen.split())
+    for code, out, err in results:
+        assert code == 0, out + err
+        assert "run failed" not in out + err
+        assert summary_line(out, "default@tiny-v1").split()[2:5] == ["0.750", "0.110", "n/a"]
+        assert summary_line(out, DAYS[0]).split()[2] == "PASS"
+        assert summary_line(out, DAYS[1]).split()[2] == "FAIL"  # a verdict, not an error
+    # no row lost: every process's rows are there
+    counts = place.wh.query(
+        "SELECT (SELECT count(*) FROM case_results WHERE contract = 'tiny'),"
+        " (SELECT count(DISTINCT run_id) FROM metrics WHERE contract = 'tiny'),"
+        " (SELECT count(*) FROM production_runs WHERE contract = 'tiny')"
+    ).to_pylist()[0]
+    assert list(counts.values()) == [4 * 4, 4, 4 * len(DAYS)]
+    assert unfinished(place.runs()) == []
+    assert len(place.runs()) == 4 * (1 + len(DAYS))
+    assert reads > 0
+    assert errors == 0, complaints

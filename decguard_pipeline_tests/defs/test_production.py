@@ -1,0 +1,460 @@
+"""Production checks in Dagster (issue 6 item 3): ``production_records`` and
+``production_check`` on daily partitions, run by ``production_<contract>`` and its schedule.
+Stored metrics, drift, segments and checks equal ``decguard-pipeline check`` (and the reference
+``decguard check``) on the same day files; spec §13.1's documented numbers for the drifting day;
+gates as asset checks; bad records; the warehouse-table source; the golden-run baseline."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from decguard_pipeline.core.production.verify import load_production_report
+from decguard_pipeline.definitions import build_definitions
+from decguard_pipeline.defs.assets import production as production_assets
+from decguard_pipeline.defs.main_job import MainJobResult, run_production_days
+from decguard_pipeline.defs.resources import WarehouseResource
+from decguard_pipeline.steps.contracts import discover_contracts
+from decguard_pipeline.steps.summary import render_production, summarise_production
+from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline_tests.conftest import EXAMPLES, ROOT
+
+warnings.filterwarnings("ignore", category=dg.PreviewWarning)
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+HEALTHY, DRIFTING = "2026-11-08", "2026-11-09"
+REFUND_CHECKS = ["min_accuracy", "max_ece", "min_threshold_coverage", "max_fallback_rate",
+                 "segment_locale__min_accuracy"]  # fmt: skip
+
+
+class Pipeline:
+    """The refund contract's code location over temporary contracts, production records and
+    warehouse, on an ephemeral instance."""
+
+    def __init__(self, tmp: Path, edit: Callable[[str], str] | None = None) -> None:
+        contracts = tmp / "contracts"
+        shutil.copytree(EXAMPLES / "refund", contracts / "refund")
+        self.contract = contracts / "refund" / "decguard.yaml"
+        if edit is not None:
+            self.contract.write_text(edit(self.contract.read_text()))
+        self.entries = discover_contracts(str(contracts))
+        self.entry = self.entries[0]
+        self.wh = Warehouse(tmp / "wh")
+        self.defs = build_definitions(self.entries, warehouse_root=str(self.wh.root))
+        self.instance = dg.DagsterInstance.ephemeral()
+
+    def run(self, day: str):
+        job = self.defs.resolve_job_def(production_assets.job_name(self.entry))
+        return job.execute_in_process(
+            instance=self.instance, partition_key=day, raise_on_error=False, run_config=QUIET
+        )
+
+    def rows(self, table: str, day: str) -> list[dict[str, Any]]:
+        found = self.wh.read_latest(table, "refund", day)
+        return [] if found is None else found.to_pylist()
+
+    def report(self, day: str) -> dict[str, Any]:
+        return json.loads(Path(self.rows("production_runs", day)[0]["report_path"]).read_text())
+
+
+@pytest.fixture
+def production(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The example production days in a private directory ($DECGUARD_PRODUCTION)."""
+    root = tmp_path / "production"
+    shutil.copytree(ROOT / "data" / "production", root)
+    monkeypatch.setenv("DECGUARD_PRODUCTION", str(root))
+    monkeypatch.delenv("DECGUARD_PRODUCTION_START", raising=False)
+    return root
+
+
+def checks_of(result) -> dict[str, Any]:
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def materialised(result) -> set[str]:
+    return {e.asset_key.path[-1] for e in result.get_asset_materialization_events()}
+
+
+def failure_message(result) -> str:
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    return failure.step_failure_data.user_failure_data.description
+
+
+def comparable(doc: dict[str, Any]) -> dict[str, Any]:
+    """A check report without what differs by construction (when, and the contract's path
+    as given on a command line)."""
+    doc = {k: v for k, v in doc.items() if k != "created_at"}
+    doc["contract"] = {k: v for k, v in doc["contract"].items() if k != "path"}
+    return doc
+
+
+def flat(metrics: dict[str, Any], prefix: str = "") -> dict[str, float | None]:
+    """The CLI's metrics as ``section.name`` scalars, written out here independently."""
+    out: dict[str, float | None] = {}
+    for name, value in metrics.items():
+        if isinstance(value, dict):
+            out.update(flat(value, f"{prefix}{name}."))
+        elif name == "histogram":
+            out.update({f"{prefix}{name}.{i}": float(v) for i, v in enumerate(value)})
+        elif not isinstance(value, list):
+            out[f"{prefix}{name}"] = None if value is None else float(value)
+    return out
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_definitions_keep_daily_assets_out_of_the_target_job(production, tmp_path):
+    p = Pipeline(tmp_path)
+    dg.Definitions.validate_loadable(p.defs)
+    evaluate = p.defs.resolve_job_def("evaluate_refund")
+    keys = {k.path[-1] for k in evaluate.asset_layer.executable_asset_keys}
+    assert "case_results" in keys and not keys & {"production_records", "production_check"}
+    job = p.defs.resolve_job_def("production_refund")
+    assert {k.path[-1] for k in job.asset_layer.executable_asset_keys} == {
+        "production_records",
+        "production_check",
+    }
+    parts = job.partitions_def
+    # the first partition is the earliest file's day; the last is the last complete UTC day
+    assert isinstance(parts, dg.DailyPartitionsDefinition)
+    assert parts.get_first_partition_key() == HEALTHY
+    check_keys = p.defs.resolve_asset_graph().asset_check_keys
+    names = [c.name for c in check_keys if c.asset_key.path[-1] == "production_check"]
+    assert sorted(names) == sorted(REFUND_CHECKS)
+
+
+def test_two_days_equal_the_check_command(production, tmp_path, ours, ref):
+    p = Pipeline(tmp_path)
+    day1, day2 = (
+        production / "refund" / f"{HEALTHY}.jsonl",
+        production / "refund" / f"{DRIFTING}.jsonl",
+    )
+
+    healthy, drifting = checks_of(p.run(HEALTHY)), p.run(DRIFTING)
+    # the drifting day fails blocking requirement checks, after its check was materialised
+    assert not drifting.success and "production_check" in materialised(drifting)
+    drifting = checks_of(drifting)
+
+    # the healthy day: no earlier day, so no baseline; equal to `check --dataset DAY1`
+    mine = json.loads(ours("check", p.contract, "--dataset", day1, "-f", "json").stdout)
+    assert comparable(p.report(HEALTHY)) == comparable(mine)
+    run1 = p.rows("production_runs", HEALTHY)[0]
+    assert (run1["baseline"], run1["baseline_reason"]) == (None, f"no day before {HEALTHY} "
+                                                           "with ingested records")  # fmt: skip
+
+    # the drifting day against the day before: `check --dataset DAY2 --baseline DAY1`
+    args = ("check", p.contract, "--dataset", day2, "--baseline", day1, "-f", "json")
+    cli = json.loads(ours(*args).stdout)
+    stored = p.report(DRIFTING)
+    assert comparable(stored) == comparable(cli)
+    reference = json.loads(ref(*args).stdout)
+    for field in ("status", "exit_code", "dataset", "baseline", "metrics", "drift", "segments",
+                  "checks", "records"):  # fmt: skip
+        assert stored[field] == reference[field], field
+    run = p.rows("production_runs", DRIFTING)[0]
+    load_production_report(run["report_path"])  # verifies: every number recomputed
+    # the reference reads our report as a baseline only after verifying it
+    verified = ref("check", p.contract, "--dataset", day2, "--baseline", run["report_path"])
+    assert verified.exit_code == 1 and "Baseline      report · 4 records" in verified.stdout
+
+    # the warehouse rows equal the CLI's document
+    metrics = p.rows("production_metrics", DRIFTING)
+    overall = {m["metric"]: m["value"] for m in metrics if m["segment_key"] is None}
+    assert overall == flat(cli["metrics"])
+    for segment in cli["segments"]:
+        mine_seg = {
+            m["metric"]: m["value"]
+            for m in metrics
+            if (m["segment_key"], m["segment_value"]) == (segment["key"], segment["value"])
+        }
+        assert mine_seg == flat(segment["metrics"])
+    drift = p.rows("production_drift", DRIFTING)[0]
+    assert {k: drift[k] for k in cli["drift"]} == cli["drift"]
+    assert (drift["baseline"], drift["baseline_rule"], drift["baseline_n_records"]) == (
+        HEALTHY, "previous", 4
+    )  # fmt: skip
+    segments = p.rows("production_segments", DRIFTING)
+    assert [(s["segment_value"], s["status"], s["ece"]) for s in segments] == [
+        (s["value"], s["status"], s["metrics"]["calibration"]["ece"]) for s in cli["segments"]
+    ]
+    stored_checks = p.rows("production_checks", DRIFTING)
+    assert [(c["gate"], c["status"], c["value"], c["message"]) for c in stored_checks] == [
+        (c["gate"], c["status"], c["value"], c["message"]) for c in cli["checks"]
+    ]
+    assert [c["segment_value"] for c in stored_checks] == [None, None, None, None, "en", "it"]
+    assert run["baseline_path"] == str(day1) and run["dataset_path"] == str(day2)
+    every = p.wh.query(
+        "SELECT gate, status FROM latest_all_checks WHERE contract = 'refund' AND target = ? "
+        "AND source = 'production'",
+        [DRIFTING],
+    ).to_pylist()
+    assert len(every) == 6
+
+    # spec §13.1: accuracy 0.000, ECE 0.975, Brier 1.924, NLL 4.432, confidence mean 0.975,
+    # drift TV 0.750, mean delta 0.135, accuracy drop 1.000, ECE increase 0.815, FAIL; segments
+    # en (ECE .985) and it (ECE .965) FAIL
+    assert run["status"] == "fail" and run["exit_code"] == 1
+    assert overall["outcomes.accuracy"] == 0.0
+    assert round(overall["calibration.ece"], 3) == 0.975
+    assert round(overall["calibration.brier"], 3) == 1.924
+    assert round(overall["calibration.nll"], 3) == 4.432
+    assert drift["confidence_tv_distance"] == 0.75
+    assert round(drift["confidence_mean_delta"], 3) == 0.135
+    assert drift["accuracy_drop"] == 1.0 and round(drift["ece_increase"], 3) == 0.815
+    assert [(s["segment_value"], s["status"], round(s["ece"], 3)) for s in segments] == [
+        ("en", "fail", 0.985), ("it", "fail", 0.965)
+    ]  # fmt: skip
+
+    # beyond DecGuard, by hand from the files: no record lacks an outcome; the selected
+    # labels move from the healthy day's shares to the drifting day's; Wilson on 0 of 4
+    ext = {
+        (e["section"], e["label"], e["segment_value"], e["metric"]): e["value"]
+        for e in p.rows("production_extensions", DRIFTING)
+    }
+    assert ext[("outcomes", None, None, "pending")] == 0.0
+    before = Counter(r["selected"] for r in records(day1))
+    now = Counter(r["selected"] for r in records(day2))
+    tv = 0.5 * sum(abs(now[x] / 4 - before[x] / 4) for x in ("refund", "reject", "review"))
+    assert drift["label_tv_distance"] == pytest.approx(tv)
+    assert ext[("label_drift", None, None, "tv_distance")] == pytest.approx(tv)
+    z = 1.959963984540054
+    assert ext[("accuracy_interval", None, None, "high")] == pytest.approx(z * z / (4 + z * z))
+    assert ext[("accuracy_interval", None, None, "low")] == 0.0
+
+    # one asset check per gate, partitioned by day: requirements ERROR, the segment gate the
+    # worst segment with every segment in the metadata
+    assert list(healthy) == REFUND_CHECKS and all(c.passed for c in healthy.values())
+    assert healthy["max_ece"].description == "ece 0.16 <= 0.25"  # spec §13.1
+    assert healthy["min_threshold_coverage"].description == "threshold_coverage 0.75 >= 0.5"
+    assert healthy["max_ece"].partition == HEALTHY
+    assert {n for n, c in drifting.items() if not c.passed} == {
+        "min_accuracy", "max_ece", "segment_locale__min_accuracy"
+    }  # fmt: skip
+    assert all(c.severity == dg.AssetCheckSeverity.ERROR for c in drifting.values())
+    ece = drifting["max_ece"]
+    assert ece.metadata["threshold"].value == 0.25 and ece.metadata["value"].value == 0.975
+    assert ece.description == "ece 0.975 violates <= 0.25"
+    seg = drifting["segment_locale__min_accuracy"]
+    assert seg.description == (
+        "segment[locale=en].accuracy 0 violates >= 0.8; segment[locale=it].accuracy 0 violates "
+        ">= 0.8"
+    )
+    assert [r.data["segment_value"] for r in seg.metadata["segments"].value.records] == ["en", "it"]
+
+
+def test_warnings_warn_and_do_not_block(production, tmp_path):
+    def edit(text: str) -> str:
+        gates = "  segment_requirements:\n    min_accuracy: 0.8\n"
+        assert gates in text
+        text = text.replace(gates, gates + "  warnings:\n    max_brier: 0.05\n"
+                            "  segment_warnings:\n    max_ece: 0.1\n")  # fmt: skip
+        return text + "\npipeline:\n  production:\n    baseline: none\n"
+
+    p = Pipeline(tmp_path, edit)
+    result = p.run(HEALTHY)
+    assert result.success  # warnings never block
+    checks = checks_of(result)
+    # healthy day (spec §13.1): Brier 0.060 > 0.05; segment ECE en 0.070, it 0.250 > 0.1
+    brier = checks["max_brier_warning"]
+    assert not brier.passed and brier.severity == dg.AssetCheckSeverity.WARN
+    assert brier.description == "brier 0.05985 violates <= 0.05"
+    seg = checks["segment_locale__max_ece_warning"]
+    assert not seg.passed and seg.severity == dg.AssetCheckSeverity.WARN
+    assert seg.metadata["segment"].value == "locale=it"
+    assert seg.description == "segment[locale=it].ece 0.25 violates <= 0.1"
+    assert p.rows("production_runs", HEALTHY)[0]["status"] == "warn"
+    assert p.rows("production_runs", HEALTHY)[0]["baseline_rule"] == "none"
+
+
+def test_bad_record_fails_the_records_asset(production, tmp_path, ours):
+    p = Pipeline(tmp_path)
+    path = production / "refund" / f"{DRIFTING}.jsonl"
+    lines = path.read_text().splitlines()
+    lines[2] = lines[2].replace('"selected": "refund"', '"selected": "review"')
+    path.write_text("\n".join(lines) + "\n")
+
+    result = p.run(DRIFTING)
+    assert not result.success and not materialised(result)
+    cli = ours("check", p.contract, "--dataset", path)
+    assert cli.exit_code == 2
+    message = failure_message(result)
+    assert f"error: {message}" == cli.stderr.strip()
+    assert message == f"{path}: line 3: selected 'review' is not the most probable label 'refund'"
+    assert p.rows("production_records", DRIFTING) == []
+
+
+def _inbox_rows(path: Path) -> list[dict[str, Any]]:
+    """A records file as a producer would write it to production_inbox."""
+    rows = []
+    for position, record in enumerate(records(path)):
+        row = {name: record.get(name) for name in ("id", "timestamp", "decision", "input",
+               "selected", "confidence", "backend", "model", "model_version", "outcome",
+               "outcome_correct", "latency_ms", "cost", "action", "fallback")}  # fmt: skip
+        row["probabilities"] = list(record["probabilities"].items())
+        row["metadata_json"] = json.dumps(record["metadata"]) if "metadata" in record else None
+        row["position"] = position
+        rows.append(row)
+    return rows
+
+
+def test_records_from_the_warehouse_inbox(production, tmp_path, ours):
+    p = Pipeline(tmp_path)
+    assert p.run(DRIFTING).success is False  # ingested: the baseline of the inbox day
+    day1 = production / "refund" / f"{HEALTHY}.jsonl"
+    rows = _inbox_rows(day1)
+    # two producer batches; no file for the day (two days after the last ingested one)
+    inbox_day = "2026-11-11"
+    for n, batch in enumerate((rows[:2], rows[2:])):
+        p.wh.write("production_inbox", [{**r, "contract": "refund", "target": inbox_day,
+                   "run_id": f"producer-{n}", "recorded_at": datetime.now(UTC)} for r in batch],
+                   contract="refund", target=inbox_day, run_id=f"producer-{n}")  # fmt: skip
+    result = p.run(inbox_day)
+    assert result.success
+    stored = p.report(inbox_day)
+    cli = json.loads(
+        ours("check", p.contract, "--dataset", day1, "--baseline",
+             production / "refund" / f"{DRIFTING}.jsonl", "-f", "json").stdout
+    )  # fmt: skip
+    for field in ("status", "metrics", "drift", "segments", "checks", "records", "baseline"):
+        assert stored[field] == cli[field], field
+    assert stored["dataset"]["path"] == f"warehouse:production_inbox/refund/{inbox_day}"
+    assert stored["dataset"]["n_records"] == 4
+    run = p.rows("production_runs", inbox_day)[0]
+    assert (run["source"], run["baseline"]) == ("table", DRIFTING)
+    assert run["baseline_reason"] == "newest earlier day with ingested records"
+
+    # a bad row names the row (in inbox order) and the field, as check names a line
+    bad_day = "2026-11-12"
+    bad = [dict(r) for r in rows]
+    bad[1]["probabilities"] = [("refund", 0.5), ("reject", 0.5)]
+    p.wh.write("production_inbox", [{**r, "contract": "refund", "target": bad_day,
+               "run_id": "producer-x", "recorded_at": datetime.now(UTC)} for r in bad],
+               contract="refund", target=bad_day, run_id="producer-x")  # fmt: skip
+    failed = p.run(bad_day)
+    assert not failed.success
+    # what check says of the same records in a file, with the row for the line
+    as_file = records(day1)
+    as_file[1]["probabilities"] = dict(bad[1]["probabilities"])
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in as_file))
+    cli = ours("check", p.contract, "--dataset", path)
+    assert cli.exit_code == 2
+    expected = cli.stderr.strip().removeprefix(f"error: {path}: line 2: ")
+    assert expected == "probabilities do not match the contract labels: missing labels ['review']"
+    where = f"warehouse:production_inbox/refund/{bad_day}"
+    assert failure_message(failed) == f"{where}: row 2: {expected}"
+
+
+def test_schedule_checks_yesterday_or_the_latest_day_with_records(production, tmp_path):
+    p = Pipeline(tmp_path)
+    schedule = p.defs.get_schedule_def("production_refund_daily")
+    assert schedule.cron_schedule == "0 5 * * *"
+
+    def tick(day: int):
+        context = dg.build_schedule_context(
+            instance=p.instance,
+            scheduled_execution_time=datetime(2026, 11, day, 5, tzinfo=UTC),
+            resources={"warehouse": WarehouseResource(root=str(p.wh.root))},
+            repository_def=p.defs.get_repository_def(),
+        )
+        return schedule.evaluate_tick(context)
+
+    assert [r.partition_key for r in tick(10).run_requests] == [DRIFTING]  # yesterday
+    assert [r.partition_key for r in tick(9).run_requests] == [HEALTHY]
+    assert "before the first production day" in tick(8).skip_message
+    # no records yesterday: the latest day with records, until it has been checked
+    assert [r.partition_key for r in tick(20).run_requests] == [DRIFTING]
+    p.run(DRIFTING)
+    assert "is checked already" in tick(20).skip_message
+
+
+def test_golden_run_of_the_deployed_target_as_baseline(production, tmp_path):
+    p = Pipeline(tmp_path, lambda text: text + "\npipeline:\n  production:\n    baseline: golden\n")
+    # nothing evaluated yet: no baseline, said so
+    p.run(DRIFTING)
+    assert p.rows("production_runs", DRIFTING)[0]["baseline_reason"] == (
+        "no target of the default backend whose golden requirements passed"
+    )
+    target = "default@refund-mock-v1"
+    p.instance.add_dynamic_partitions("refund_targets", [target])
+    golden = p.defs.resolve_job_def("evaluate_refund").execute_in_process(
+        instance=p.instance,
+        partition_key=target,
+        asset_selection=[dg.AssetKey(["refund", n]) for n in ("case_results", "golden_metrics")],
+        raise_on_error=False,
+        run_config=QUIET,
+    )
+    assert golden.success
+    p.run(DRIFTING)
+    run = p.rows("production_runs", DRIFTING)[0]
+    golden_run = golden.run_id
+    assert (run["baseline"], run["baseline_rule"]) == (target, "golden")
+    assert run["baseline_path"] == f"warehouse:refund/{target}/{golden_run}"
+    base = p.report(DRIFTING)["baseline"]
+    # the 11 golden cases as records (r11 unlabeled): spec §13.1's golden numbers
+    assert base["n_records"] == 11 and base["metrics"]["counts"]["with_correctness"] == 10
+    assert base["metrics"]["outcomes"]["accuracy"] == 1.0
+    assert round(base["metrics"]["calibration"]["ece"], 3) == 0.139
+    golden_metrics = {m["metric"]: m["value"] for m in p.rows("metrics", target)}
+    assert base["metrics"]["calibration"]["ece"] == golden_metrics["ece"]
+    # confidences of the mock's rules: .96 x3, .93 (bin 9); .90 x2, .85 x2 (bin 8); .65 x3
+    # (bin 6); the drifting day's four are all in bin 9
+    drift = p.rows("production_drift", DRIFTING)[0]
+    assert drift["confidence_tv_distance"] == pytest.approx(0.5 * (7 / 11 + 4 / 11 + 3 / 11))
+    assert drift["accuracy_drop"] == 1.0
+    assert math.isclose(drift["ece_increase"], 0.975 - base["metrics"]["calibration"]["ece"])
+
+
+def test_main_job_checks_every_day_with_a_file(production, tmp_path):
+    p = Pipeline(tmp_path)
+    outcomes = run_production_days(p.defs, p.entry, p.instance)  # oldest first
+    assert [(o.target, o.success) for o in outcomes] == [(HEALTHY, True), (DRIFTING, False)]
+    assert outcomes[1].failed_steps == ["refund_production_gates"]  # blocking requirements
+    lines = render_production(summarise_production(p.wh, MainJobResult(production=outcomes)))
+    assert lines.splitlines() == [
+        "contract  production day  status  accuracy  drift TV  baseline",
+        f"refund    {HEALTHY}      PASS    1.000     n/a       none (previous)",
+        f"refund    {DRIFTING}      FAIL    0.000     0.750     {HEALTHY} (previous)",
+    ]
+
+
+def test_pinned_baseline_file(production, tmp_path, ours):
+    pinned = "../../production/refund/2026-11-08.jsonl"  # relative to the contract
+    p = Pipeline(
+        tmp_path, lambda text: text + f"\npipeline:\n  production:\n    baseline: {pinned}\n"
+    )
+    assert not p.run(DRIFTING).success  # no earlier day ingested: the pinned file is used
+    run = p.rows("production_runs", DRIFTING)[0]
+    assert (run["baseline_rule"], run["baseline_reason"]) == ("file", "pinned in pipeline."
+                                                              "production.baseline")  # fmt: skip
+    day2 = production / "refund" / f"{DRIFTING}.jsonl"
+    cli = json.loads(
+        ours("check", p.contract, "--dataset", day2, "--baseline", p.contract.parent / pinned,
+             "-f", "json").stdout
+    )  # fmt: skip
+    assert comparable(p.report(DRIFTING)) == comparable(cli)
+
+
+def test_first_partition(production, tmp_path, monkeypatch):
+    def first(p: Pipeline) -> str:
+        return production_assets.daily_partitions(p.entry).get_first_partition_key()
+
+    assert first(Pipeline(tmp_path / "a")) == HEALTHY  # the earliest file
+    monkeypatch.setenv("DECGUARD_PRODUCTION_START", "2026-10-01")
+    assert first(Pipeline(tmp_path / "b")) == "2026-10-01"
+    setting = "\npipeline:\n  production:\n    start_date: 2026-11-01\n"
+    assert first(Pipeline(tmp_path / "c", lambda text: text + setting)) == "2026-11-01"
+    monkeypatch.delenv("DECGUARD_PRODUCTION_START")
+    shutil.rmtree(production / "refund")
+    assert first(Pipeline(tmp_path / "d")) == "2026-01-01"  # nothing says: the fixed default
