@@ -18,10 +18,10 @@ from typing import Any
 import dagster as dg
 
 from decguard_pipeline.core.diff import render_diff, render_statistics
-from decguard_pipeline.defs import metadata as md
 from decguard_pipeline.defs.assets.base import asset_key, target_asset
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
+from decguard_pipeline.defs.metadata import base as md
 from decguard_pipeline.steps import diff as diff_steps
 from decguard_pipeline.steps.contracts import ContractEntry
 

@@ -6,8 +6,8 @@ Dagster reads the context annotations at definition time.)"""
 
 import dagster as dg
 
-from decguard_pipeline.defs import metadata as md
 from decguard_pipeline.defs.assets.base import asset_key, code_version
+from decguard_pipeline.defs.metadata import base as md
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps import golden as steps

@@ -19,10 +19,10 @@ import dagster as dg
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.guard.extension import guard_enabled, headline
 from decguard_pipeline.core.guard.render import render_guard
-from decguard_pipeline.defs import metadata as md
 from decguard_pipeline.defs.assets.base import asset_key, target_asset
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
+from decguard_pipeline.defs.metadata import base as md
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.steps import guard as guard_steps
 from decguard_pipeline.steps.contracts import ContractEntry

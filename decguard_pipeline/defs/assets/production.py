@@ -38,10 +38,10 @@ from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.formatting import num
 from decguard_pipeline.core.production.render import render_check, render_extensions
 from decguard_pipeline.core.report.render import preview
-from decguard_pipeline.defs import metadata as md
 from decguard_pipeline.defs.assets.base import asset_key, code_version
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
+from decguard_pipeline.defs.metadata import base as md
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps import golden as steps
 from decguard_pipeline.steps import production as ps

@@ -20,10 +20,10 @@ import dagster as dg
 
 from decguard_pipeline.core.formatting import num, pct
 from decguard_pipeline.core.report.render import describe_example
-from decguard_pipeline.defs import metadata as md
 from decguard_pipeline.defs.assets.base import asset_key, target_asset
 from decguard_pipeline.defs.gate_checks import Gate, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
+from decguard_pipeline.defs.metadata import base as md
 from decguard_pipeline.steps import properties as property_steps
 from decguard_pipeline.steps.contracts import ContractEntry
 

@@ -1,0 +1,1 @@
+"""What the UI shows with each materialisation, one module per feature over ``base``."""
