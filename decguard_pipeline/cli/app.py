@@ -235,6 +235,7 @@ def _register_commands() -> None:
         pipeline_cmd,
         replay_cmd,
         run_cmd,
+        warehouse_cmd,
     )
 
 
