@@ -38,22 +38,38 @@ def warehouse_group() -> None:
     help="Also delete history older than this many days (off by default; never "
     "a partition's newest write, nor the targets and runs tables).",
 )
+@click.option(
+    "--grace-seconds",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    help="How long the replaced files stay, for queries that started before the switch.",
+)
 @click.option("--dry-run", is_flag=True, default=False, help="Only print what would be merged.")
 def compact_command(
-    root: Path | None, older_than_days: float, keep_days: float | None, dry_run: bool
+    root: Path | None,
+    older_than_days: float,
+    keep_days: float | None,
+    grace_seconds: float,
+    dry_run: bool,
 ) -> None:
     """Merge old writes of every table into one file per month, contract and target.
 
     Readers keep counting every row exactly once while it runs (the switch is a manifest
     that takes effect a few seconds after it is written); the files it replaced are deleted
-    a minute later, so the command waits for that. Exit codes: 0 done, 2 an error (another
-    compaction running, a bad setting)."""
+    --grace-seconds later, and the command waits for that. Exit codes: 0 done, 2 an error
+    (another compaction running, a bad setting)."""
     with handled():
         from decguard_pipeline.core.errors import DecGuardError
         from decguard_pipeline.warehouse import Warehouse
         from decguard_pipeline.warehouse.compaction import Settings, compact
 
-        settings = Settings(older_than_days=older_than_days, keep_days=keep_days, dry_run=dry_run)
+        settings = Settings(
+            older_than_days=older_than_days,
+            keep_days=keep_days,
+            grace_s=grace_seconds,
+            dry_run=dry_run,
+        )
         wh = Warehouse(root)
         if not wh.root.is_dir():
             raise DecGuardError(f"no warehouse at {wh.root}")

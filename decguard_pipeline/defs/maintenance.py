@@ -16,6 +16,7 @@ COMPACTION_CRON = os.environ.get("DECGUARD_COMPACTION_CRON", "30 3 * * *")
 class CompactionConfig(dg.Config):  # type: ignore[misc]
     older_than_days: float = 1.0  # merge writes at least this old
     keep_days: float | None = None  # retention: delete history older than this (off)
+    grace_seconds: float = 60.0  # replaced files stay this long for queries already running
     dry_run: bool = False
 
 
@@ -24,7 +25,10 @@ def compact_warehouse(
     context: dg.OpExecutionContext, config: CompactionConfig, warehouse: WarehouseResource
 ) -> dg.Output[None]:
     settings = Settings(
-        older_than_days=config.older_than_days, keep_days=config.keep_days, dry_run=config.dry_run
+        older_than_days=config.older_than_days,
+        keep_days=config.keep_days,
+        grace_s=config.grace_seconds,
+        dry_run=config.dry_run,
     )
     result = compact(warehouse.get(), settings, log=context.log.info)
     context.log.info("\n" + result.render())
