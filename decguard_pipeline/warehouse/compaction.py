@@ -169,7 +169,9 @@ def compact(
             if delay > 0:
                 log(f"waiting {delay:.1f} s for the new manifests, then deleting what they replace")
                 time.sleep(delay)
-            _clean(warehouse, settings, result)
+            tidy = _clean(warehouse, settings, result)
+            if tidy:  # leave the command with the short manifests in effect
+                time.sleep(max(0.0, (tidy - now_us()) / 1e6) + 0.001)
             result.waited_s = time.monotonic() - start
         loose = warehouse.loose_tables()  # writes always carry every column: only old files
         if loose and loose != warehouse.find_loose_tables():
@@ -358,11 +360,14 @@ class _TooLate(Exception):
 # -- deleting what the manifest in effect replaced ---------------------------------------
 
 
-def _clean(warehouse: Warehouse, settings: Settings, result: Result) -> None:
+def _clean(warehouse: Warehouse, settings: Settings, result: Result) -> int:
     """For every table whose manifest has been in effect for ``grace_s``: delete the files
     it hides, the manifests before it and compacted files no manifest lists (left by a
     killed compaction). Hidden files go first, then manifests, so that whatever a kill
-    leaves is still consistent."""
+    leaves is still consistent. A manifest whose hidden files are all gone is then replaced
+    by one without them (every query reads the manifest: the list of a first compaction of
+    a year would cost it tens of milliseconds). Returns the newest activation published."""
+    published = 0
     now = now_us()
     grace_us = int(settings.grace_s * 1e6)
     for table in TABLES:
@@ -386,6 +391,11 @@ def _clean(warehouse: Warehouse, settings: Settings, result: Result) -> None:
                 relative = prefix + path.name
                 if relative not in manifest.live and relative not in pending:
                     counts.deleted += _delete(path)
+        if manifest.hidden and not pending:
+            live = {file: (writes, rows) for file, writes, rows in manifest.sizes}
+            activation = _publish_manifest(warehouse, table_dir, live, set(), settings)
+            published = max(published, activation)
+    return published
 
 
 def _delete(path: Path) -> int:

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
 import duckdb
@@ -48,6 +48,7 @@ STALE_AFTER_S = 3600.0
 # compacted: every reader lists files with this pattern, so a stray or half-written file left
 # by anything else is never read (which of them count is the compaction manifest's to say).
 PUBLISHED = "[0-9]*.parquet"
+_T = TypeVar("_T")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._@=-]")
 
 
@@ -228,6 +229,9 @@ class Warehouse:
         return con
 
     def query(self, sql: str, params: list[Any] | None = None) -> pa.Table:
+        return retrying(lambda: self._query(sql, params))
+
+    def _query(self, sql: str, params: list[Any] | None) -> pa.Table:
         with self.connect() as con:
             return con.sql(sql, params=params or None).to_arrow_table()
 
@@ -422,6 +426,19 @@ def _in_partition(
                     f"{name} {value!r} partition"
                 )
     return data
+
+
+def retrying(query: Callable[[], _T], attempts: int = 3) -> _T:
+    """Run ``query``, again when it listed a file that compaction deleted before the query
+    opened it (a replaced file, no longer counted by the manifest in effect: the next
+    attempt does not list it). Any other error, or a third miss, is raised."""
+    for attempt in range(attempts):
+        try:
+            return query()
+        except duckdb.IOException as exc:
+            if "No such file" not in str(exc) or attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _newest_write(rows: pa.Table) -> pa.Table:
