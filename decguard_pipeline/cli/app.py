@@ -238,6 +238,7 @@ def _register_commands() -> None:
         project_cmd,
         replay_cmd,
         run_cmd,
+        warehouse_cmd,
     )
 
 
