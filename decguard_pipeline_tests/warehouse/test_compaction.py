@@ -35,9 +35,12 @@ from decguard_pipeline.warehouse.manifest import active_manifest, is_compacted, 
 from decguard_pipeline.warehouse.schema import TABLES
 from decguard_pipeline.warehouse.store import retrying
 from decguard_pipeline_tests.conftest import ROOT
+from decguard_pipeline_tests.support.warehouse_history import (
+    PARTITIONS,
+    fill_history,
+    write_evaluation,
+)
 
-# awkward names the folder encoding changes (space, slash, equals, percent, non-ASCII, a date)
-PARTITIONS = [("a b/c=%", "x y@1/é"), ("2026-01-02", "123"), ("refund", "default@mock-v1")]
 FAST = {"activation_delay_s": 0.3, "grace_s": 0.3}
 VIEWS = [
     "metrics",
@@ -56,61 +59,6 @@ VIEWS = [
     "latest_production_inbox",
     "latest_all_checks",
 ]
-
-
-def _write_evaluation(wh: Warehouse, contract: str, target: str, run: str, at: datetime, k: int):
-    base = {"contract": contract, "target": target, "run_id": run, "recorded_at": at}
-    wh.write(
-        "metrics",
-        [{**base, "metric": m, "value": k + i / 10} for i, m in enumerate(["accuracy", "ece"])],
-        contract=contract, target=target, run_id=run, recorded_at=at,
-    )  # fmt: skip
-    cases = [
-        {**base, "position": i, "case_id": f"{run}-{i}", "labels": ["a", "b"],
-         "probs": [0.6, 0.4], "probabilities": [("a", 0.6), ("b", 0.4)], "selected": "a",
-         "input_text": f"case {i} of {run}"}
-        for i in range(4)
-    ]  # fmt: skip
-    wh.write("case_results", cases, contract=contract, target=target, run_id=run, recorded_at=at)
-    gates = [
-        {**base, "source": "golden", "gate": "min_accuracy", "level": "requirement",
-         "status": "pass" if k % 3 else "fail", "value": float(k)}
-    ]  # fmt: skip
-    wh.write("gate_results", gates, contract=contract, target=target, run_id=run, recorded_at=at)
-    run_row = {**base, "backend": target.split("@")[0], "model_version": "v1", "n_cases": 4}
-    wh.write("runs", [run_row], contract=contract, target=target, run_id=run, recorded_at=at)
-    if k % 10 == 0:
-        row = {**base, "backend": "default", "provider": "mock", "model_version": f"v{k}"}
-        wh.write("targets", [row], contract=contract, target=target, run_id=run, recorded_at=at)
-    if k % 15 == 0:
-        row = {"contract": contract, "target": "_", "run_id": run, "recorded_at": at,
-               "position": 0, "case_id": "c0", "input_text": "x"}  # fmt: skip
-        wh.write("cases", [row], contract=contract, run_id=run, recorded_at=at)
-
-
-def fill_history(wh: Warehouse, *, days: float = 80, writes: int = 40) -> list[str]:
-    """``writes`` evaluations of every partition spread over the last ``days`` days; returns
-    the run ids."""
-    start = datetime.now(UTC) - timedelta(days=days)
-    runs = []
-    for k in range(writes):
-        at = start + timedelta(days=days * k / writes)
-        run = f"run-{k}"
-        runs.append(run)
-        for contract, target in PARTITIONS:
-            _write_evaluation(wh, contract, target, run, at, k)
-    # a run that wrote a partition twice (a retried step): only its newer file counts as its
-    contract, target = PARTITIONS[0]
-    again = start + timedelta(days=days * 5 / writes, hours=1)
-    _write_evaluation(wh, contract, target, "run-5", again, 99)
-    for day in range(3):  # production_inbox: batches of a day, read in file order
-        for batch in range(2):
-            rows = [{"contract": "refund", "target": f"2026-03-0{day + 1}", "run_id": f"b{batch}",
-                     "position": i, "id": f"r{batch}-{i}"} for i in range(3)]  # fmt: skip
-            at = start + timedelta(days=day, minutes=batch)
-            wh.write("production_inbox", rows, contract="refund", target=f"2026-03-0{day + 1}",
-                     run_id=f"b{batch}", recorded_at=at)  # fmt: skip
-    return runs
 
 
 def answers(con) -> dict[str, list[str]]:
@@ -213,8 +161,8 @@ def test_a_second_compaction_merges_only_what_is_new(wh):
 
     at = datetime.now(UTC) - timedelta(hours=1)
     for contract, target in PARTITIONS:
-        _write_evaluation(wh, contract, target, "late-1", at, 7)
-        _write_evaluation(wh, contract, target, "late-2", at + timedelta(minutes=1), 8)
+        write_evaluation(wh, contract, target, "late-1", at, 7)
+        write_evaluation(wh, contract, target, "late-2", at + timedelta(minutes=1), 8)
     with wh.connect() as con:
         before = answers(con)
     result = compact(wh, Settings(older_than_days=0, **FAST), log=lambda _: None)
@@ -421,11 +369,11 @@ WRITER = textwrap.dedent(
     from datetime import UTC, datetime
     from pathlib import Path
     from decguard_pipeline.warehouse import Warehouse
-    from decguard_pipeline_tests.test_warehouse_compaction import PARTITIONS, _write_evaluation
+    from decguard_pipeline_tests.support.warehouse_history import PARTITIONS, write_evaluation
     wh, stop, k = Warehouse(sys.argv[1]), Path(sys.argv[2]), 0
     while not stop.exists() and k < 200:
         contract, target = PARTITIONS[k % len(PARTITIONS)]
-        _write_evaluation(wh, contract, target, f"new-{k:03d}", datetime.now(UTC), k)
+        write_evaluation(wh, contract, target, f"new-{k:03d}", datetime.now(UTC), k)
         k += 1
         time.sleep(0.05)
     print(k)
