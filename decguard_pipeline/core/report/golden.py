@@ -15,7 +15,8 @@ import numpy as np
 
 from decguard_pipeline.core.contract import Contract, Evaluation, Gates, LoadedContract
 from decguard_pipeline.core.dataset import gc_paused
-from decguard_pipeline.core.gates import EXIT_CODES, golden_checks, overall_status
+from decguard_pipeline.core.gates import EXIT_CODES, overall_status
+from decguard_pipeline.core.golden.gates import golden_checks
 from decguard_pipeline.core.golden.metrics import gate_values, golden_metrics
 from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.results import CaseResults
