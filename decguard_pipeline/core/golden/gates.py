@@ -22,18 +22,27 @@ GOLDEN_GATES: dict[str, tuple[str, Comparison]] = {
 }
 
 
+# DecGuard requires every case to be decided unless the contract sets max_error_rate itself
+IMPLICIT_REQUIREMENTS = {"max_error_rate": 0.0}
+
+
+def configured_gates(requirements: Gates, warnings: Gates) -> list[tuple[str, str, float]]:
+    """``(gate, level, threshold)`` of every golden check, in DecGuard's order: the requirements
+    in field order (the implicit ones appended unless set), then the warnings."""
+    required = requirements.configured()
+    for gate, threshold in IMPLICIT_REQUIREMENTS.items():
+        required.setdefault(gate, threshold)
+    return [(gate, "requirement", threshold) for gate, threshold in required.items()] + [
+        (gate, "warning", threshold) for gate, threshold in warnings.configured().items()
+    ]
+
+
 def golden_checks(
     requirements: Gates, warnings: Gates, values: dict[str, float | None]
 ) -> list[Check]:
-    """Requirements in field order (``max_error_rate`` appended at 0 unless set), then
-    warnings."""
-    required = requirements.configured()
-    required.setdefault("max_error_rate", 0.0)
+    """The checks of :func:`configured_gates` on a run's gate values."""
     checks = []
-    for level, gates in (("requirement", required), ("warning", warnings.configured())):
-        for gate, threshold in gates.items():
-            metric, comparison = GOLDEN_GATES[gate]
-            checks.append(
-                make_check(gate, metric, comparison, threshold, values[metric], level=level)
-            )
+    for gate, level, threshold in configured_gates(requirements, warnings):
+        metric, comparison = GOLDEN_GATES[gate]
+        checks.append(make_check(gate, metric, comparison, threshold, values[metric], level=level))
     return checks
