@@ -30,7 +30,7 @@ from decguard_pipeline.steps import golden as steps
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.rows import golden as T
+from decguard_pipeline.warehouse.rows.base import to_json
 from decguard_pipeline.warehouse.schema.diff import COUNTS, DIFF_METRICS, SHIFT
 from decguard_pipeline.warehouse.store import read_file
 
@@ -319,7 +319,7 @@ def _change_rows(base: dict[str, Any], diff: Diff) -> list[dict[str, Any]]:
             "case_id": c["case_id"],
             "kind": c["kind"],
             "input_preview": preview(c["input"], PREVIEW_WIDTH),
-            "input_json": T.to_json(c["input"]),
+            "input_json": to_json(c["input"]),
             "expected": c["expected"],
             "baseline_selected": c["baseline_selected"],
             "candidate_selected": c["candidate_selected"],

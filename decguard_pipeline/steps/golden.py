@@ -30,6 +30,7 @@ from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import Target, backend_of
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows import golden as T
+from decguard_pipeline.warehouse.rows.base import input_text, to_json
 from decguard_pipeline.warehouse.store import now
 
 
@@ -87,10 +88,10 @@ def record_dataset(entry: ContractEntry, step: Step) -> tuple[Dataset, dict[str,
             "dataset_hash": data.hash,
             "position": i,
             "case_id": case_id,
-            "input_text": T.input_text(value),
-            "input_json": T.to_json(value),
+            "input_text": input_text(value),
+            "input_json": to_json(value),
             "expected": expected,
-            "metadata_json": T.to_json(meta),
+            "metadata_json": to_json(meta),
         }
         for i, (case_id, value, expected, meta) in enumerate(
             zip(data.ids, data.inputs, data.expected, data.metadata, strict=True)
@@ -187,7 +188,7 @@ def evaluate_target(
         "n_errored": int((~results.ok).sum()),
         "health_status": health["status"],
         "health_detail": health["detail"],
-        "backend_details_json": T.to_json(meta["details"]),
+        "backend_details_json": to_json(meta["details"]),
         "started_at": started,
         "wall_s": wall,
     }

@@ -28,6 +28,7 @@ from decguard_pipeline.steps import golden as steps
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse.rows import golden as T
+from decguard_pipeline.warehouse.rows.base import to_json
 
 MAIN = "main"  # suite label of the main evaluation when its dataset is not a named suite
 SUITE_GATES = "suite_gates"  # DecGuard's own gates on the other suites, as one check
@@ -216,7 +217,7 @@ def _rows(
                 "n_labeled": doc["dataset"]["n_labeled"],
                 "n_decided": state["decided"],
                 "n_errored": state["errored"],
-                "errors_by_kind_json": T.to_json(state["errors_by_kind"]),
+                "errors_by_kind_json": to_json(state["errors_by_kind"]),
                 "drop_rate": state["drop_rate"],
                 "run_state": state["state"],
                 "decguard_status": run.report.status,
