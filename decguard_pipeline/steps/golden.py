@@ -30,7 +30,6 @@ from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import Target, backend_of
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows import golden as T
-from decguard_pipeline.warehouse.rows.base import input_text, to_json
 from decguard_pipeline.warehouse.store import now
 
 
@@ -72,32 +71,10 @@ def dataset_hash(entry: ContractEntry) -> str | None:
 
 def record_dataset(entry: ContractEntry, step: Step) -> tuple[Dataset, dict[str, Any]]:
     data = load_golden(entry)
-    keys = {"contract": entry.key, "target": "_", "run_id": step.run_id, "recorded_at": step.at}
-    row = {
-        **keys,
-        "dataset_hash": data.hash,
-        "path": str(data.path),
-        "n_cases": len(data),
-        "n_labeled": data.n_labeled,
-    }
-    wh = step.warehouse
-    wh.write("datasets", [row], contract=entry.key, run_id=step.run_id, recorded_at=step.at)
-    cases = [
-        {
-            **keys,
-            "dataset_hash": data.hash,
-            "position": i,
-            "case_id": case_id,
-            "input_text": input_text(value),
-            "input_json": to_json(value),
-            "expected": expected,
-            "metadata_json": to_json(meta),
-        }
-        for i, (case_id, value, expected, meta) in enumerate(
-            zip(data.ids, data.inputs, data.expected, data.metadata, strict=True)
-        )
-    ]
-    wh.write("cases", cases, contract=entry.key, run_id=step.run_id, recorded_at=step.at)
+    keys = step.keys(entry.key)
+    row = T.dataset_row(data, keys)
+    step.warehouse.write("datasets", [row], **keys)
+    step.warehouse.write("cases", T.case_rows(data, keys), **keys)
     return data, row
 
 
@@ -109,27 +86,15 @@ def record_target(entry: ContractEntry, target: Target, step: Step) -> bool:
     """Record a target in ``targets`` when it is new or its registration changed (a sensor
     tick or an ``evaluate`` that finds the same version writes nothing); returns whether a
     row was written."""
-    row = {
-        "contract": entry.key,
-        "target": target.key,
-        "run_id": step.run_id,
-        "recorded_at": step.at,
-        **target.as_row(),
-    }
+    keys = step.keys(entry.key, target.key)
+    row = {**keys, **target.as_row()}
     row.pop("key")
     latest = step.warehouse.read_latest("targets", entry.key, target.key)
     if latest is not None and latest.num_rows:
         last = latest.to_pylist()[-1]
         if all(last[name] == row[name] for name in TARGET_FIELDS):
             return False
-    step.warehouse.write(
-        "targets",
-        [row],
-        contract=entry.key,
-        target=target.key,
-        run_id=step.run_id,
-        recorded_at=step.at,
-    )
+    step.warehouse.write("targets", [row], **keys)
     return True
 
 
@@ -151,9 +116,8 @@ def evaluate_target(
     finally:
         backend.close()
     wall = time.perf_counter() - clock
-    versions = {v for v in results.model_version if v is not None}
-    model_version = meta["model_version"] or (versions.pop() if len(versions) == 1 else None)
-    wh = step.warehouse
+    model_version = T.served_version(meta, results)
+    keys = step.keys(entry.key, target)
     table = T.case_results_table(
         results,
         contract=entry.key,
@@ -162,39 +126,19 @@ def evaluate_target(
         recorded_at=step.at,
         model_version=model_version,
     )
-    wh.write(
-        "case_results",
-        table,
-        contract=entry.key,
-        target=target,
-        run_id=step.run_id,
-        recorded_at=step.at,
+    step.warehouse.write("case_results", table, **keys)
+    run = T.run_row(
+        keys,
+        loaded=loaded,
+        data=data,
+        results=results,
+        meta=meta,
+        model_version=model_version,
+        health=health,
+        started_at=started,
+        wall_s=wall,
     )
-    run = {
-        "contract": entry.key,
-        "target": target,
-        "run_id": step.run_id,
-        "recorded_at": step.at,
-        "dagster_run_id": step.run_id,
-        "backend": meta["name"],
-        "provider": meta["provider"],
-        "model": meta["model"],
-        "model_version": model_version,
-        "contract_hash": loaded.hash,
-        "dataset_hash": data.hash,
-        "dataset_path": str(data.path),
-        "n_cases": len(data),
-        "n_labeled": data.n_labeled,
-        "n_errored": int((~results.ok).sum()),
-        "health_status": health["status"],
-        "health_detail": health["detail"],
-        "backend_details_json": to_json(meta["details"]),
-        "started_at": started,
-        "wall_s": wall,
-    }
-    wh.write(
-        "runs", [run], contract=entry.key, target=target, run_id=step.run_id, recorded_at=step.at
-    )
+    step.warehouse.write("runs", [run], **keys)
     return Evaluated(results, run)
 
 
@@ -214,16 +158,9 @@ def score_target(entry: ContractEntry, target: str, step: Step) -> Scored:
     contract = loaded.contract
     metrics = metrics_for(evaluated.results, contract.evaluation)
     checks = checks_for("test", contract.requirements, contract.warnings, metrics)
-    base = T.run_base(
-        contract=entry.key,
-        target=target,
-        run_id=step.run_id,
-        at=step.at,
-        backend=evaluated.run["backend"],
-        model_version=evaluated.run["model_version"],
-    )
+    where = step.keys(entry.key, target)
+    base = T.run_base(where, evaluated.run)
     wh = step.warehouse
-    where = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
     wh.write("metrics", T.metrics_rows(metrics, base), **where)
     wh.write("per_label_metrics", T.per_label_rows(metrics, base), **where)
     wh.write("reliability_bins", T.reliability_rows(metrics, base), **where)
@@ -305,27 +242,8 @@ def write_report(entry: ContractEntry, target: str, step: Step) -> tuple[Path, R
     load_report(path)  # the file must verify exactly, as DecGuard would check it
     for name, section in report.extensions.items():  # <stem>.pipeline.json, as -o writes
         write_section(path, report.document, name, section)
-    doc = report.document
-    wh.write(
-        "reports",
-        [
-            {
-                "contract": entry.key,
-                "target": target,
-                "run_id": step.run_id,
-                "recorded_at": step.at,
-                "mode": doc["mode"],
-                "status": doc["status"],
-                "exit_code": doc["exit_code"],
-                "path": str(path),
-                "report_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-            }
-        ],
-        contract=entry.key,
-        target=target,
-        run_id=step.run_id,
-        recorded_at=step.at,
-    )
+    keys = step.keys(entry.key, target)
+    wh.write("reports", [T.report_row(keys, report.document, path)], **keys)
     return path, report
 
 

@@ -1,9 +1,11 @@
-"""What every feature's rows share: values as text the warehouse stores and DuckDB reads."""
+"""What every feature's rows share: the key columns, and values as text the warehouse stores and
+DuckDB reads."""
 
 from __future__ import annotations
 
 import json
 import math
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -39,3 +41,8 @@ def _has_non_finite(value: Any) -> bool:
 
 def input_text(value: Any) -> str:
     return value if isinstance(value, str) else to_json(value)
+
+
+def row_keys(contract: str, target: str, run_id: str, at: datetime) -> dict[str, Any]:
+    """The key columns every row starts with; also ``Warehouse.write``'s partition arguments."""
+    return {"contract": contract, "target": target, "run_id": run_id, "recorded_at": at}
