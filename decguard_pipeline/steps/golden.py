@@ -16,9 +16,7 @@ from decguard_pipeline.core.golden.statistics import golden_statistics, statisti
 from decguard_pipeline.core.report.golden import (
     Report,
     build_report,
-    checks_for,
     dataset_info,
-    metrics_for,
     result_records,
 )
 from decguard_pipeline.core.report.jsonio import write_document
@@ -143,57 +141,35 @@ def evaluate_target(
 
 
 @dataclass
-class Scored:
-    metrics: dict[str, Any]
-    checks: list[dict[str, Any]]
+class GoldenReport:
+    """A target's golden evaluation and its DecGuard report, built once: the golden metrics
+    and checks are the report's own sections, so whoever stores, shows or measures them uses
+    the same objects instead of computing them again."""
+
     evaluated: Evaluated
-    intervals: dict[str, Any] | None = None  # with pipeline.statistics
+    report: Report
+    intervals: dict[str, Any] | None = None  # with pipeline.statistics, set by score_target
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return self.report.document["metrics"]
+
+    @property
+    def checks(self) -> list[dict[str, Any]]:
+        return self.report.document["checks"]
 
 
-def score_target(entry: ContractEntry, target: str, step: Step) -> Scored:
-    """Golden metrics and gate checks of the newest evaluation; written to ``metrics``,
-    ``per_label_metrics``, ``reliability_bins`` and ``gate_results``."""
-    loaded = entry.require()
-    evaluated = load_evaluated(entry, target, step.warehouse, step.run_id)
-    contract = loaded.contract
-    metrics = metrics_for(evaluated.results, contract.evaluation)
-    checks = checks_for("test", contract.requirements, contract.warnings, metrics)
-    where = step.keys(entry.key, target)
-    base = T.run_base(where, evaluated.run)
-    wh = step.warehouse
-    wh.write("metrics", T.metrics_rows(metrics, base), **where)
-    wh.write("per_label_metrics", T.per_label_rows(metrics, base), **where)
-    wh.write("reliability_bins", T.reliability_rows(metrics, base), **where)
-    wh.write("gate_results", T.gate_rows(checks, base, source="golden"), **where)
-    intervals = None
-    settings = statistics_settings(contract)
-    if settings is not None:
-        intervals = golden_statistics(evaluated.results, metrics, settings)
-        wh.write("metric_intervals", T.interval_rows(intervals, base), **where)
-    return Scored(metrics, checks, evaluated, intervals)
-
-
-def gate_results(
-    entry: ContractEntry, target: str, warehouse: Warehouse, run_id: str | None = None
-) -> dict[tuple[str, str, str], dict[str, Any]]:
-    """The golden gate checks of a target by (source, gate, level): what asset checks report."""
-    rows = run_rows(warehouse, "gate_results", entry.key, target, run_id)
-    if rows is None:
-        raise DecGuardError(f"{entry.key}: target {target!r} has no gate results yet")
-    return {(r["source"], r["gate"], r["level"]): r for r in rows}
-
-
-def report_for(
+def golden_report(
     entry: ContractEntry,
     target: str,
     warehouse: Warehouse,
-    evaluated: Evaluated | None = None,
     *,
-    with_properties: bool = False,
     run_id: str | None = None,
-) -> Report:
-    """The DecGuard report of the evaluation by run ``run_id`` (else the newest), against the
-    current contract.
+    evaluated: Evaluated | None = None,
+    with_properties: bool = False,
+) -> GoldenReport:
+    """The DecGuard report of the evaluation by run ``run_id`` (else the newest), or of
+    ``evaluated`` when already read, against the current contract.
 
     ``with_properties``: when the contract enables properties, the mode ``all`` report with the
     stored section and checks of ``property_results`` (``steps/properties.py``)."""
@@ -227,12 +203,56 @@ def report_for(
     )
     if stored is not None:
         report.extensions["properties"] = stored.pipeline  # sidecar section, as `test --all`
-    return report
+    return GoldenReport(evaluated, report)
+
+
+def report_for(
+    entry: ContractEntry,
+    target: str,
+    warehouse: Warehouse,
+    evaluated: Evaluated | None = None,
+    *,
+    run_id: str | None = None,
+) -> Report:
+    """The report alone (:func:`golden_report`), as the diff step compares two of them."""
+    return golden_report(entry, target, warehouse, run_id=run_id, evaluated=evaluated).report
+
+
+def score_target(entry: ContractEntry, target: str, step: Step) -> GoldenReport:
+    """The golden report of this run's evaluation (else the newest); its metrics and gate
+    checks written to ``metrics``, ``per_label_metrics``, ``reliability_bins`` and
+    ``gate_results`` (and the intervals to ``metric_intervals`` with pipeline.statistics)."""
+    golden = golden_report(entry, target, step.warehouse, run_id=step.run_id)
+    metrics = golden.metrics
+    where = step.keys(entry.key, target)
+    base = T.run_base(where, golden.evaluated.run)
+    wh = step.warehouse
+    wh.write("metrics", T.metrics_rows(metrics, base), **where)
+    wh.write("per_label_metrics", T.per_label_rows(metrics, base), **where)
+    wh.write("reliability_bins", T.reliability_rows(metrics, base), **where)
+    wh.write("gate_results", T.gate_rows(golden.checks, base, source="golden"), **where)
+    settings = statistics_settings(entry.require().contract)
+    if settings is not None:
+        golden.intervals = golden_statistics(golden.evaluated.results, metrics, settings)
+        wh.write("metric_intervals", T.interval_rows(golden.intervals, base), **where)
+    return golden
+
+
+def gate_results(
+    entry: ContractEntry, target: str, warehouse: Warehouse, run_id: str | None = None
+) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """The golden gate checks of a target by (source, gate, level): what asset checks report."""
+    rows = run_rows(warehouse, "gate_results", entry.key, target, run_id)
+    if rows is None:
+        raise DecGuardError(f"{entry.key}: target {target!r} has no gate results yet")
+    return {(r["source"], r["gate"], r["level"]): r for r in rows}
 
 
 def write_report(entry: ContractEntry, target: str, step: Step) -> tuple[Path, Report]:
     """Write the report file (verified by loading it back) and its ``reports`` row."""
-    report = report_for(entry, target, step.warehouse, with_properties=True, run_id=step.run_id)
+    report = golden_report(
+        entry, target, step.warehouse, run_id=step.run_id, with_properties=True
+    ).report
     wh = step.warehouse
     stamp = step.at.strftime("%Y%m%dT%H%M%S%fZ")
     path = wh.partition_dir("report_files", entry.key, target) / f"{stamp}_{step.run_id}.json"

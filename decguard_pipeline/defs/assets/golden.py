@@ -129,11 +129,10 @@ def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
     def golden_metrics(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource
     ) -> dg.MaterializeResult:
-        wh = warehouse.get()
         scored = steps.score_target(
-            entry, context.partition_key, steps.Step(wh, context.run.run_id)
+            entry, context.partition_key, steps.Step(warehouse.get(), context.run.run_id)
         )
-        report = steps.report_for(entry, context.partition_key, wh, scored.evaluated)
+        report = scored.report
         m = scored.metrics
         return dg.MaterializeResult(
             metadata={
