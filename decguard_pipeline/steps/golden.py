@@ -96,10 +96,10 @@ def record_target(entry: ContractEntry, target: Target, step: Step) -> bool:
     return True
 
 
-def evaluate_target(
-    entry: ContractEntry, target: str, step: Step, *, max_concurrency: int | None = None
-) -> Evaluated:
-    """Decide every golden case with the target's backend; write ``case_results`` and ``runs``."""
+def evaluate_target(entry: ContractEntry, target: str, step: Step) -> Evaluated:
+    """Decide every golden case with the target's backend, as many at a time as the
+    contract's ``evaluation.max_concurrency`` (the project has no other setting for it);
+    write ``case_results`` and ``runs``."""
     from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend
 
     loaded = entry.require()
@@ -109,7 +109,7 @@ def evaluate_target(
     backend = make_backend(loaded, backend_of(target))
     try:
         health = check_health(backend)
-        results = decide_dataset(loaded, data, backend, max_concurrency=max_concurrency)
+        results = decide_dataset(loaded, data, backend)
         meta = backend.metadata()
     finally:
         backend.close()
