@@ -6,8 +6,8 @@ import dagster as dg
 from decguard_pipeline.core.golden.gates import configured_gates
 from decguard_pipeline.defs.assets.base import asset_key
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
-from decguard_pipeline.steps import golden as steps
 from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.golden import gate_results
 
 
 def contract_checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
@@ -25,6 +25,6 @@ def contract_checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
             gates,
             name=f"{entry.key}_golden_gates",
             description="DecGuard's golden gates: requirements block the report, warnings warn.",
-            load=steps.gate_results,
+            load=gate_results,
         )
     ]

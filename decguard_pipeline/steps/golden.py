@@ -20,7 +20,6 @@ from decguard_pipeline.core.report.golden import (
     result_records,
 )
 from decguard_pipeline.core.report.jsonio import write_document
-from decguard_pipeline.core.report.render import render_report
 from decguard_pipeline.core.report.sidecar import write_section
 from decguard_pipeline.core.report.verify import load_report
 from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_rows
@@ -265,8 +264,3 @@ def write_report(entry: ContractEntry, target: str, step: Step) -> tuple[Path, R
     keys = step.keys(entry.key, target)
     wh.write("reports", [T.report_row(keys, report.document, path)], **keys)
     return path, report
-
-
-def summary_markdown(report: Report) -> str:
-    """The terminal summary, as the UI shows it."""
-    return "```\n" + render_report(report.document) + "\n```"
