@@ -1,5 +1,10 @@
-"""The evaluation steps, each reading its inputs from and writing its outputs to the
-warehouse. The Dagster assets are thin wrappers around these functions."""
+"""The golden evaluation as steps: what the assets contract, golden_dataset, case_results,
+golden_metrics and report call (``defs/assets/golden.py``), each reading its inputs from the
+warehouse and writing its rows there (built by ``warehouse/rows/golden.py``). No Dagster here.
+
+A target's DecGuard report is built by :func:`golden_report`, once per step: its metrics and
+checks are what ``golden_metrics`` stores and shows, and what the diff and guard steps measure.
+"""
 
 from __future__ import annotations
 
@@ -26,16 +31,28 @@ from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_ro
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import Target, backend_of
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.rows import golden as T
+from decguard_pipeline.warehouse.rows.golden import (
+    case_results_table,
+    case_rows,
+    contract_row,
+    dataset_row,
+    gate_rows,
+    interval_rows,
+    metrics_rows,
+    per_label_rows,
+    reliability_rows,
+    report_row,
+    run_base,
+    run_row,
+    served_version,
+)
 from decguard_pipeline.warehouse.store import now
 
 
 def record_contract(entry: ContractEntry, step: Step) -> dict[str, Any]:
-    loaded = entry.require()
-    row = T.contract_row(entry.key, loaded, run_id=step.run_id, at=step.at)
-    step.warehouse.write(
-        "contracts", [row], contract=entry.key, run_id=step.run_id, recorded_at=step.at
-    )
+    keys = step.keys(entry.key)
+    row = contract_row(entry.require(), keys)
+    step.warehouse.write("contracts", [row], **keys)
     return row
 
 
@@ -69,9 +86,9 @@ def dataset_hash(entry: ContractEntry) -> str | None:
 def record_dataset(entry: ContractEntry, step: Step) -> tuple[Dataset, dict[str, Any]]:
     data = load_golden(entry)
     keys = step.keys(entry.key)
-    row = T.dataset_row(data, keys)
+    row = dataset_row(data, keys)
     step.warehouse.write("datasets", [row], **keys)
-    step.warehouse.write("cases", T.case_rows(data, keys), **keys)
+    step.warehouse.write("cases", case_rows(data, keys), **keys)
     return data, row
 
 
@@ -113,9 +130,9 @@ def evaluate_target(entry: ContractEntry, target: str, step: Step) -> Evaluated:
     finally:
         backend.close()
     wall = time.perf_counter() - clock
-    model_version = T.served_version(meta, results)
+    model_version = served_version(meta, results)
     keys = step.keys(entry.key, target)
-    table = T.case_results_table(
+    table = case_results_table(
         results,
         contract=entry.key,
         target=target,
@@ -124,7 +141,7 @@ def evaluate_target(entry: ContractEntry, target: str, step: Step) -> Evaluated:
         model_version=model_version,
     )
     step.warehouse.write("case_results", table, **keys)
-    run = T.run_row(
+    run = run_row(
         keys,
         loaded=loaded,
         data=data,
@@ -224,16 +241,16 @@ def score_target(entry: ContractEntry, target: str, step: Step) -> GoldenReport:
     golden = golden_report(entry, target, step.warehouse, run_id=step.run_id)
     metrics = golden.metrics
     where = step.keys(entry.key, target)
-    base = T.run_base(where, golden.evaluated.run)
+    base = run_base(where, golden.evaluated.run)
     wh = step.warehouse
-    wh.write("metrics", T.metrics_rows(metrics, base), **where)
-    wh.write("per_label_metrics", T.per_label_rows(metrics, base), **where)
-    wh.write("reliability_bins", T.reliability_rows(metrics, base), **where)
-    wh.write("gate_results", T.gate_rows(golden.checks, base, source="golden"), **where)
+    wh.write("metrics", metrics_rows(metrics, base), **where)
+    wh.write("per_label_metrics", per_label_rows(metrics, base), **where)
+    wh.write("reliability_bins", reliability_rows(metrics, base), **where)
+    wh.write("gate_results", gate_rows(golden.checks, base, source="golden"), **where)
     settings = statistics_settings(entry.require().contract)
     if settings is not None:
         golden.intervals = golden_statistics(golden.evaluated.results, metrics, settings)
-        wh.write("metric_intervals", T.interval_rows(golden.intervals, base), **where)
+        wh.write("metric_intervals", interval_rows(golden.intervals, base), **where)
     return golden
 
 
@@ -262,5 +279,5 @@ def write_report(entry: ContractEntry, target: str, step: Step) -> tuple[Path, R
     for name, section in report.extensions.items():  # <stem>.pipeline.json, as -o writes
         write_section(path, report.document, name, section)
     keys = step.keys(entry.key, target)
-    wh.write("reports", [T.report_row(keys, report.document, path)], **keys)
+    wh.write("reports", [report_row(keys, report.document, path)], **keys)
     return path, report

@@ -14,7 +14,7 @@ import pyarrow as pa
 from decguard_pipeline.core.contract import DecisionSpec, LoadedContract
 from decguard_pipeline.core.dataset import Dataset
 from decguard_pipeline.core.results import CaseResults
-from decguard_pipeline.warehouse.rows.base import input_text, row_keys, to_json
+from decguard_pipeline.warehouse.rows.base import input_text, to_json
 
 
 def _const(value: Any, n: int, type_: pa.DataType) -> pa.Array:
@@ -184,10 +184,10 @@ def gate_rows(
     return [{**base, "source": source, **check} for check in checks]
 
 
-def contract_row(key: str, loaded: LoadedContract, *, run_id: str, at: datetime) -> dict[str, Any]:
+def contract_row(loaded: LoadedContract, keys: dict[str, Any]) -> dict[str, Any]:
     c = loaded.contract
     return {
-        **row_keys(key, "_", run_id, at),
+        **keys,
         "contract_hash": loaded.hash,
         "path": str(loaded.path),
         "decision": c.decision.name,
