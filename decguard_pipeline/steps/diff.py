@@ -4,7 +4,7 @@ checks call. No Dagster here.
 The candidate is a target's newest evaluation; the baseline is another target of the same
 contract chosen by ``core.diff.choose_baseline`` from what the warehouse knows (every evaluated
 target, when it was first registered or evaluated, whether its newest golden requirement gates
-passed). Both DecGuard reports are rebuilt from the warehouse (``steps.golden.report_for``) and
+passed). Both DecGuard reports are rebuilt from the warehouse (``steps.golden.golden_report``) and
 compared exactly as ``decguard-pipeline diff BASELINE CANDIDATE -c CONTRACT`` compares them.
 """
 
@@ -28,7 +28,7 @@ from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.report.render import preview
 from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
-from decguard_pipeline.steps.golden import report_for
+from decguard_pipeline.steps.golden import golden_report
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.base import to_json
@@ -215,8 +215,10 @@ def diff_target(entry: ContractEntry, target: str, step: Step) -> DiffOutcome:
         base["baseline_target"] = baseline_target
         base_eval = load_evaluated(entry, baseline_target, wh)
         diff = diff_reports(
-            as_evaluated(report_for(entry, baseline_target, wh, base_eval), base_eval),
-            as_evaluated(report_for(entry, target, wh, evaluated), evaluated),
+            as_evaluated(
+                golden_report(entry, baseline_target, wh, evaluated=base_eval).report, base_eval
+            ),
+            as_evaluated(golden_report(entry, target, wh, evaluated=evaluated).report, evaluated),
             contract=loaded,
             baseline_path=evaluation_ref(entry.key, baseline_target, base_eval.run["run_id"]),
             candidate_path=evaluation_ref(entry.key, target, evaluated.run["run_id"]),

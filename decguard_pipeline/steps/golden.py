@@ -222,18 +222,6 @@ def golden_report(
     return GoldenReport(evaluated, report)
 
 
-def report_for(
-    entry: ContractEntry,
-    target: str,
-    warehouse: Warehouse,
-    evaluated: Evaluated | None = None,
-    *,
-    run_id: str | None = None,
-) -> Report:
-    """The report alone (:func:`golden_report`), as the diff step compares two of them."""
-    return golden_report(entry, target, warehouse, run_id=run_id, evaluated=evaluated).report
-
-
 def score_target(entry: ContractEntry, target: str, step: Step) -> GoldenReport:
     """The golden report of this run's evaluation (else the newest); its metrics and gate
     checks written to ``metrics``, ``per_label_metrics``, ``reliability_bins`` and

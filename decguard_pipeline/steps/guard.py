@@ -26,7 +26,7 @@ from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.runs.guard import GuardedRun, SuiteRun, measure, plan_datasets
 from decguard_pipeline.steps.base import Step, load_evaluated, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
-from decguard_pipeline.steps.golden import report_for
+from decguard_pipeline.steps.golden import golden_report
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse.rows import golden as T
 from decguard_pipeline.warehouse.rows.base import to_json
@@ -125,7 +125,8 @@ def measure_target(
     others = [(name, load_dataset(path, spec)) for name, path in plan[1:]]
     wh = step.warehouse
     evaluated = load_evaluated(entry, target, wh, step.run_id)
-    runs = [measure(report_for(entry, target, wh, evaluated), config, plan[0][0])]
+    main = golden_report(entry, target, wh, evaluated=evaluated).report
+    runs = [measure(main, config, plan[0][0])]
     decided = (
         _decide_suites(loaded, target, others, max_concurrency=max_concurrency) if others else []
     )
