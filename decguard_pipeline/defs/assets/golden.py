@@ -25,6 +25,17 @@ from decguard_pipeline.steps.golden import (
     write_report,
 )
 
+PARQUET, JSON = frozenset({"python", "parquet"}), frozenset({"python", "json"})
+# The assets partitioned by target, in order: (name, step, metadata, kinds, description).
+PER_TARGET = (
+    ("case_results", evaluate_target, case_results_metadata, PARQUET,
+     "Every golden case through the target's backend: one row per case."),
+    ("golden_metrics", score_target, golden_metrics_metadata, PARQUET,
+     "DecGuard's golden metrics and gate results of the newest run."),
+    ("report", write_report, report_metadata, JSON,
+     "DecGuard 0.1 report file, verified as the reference verifies it."),
+)  # fmt: skip
+
 
 def report_inputs(entry: ContractEntry) -> list[dg.AssetKey]:
     """Assets of other features the DecGuard report is built from (same partition)."""
@@ -85,30 +96,15 @@ def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
             metadata=dataset_metadata(row), data_version=dg.DataVersion(row["dataset_hash"])
         )
 
-    case_results = target_asset(
-        entry,
-        "case_results",
-        run=evaluate_target,
-        metadata=case_results_metadata,
-        deps=[golden_dataset.key],
-        description="Every golden case through the target's backend: one row per case.",
-    )
-    golden_metrics = target_asset(
-        entry,
-        "golden_metrics",
-        run=score_target,
-        metadata=golden_metrics_metadata,
-        deps=[case_results.key],
-        description="DecGuard's golden metrics and gate results of the newest run.",
-    )
-    report = target_asset(
-        entry,
-        "report",
-        run=write_report,
-        metadata=report_metadata,
-        # features add inputs (e.g. property results) by asset key
-        deps=[golden_metrics.key, *report_inputs(entry)],
-        kinds=frozenset({"python", "json"}),
-        description="DecGuard 0.1 report file, verified as the reference verifies it.",
-    )
-    return [contract, golden_dataset, case_results, golden_metrics, report]
+    chain = [contract, golden_dataset]
+    for name, run, metadata, kinds, description in PER_TARGET:
+        # each after the one before; the report also after the features' assets it is
+        # built from (e.g. property results), by asset key
+        deps = [chain[-1].key, *(report_inputs(entry) if name == "report" else [])]
+        chain.append(
+            target_asset(
+                entry, name, run=run, metadata=metadata, kinds=kinds, deps=deps,
+                description=description,
+            )
+        )  # fmt: skip
+    return chain
