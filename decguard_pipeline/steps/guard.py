@@ -24,10 +24,12 @@ from decguard_pipeline.core.report.golden import Report, build_report, dataset_i
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.runs.guard import GuardedRun, SuiteRun, measure, plan_datasets
-from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps.base import Step, load_evaluated, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.golden import golden_report
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse.rows import golden as T
+from decguard_pipeline.warehouse.rows.base import to_json
 
 MAIN = "main"  # suite label of the main evaluation when its dataset is not a named suite
 SUITE_GATES = "suite_gates"  # DecGuard's own gates on the other suites, as one check
@@ -111,7 +113,7 @@ def _decide_suites(
 
 
 def measure_target(
-    entry: ContractEntry, target: str, step: steps.Step, *, max_concurrency: int | None = None
+    entry: ContractEntry, target: str, step: Step, *, max_concurrency: int | None = None
 ) -> GuardMeasured:
     """Extension metrics and checks of every planned dataset of a target; pictures and the
     sidecar under ``report_files``; rows in the ``guard_*`` and ``suite_case_results`` tables."""
@@ -122,8 +124,9 @@ def measure_target(
     # every suite file is loaded before the first model call (as ``test`` does)
     others = [(name, load_dataset(path, spec)) for name, path in plan[1:]]
     wh = step.warehouse
-    evaluated = steps.load_evaluated(entry, target, wh, step.run_id)
-    runs = [measure(steps.report_for(entry, target, wh, evaluated), config, plan[0][0])]
+    evaluated = load_evaluated(entry, target, wh, step.run_id)
+    main = golden_report(entry, target, wh, evaluated=evaluated).report
+    runs = [measure(main, config, plan[0][0])]
     decided = (
         _decide_suites(loaded, target, others, max_concurrency=max_concurrency) if others else []
     )
@@ -163,7 +166,7 @@ def measure_target(
 
 
 def _suite_cases(
-    decided: list[tuple[str, Report, dict[str, Any]]], step: steps.Step, key: str, target: str
+    decided: list[tuple[str, Report, dict[str, Any]]], step: Step, key: str, target: str
 ) -> pa.Table:
     parts = []
     for name, report, meta in decided:
@@ -189,7 +192,7 @@ def _parts(block: dict[str, Any]) -> list[tuple[str | None, str | None, dict[str
 
 
 def _rows(
-    measured: GuardMeasured, who: dict[str, Any], step: steps.Step, key: str, target: str
+    measured: GuardMeasured, who: dict[str, Any], step: Step, key: str, target: str
 ) -> dict[str, list[dict[str, Any]]]:
     base = {"contract": key, "target": target, "run_id": step.run_id, "recorded_at": step.at, **who}
     rows: dict[str, list[dict[str, Any]]] = {
@@ -216,7 +219,7 @@ def _rows(
                 "n_labeled": doc["dataset"]["n_labeled"],
                 "n_decided": state["decided"],
                 "n_errored": state["errored"],
-                "errors_by_kind_json": T.to_json(state["errors_by_kind"]),
+                "errors_by_kind_json": to_json(state["errors_by_kind"]),
                 "drop_rate": state["drop_rate"],
                 "run_state": state["state"],
                 "decguard_status": run.report.status,
@@ -304,7 +307,7 @@ def check_outcomes(
     wrote any, else the newest."""
     from decguard_pipeline.core.errors import DecGuardError
 
-    rows = steps.run_rows(warehouse, "guard_checks", entry.key, target, run_id)
+    rows = run_rows(warehouse, "guard_checks", entry.key, target, run_id)
     if rows is None:
         raise DecGuardError(f"{entry.key}: target {target!r} has no guard checks yet")
     loaded = entry.require()

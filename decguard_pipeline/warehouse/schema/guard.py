@@ -8,6 +8,7 @@ the evaluated dataset (``main`` when the contract's own dataset is not one of it
 import pyarrow as pa
 
 from decguard_pipeline.warehouse.columns import BOOL, DOUBLE, INT, STRING, keyed
+from decguard_pipeline.warehouse.schema.golden import RELIABILITY_BIN
 from decguard_pipeline.warehouse.schema.golden import TABLES as _GOLDEN
 
 _WHO = [("backend", STRING), ("model_version", STRING)]
@@ -66,12 +67,7 @@ TABLES: dict[str, pa.Schema] = {
                 *_WHO,
                 *_SPLIT,
                 ("binning", STRING),
-                ("bin", INT),
-                ("lower", DOUBLE),
-                ("upper", DOUBLE),
-                ("count", INT),
-                ("mean_confidence", DOUBLE),
-                ("accuracy", DOUBLE),
+                *RELIABILITY_BIN,
             ]
         )
     ),
