@@ -64,14 +64,14 @@ def evaluate(
                 f"no contracts found in {where} (give --contracts a decguard.yaml file or a "
                 "folder of <name>/decguard.yaml; several separated by os.pathsep)"
             )
-        from decguard_pipeline.defs.instance import fail_dead_runs, open_instance
+        from decguard_pipeline.defs.instance import fail_dead_runs, open_instance, storage_kind
 
         with open_instance() as instance:
             from decguard_pipeline.definitions import build_definitions
             from decguard_pipeline.defs.main_job import evaluate_all
             from decguard_pipeline.warehouse import Warehouse
 
-            home = instance.root_directory
+            home = f"{instance.root_directory} ({storage_kind(instance)})"
             recovered = fail_dead_runs(instance)
             if recovered:
                 click.echo(

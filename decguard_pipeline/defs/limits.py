@@ -1,0 +1,61 @@
+"""How many runs may talk to one model server at a time.
+
+Every run of a target is tagged ``decguard/backend=<server>``: the host:port of an HTTP
+backend's URL (two contracts, or two backends, on one server share it), else
+``<contract>.<backend>`` for a backend that runs in-process (mock, python). The instance's
+``run_queue.tag_concurrency_limits`` caps the runs in progress per value of that tag: Dagster's
+run queue applies it to the runs the daemon launches (sensor, schedule, UI), and
+``evaluate --workers`` applies the same limits, with Dagster's own counter, to its runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from decguard_pipeline.pipeline.contracts import ContractEntry
+from decguard_pipeline.pipeline.targets import backend_of
+
+BACKEND_TAG = "decguard/backend"
+
+# One run per model server at a time, unless the instance's dagster.yaml says otherwise.
+BACKEND_LIMIT: dict[str, Any] = {
+    "key": BACKEND_TAG,
+    "value": {"applyLimitPerUniqueValue": True},
+    "limit": 1,
+}
+
+# the backend settings that name the server a backend calls
+URL_SETTINGS = ("url", "base_url")
+
+
+def server_of(entry: ContractEntry, backend: str) -> str:
+    """The model server a contract's backend calls (see the module docstring)."""
+    settings = entry.require().contract.backend_config(backend).settings
+    for name in URL_SETTINGS:
+        value = settings.get(name)
+        if isinstance(value, str) and value:
+            url = httpx.URL(value)
+            port = url.port or (443 if url.scheme == "https" else 80)
+            return f"{url.host}:{port}"
+    return f"{entry.key}.{backend}"
+
+
+def backend_tags(entry: ContractEntry, target: str) -> dict[str, str]:
+    """The tags of a run of ``target`` (``<backend>@<version>``) that the limits count."""
+    return {BACKEND_TAG: server_of(entry, backend_of(target))}
+
+
+class Tagged:
+    """Something with tags, as Dagster's limit counter reads runs."""
+
+    def __init__(self, tags: Mapping[str, str]) -> None:
+        self.tags = dict(tags)
+
+
+def limit_counter(limits: Sequence[Mapping[str, Any]], in_progress: Sequence[Any]) -> Any:
+    """Dagster's run-queue counter of tag concurrency limits (the one the daemon uses)."""
+    from dagster._utils.tags import TagConcurrencyLimitsCounter
+
+    return TagConcurrencyLimitsCounter(list(limits), list(in_progress))
