@@ -34,13 +34,28 @@ from decguard_pipeline.cli.errors import EXIT_ERROR, EXIT_GATE_FAILED, EXIT_PASS
     help="Warehouse directory (default data/warehouse or $DECGUARD_WAREHOUSE).",
 )
 @click.option(
+    "--workers",
+    "-j",
+    type=click.IntRange(min=1),
+    envvar="DECGUARD_WORKERS",
+    default=1,
+    show_default=True,
+    help="Evaluate targets in this many worker processes (or $DECGUARD_WORKERS); runs on "
+    "one model server stay "
+    "within the instance's per-server limit (run_queue.tag_concurrency_limits, default 1).",
+)
+@click.option(
     "--fail-on-gate",
     is_flag=True,
     default=False,
     help="Exit 1 when a requirement gate (regression and production gates included) fails.",
 )
 def evaluate(
-    contracts: str | None, backends: tuple[str, ...], warehouse: Path | None, fail_on_gate: bool
+    contracts: str | None,
+    backends: tuple[str, ...],
+    warehouse: Path | None,
+    workers: int,
+    fail_on_gate: bool,
 ) -> None:
     """Register every contract's current targets and materialise all their assets and checks
     through Dagster (persistent instance in $DAGSTER_HOME, default .dagster_home), then print
@@ -81,7 +96,9 @@ def evaluate(
                 )
             wh = Warehouse()
             defs = build_definitions(entries, warehouse_root=str(wh.root))
-            result = evaluate_all(defs, entries, instance, wh, backends=list(backends) or None)
+            result = evaluate_all(
+                defs, entries, instance, wh, backends=list(backends) or None, workers=workers
+            )
         raise SystemExit(_report(result, wh, home, fail_on_gate))
 
 

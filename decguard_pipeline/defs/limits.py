@@ -32,7 +32,12 @@ URL_SETTINGS = ("url", "base_url")
 
 def server_of(entry: ContractEntry, backend: str) -> str:
     """The model server a contract's backend calls (see the module docstring)."""
-    settings = entry.require().contract.backend_config(backend).settings
+    from decguard_pipeline.core.errors import DecGuardError
+
+    try:
+        settings = entry.require().contract.backend_config(backend).settings
+    except DecGuardError:  # a target of a backend the contract no longer has
+        return f"{entry.key}.{backend}"
     for name in URL_SETTINGS:
         value = settings.get(name)
         if isinstance(value, str) and value:

@@ -65,7 +65,9 @@ def server_user() -> pwd.struct_passwd | None:
     try:
         return pwd.getpwnam(name)
     except KeyError as exc:
-        raise Unavailable(f"running as root and there is no user {name!r} to run the server") from exc
+        raise Unavailable(
+            f"running as root and there is no user {name!r} to run the server"
+        ) from exc
 
 
 def free_port() -> int:
