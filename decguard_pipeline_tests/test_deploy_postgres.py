@@ -22,7 +22,7 @@ import dagster as dg
 import pytest
 
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline_tests.conftest import EXAMPLES
+from decguard_pipeline_tests.conftest import EXAMPLES, ROOT
 from decguard_pipeline_tests.support.postgres import Server
 from decguard_pipeline_tests.test_evaluate_reliability import (
     LABELS,
@@ -257,3 +257,23 @@ def test_two_homes_share_one_postgres_instance(
         ("tiny", "default@tiny-v1"),
     ]  # fmt: skip
     assert all(r["n"] == r["cases"] for r in rows)  # every case once
+
+
+def test_the_deploy_template_opens_on_postgres(postgres_server: Server, tmp_path, monkeypatch):
+    from decguard_pipeline.defs.instance import ensure_dagster_home, storage_kind
+    from decguard_pipeline.defs.limits import BACKEND_LIMIT
+
+    url = postgres_server.create_database()
+    home = tmp_path / "home"
+    home.mkdir()
+    template = ROOT / "deploy" / "dagster.yaml"
+    shutil.copy(template, home / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    ensure_dagster_home()  # a file without our header is the user's: left as it is
+    assert (home / "dagster.yaml").read_text() == template.read_text()
+    with open_home(home, monkeypatch, postgres_server.env(database(url))) as instance:
+        assert storage_kind(instance) == "postgres"
+        instance.add_dynamic_partitions("probe", ["a"])
+        queue = instance.get_concurrency_config().run_queue_config
+        assert BACKEND_LIMIT in queue.tag_concurrency_limits
+    assert postgres_server.query(database(url), "SELECT count(*) FROM dynamic_partitions") == [(1,)]
