@@ -167,3 +167,55 @@ def test_daemon_launched_runs_keep_one_run_per_model_server(
     assert runs["alpha"].dagster_run.tags[BACKEND_TAG] == runs["beta"].dagster_run.tags[BACKEND_TAG]
     assert not overlap(runs["alpha"], runs["beta"])
     assert shared.behaviour.max_in_flight == 1
+
+
+def children(pid: int) -> set[int]:
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text()
+        found |= {int(p) for p in text.split()}
+    return found
+
+
+def test_kill_evaluate_with_workers_then_the_next_one_recovers(tmp_path, loopback):
+    """kill -9 of `evaluate --workers 2` while both workers are in a run: the workers end with
+    it, their runs are marked failed by the next evaluation, which succeeds."""
+    slow = loopback(SERVED, labels=LABELS, delay_ms=1500)
+    other = loopback(SERVED, labels=LABELS, delay_ms=1500)
+    place = Place(tmp_path)
+    one_at_a_time(place.contracts / "alpha", slow.url)
+    one_at_a_time(place.contracts / "gamma", other.url)
+    process = place.spawn("--workers", "2")
+    deadline = time.monotonic() + 120
+
+    def deciding(server) -> bool:
+        return any(r.get("case_id") != "canary" for r in list(server.behaviour.requests))
+
+    while not (deciding(slow) and deciding(other)):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.02)
+    workers = children(process.pid)
+    assert len(workers) >= 2
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() and _alive(pid) for pid in workers):
+        assert time.monotonic() < deadline, "a worker outlived the killed evaluation"
+        time.sleep(0.1)
+
+    slow.behaviour.delay_s = other.behaviour.delay_s = 0
+    code, out, err = finish(place.spawn("--workers", "2"), timeout=300)
+    assert code == 0, out + err
+    assert "marked 2 run(s) of a killed evaluation as failed" in err
+    with dg.DagsterInstance.from_config(str(place.home)) as instance:
+        statuses = sorted(r.status.value for r in instance.get_runs())
+    assert statuses == ["FAILURE", "FAILURE", "SUCCESS", "SUCCESS"]
+
+
+def _alive(pid: int) -> bool:
+    """Not a zombie (a dead child not yet reaped still has a /proc entry)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
