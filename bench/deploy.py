@@ -122,6 +122,9 @@ def evaluate(fresh: Callable[[], dict[str, str]], workers: int, repeat: int) -> 
 
 
 def main() -> None:
+    sys.path.insert(0, str(ROOT))
+    from decguard_pipeline_tests.support import postgres
+
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--runs", type=int, default=8)
@@ -133,20 +136,26 @@ def main() -> None:
     server = None
     url = os.environ.pop("DAGSTER_PG_URL", "")
     if not url:
-        sys.path.insert(0, str(ROOT))
-        from decguard_pipeline_tests.support import postgres
-
         server = postgres.start(durable=True)
     try:
         tmp = Path(tempfile.mkdtemp(prefix="bench-deploy-"))
         sqlite = per_run(tmp / "sqlite", {}, args.runs, tmp / "wh-sqlite")
         pg = per_run(tmp / "pg", {"DAGSTER_PG_URL": url or server.create_database("perrun")},
                      args.runs, tmp / "wh-pg")  # fmt: skip
+        trust = postgres.start(durable=True, auth="trust") if server is not None else None
+        if trust is not None:
+            try:
+                pg_trust = per_run(tmp / "pg-trust", {"DAGSTER_PG_URL": trust.create_database()},
+                                   args.runs, tmp / "wh-pg-trust")  # fmt: skip
+                pg_trust["kind"] = "postgres, no password check"
+                trust_connect = connection_ms(trust.url())
+            finally:
+                trust.stop()
         print(f"\n1. one target's run (spam {TARGET}), median of {args.runs}, seconds")
-        print(f"  {'instance':<12} {'dagster':>8} {'(min)':>7} {'steps':>7} {'dagster-steps':>14} "
+        print(f"  {'instance':<28} {'dagster':>8} {'(min)':>7} {'steps':>7} {'dagster-steps':>14} "
               f"{'events/run':>11}")  # fmt: skip
-        for row in (sqlite, pg):
-            print(f"  {row['kind']:<12} {row['dagster']:>8.3f} {row['dagster_min']:>7.3f} "
+        for row in (sqlite, pg, *([pg_trust] if trust is not None else [])):
+            print(f"  {row['kind']:<28} {row['dagster']:>8.3f} {row['dagster_min']:>7.3f} "
                   f"{row['steps']:>7.3f} {row['dagster'] - row['steps']:>14.3f} "
                   f"{row['events']:>11}")  # fmt: skip
         extra = pg["dagster"] - sqlite["dagster"]
@@ -155,6 +164,8 @@ def main() -> None:
         connect = connection_ms(url or server.url())
         print(f"  one PostgreSQL connection (connect, authenticate, SELECT 1, close): "
               f"{connect:.1f} ms; dagster-postgres opens one per storage call")  # fmt: skip
+        if trust is not None:
+            print(f"  the same without a password check (trust): {trust_connect:.1f} ms")
         if args.skip_evaluate:
             return
         print(f"\n2. `evaluate` on the bundled examples, fresh process, best of {args.repeat}, s")

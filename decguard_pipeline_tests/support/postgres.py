@@ -146,9 +146,11 @@ def _as(user: pwd.struct_passwd | None) -> dict[str, object]:
     return {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
 
 
-def start(*, durable: bool = False, timeout_s: float = 60.0) -> Server:
+def start(*, durable: bool = False, auth: str = "scram-sha-256", timeout_s: float = 60.0) -> Server:
     """Initialise and start a server. ``durable``: PostgreSQL's default fsync and commit
-    settings (what a benchmark must measure); otherwise both off, which tests do not need."""
+    settings (what a benchmark must measure); otherwise both off, which tests do not need.
+    ``auth``: the method of TCP connections (``trust`` lets a benchmark show what password
+    authentication costs per connection)."""
     binaries = bin_dir()
     user = server_user()
     root = Path(tempfile.mkdtemp(prefix="decguard-pg-"))
@@ -162,7 +164,7 @@ def start(*, durable: bool = False, timeout_s: float = 60.0) -> Server:
     env = {"PATH": os.environ.get("PATH", ""), "LC_ALL": "C", "LANG": "C", "TZ": "UTC"}
     done = subprocess.run(
         [str(binaries / "initdb"), "-D", str(data), "-U", USER, f"--pwfile={root / 'pwfile'}",
-         "--auth=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"],
+         f"--auth-host={auth}", "--auth-local=trust", "-E", "UTF8", "--locale=C", "--no-sync"],
         cwd=root, env=env, capture_output=True, text=True, **_as(user),
     )  # fmt: skip
     if done.returncode != 0:
