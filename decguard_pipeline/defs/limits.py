@@ -1,11 +1,12 @@
 """How many runs may talk to one model server at a time.
 
-Every run of a target is tagged ``decguard/backend=<server>``: the host:port of an HTTP
-backend's URL (two contracts, or two backends, on one server share it), else
-``<contract>.<backend>`` for a backend that runs in-process (mock, python). The instance's
-``run_queue.tag_concurrency_limits`` caps the runs in progress per value of that tag: Dagster's
-run queue applies it to the runs the daemon launches (sensor, schedule, UI), and
-``evaluate --workers`` applies the same limits, with Dagster's own counter, to its runs."""
+Every run of a target whose backend calls a model server is tagged
+``decguard/backend=<host:port>`` (from the backend's ``url`` or ``base_url``: two contracts, or
+two backends, on one server share it); a backend that runs in-process (mock, python) loads no
+server and gets no tag. The instance's ``run_queue.tag_concurrency_limits`` caps the runs in
+progress per value of that tag: Dagster's run queue applies it to the runs the daemon launches
+(sensor, schedule, UI), and ``evaluate --workers`` applies the same limits, with Dagster's own
+counter, to its runs."""
 
 from __future__ import annotations
 
@@ -30,26 +31,28 @@ BACKEND_LIMIT: dict[str, Any] = {
 URL_SETTINGS = ("url", "base_url")
 
 
-def server_of(entry: ContractEntry, backend: str) -> str:
-    """The model server a contract's backend calls (see the module docstring)."""
+def server_of(entry: ContractEntry, backend: str) -> str | None:
+    """The model server a contract's backend calls, ``host:port``; None when it calls none
+    (or is no longer in the contract)."""
     from decguard_pipeline.core.errors import DecGuardError
 
     try:
         settings = entry.require().contract.backend_config(backend).settings
     except DecGuardError:  # a target of a backend the contract no longer has
-        return f"{entry.key}.{backend}"
+        return None
     for name in URL_SETTINGS:
         value = settings.get(name)
         if isinstance(value, str) and value:
             url = httpx.URL(value)
             port = url.port or (443 if url.scheme == "https" else 80)
             return f"{url.host}:{port}"
-    return f"{entry.key}.{backend}"
+    return None
 
 
 def backend_tags(entry: ContractEntry, target: str) -> dict[str, str]:
     """The tags of a run of ``target`` (``<backend>@<version>``) that the limits count."""
-    return {BACKEND_TAG: server_of(entry, backend_of(target))}
+    server = server_of(entry, backend_of(target))
+    return {} if server is None else {BACKEND_TAG: server}
 
 
 class Tagged:
