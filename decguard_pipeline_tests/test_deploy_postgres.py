@@ -153,15 +153,18 @@ def test_sensor_and_schedule_against_the_postgres_instance(
     wh = Warehouse(tmp_path / "wh")
     entries = discover_contracts(str(contracts))
     defs = build_definitions(entries, warehouse_root=str(wh.root))
-    with dg.DagsterInstance.get() as instance:
+    # not entered (`with instance`): an entered instance becomes the process's current
+    # definitions-state storage, which a later test's definitions would then read
+    instance = dg.DagsterInstance.get()
+    try:
         assert storage_kind(instance) == "postgres"
 
-        def tick() -> dg.SensorResult:
-            context = dg.build_sensor_context(
+        def tick() -> dg.SensorResult:  # contexts closed in order: they hold instance state
+            with dg.build_sensor_context(
                 instance=instance, definitions=defs,
                 resources={"warehouse": WarehouseResource(root=str(wh.root))},
-            )  # fmt: skip
-            return defs.get_sensor_def("model_versions")(context)
+            ) as context:  # fmt: skip
+                return defs.get_sensor_def("model_versions")(context)
 
         first = tick()
         requested = {r.partition_key: r.tags for r in first.run_requests}
@@ -176,15 +179,17 @@ def test_sensor_and_schedule_against_the_postgres_instance(
 
         schedule = defs.get_schedule_def("nightly_spam")
         at = datetime(2026, 12, 1, 2, tzinfo=UTC)
-        context = dg.build_schedule_context(
+        with dg.build_schedule_context(
             instance=instance, scheduled_execution_time=at, repository_def=defs.get_repository_def()
-        )
-        nightly = schedule.evaluate_tick(context).run_requests
+        ) as context:
+            nightly = schedule.evaluate_tick(context).run_requests
         assert sorted(r.partition_key for r in nightly) == [
             "candidate@spam-mock-v2", "default@spam-mock-v1"
         ]  # fmt: skip
         assert all(BACKEND_TAG not in r.tags for r in nightly)
         assert [r.status for r in instance.get_runs()] == [dg.DagsterRunStatus.SUCCESS]
+    finally:
+        instance.dispose()
 
 
 def test_dead_run_recovery_on_postgres(pg_url: str, tmp_path: Path, loopback, monkeypatch):
@@ -203,7 +208,8 @@ def test_dead_run_recovery_on_postgres(pg_url: str, tmp_path: Path, loopback, mo
     process.wait()
     with open_home(place.home, monkeypatch, {"DAGSTER_PG_URL": pg_url}) as instance:
         assert unfinished(list(instance.get_runs()))  # left STARTED in PostgreSQL
-        dead_runs_sensor()(dg.build_sensor_context(instance=instance))
+        with dg.build_sensor_context(instance=instance) as context:
+            dead_runs_sensor()(context)
         assert unfinished(list(instance.get_runs())) == []
         (failed,) = instance.get_runs()
         assert failed.status == dg.DagsterRunStatus.FAILURE
