@@ -57,6 +57,26 @@ def scaled_refund(directory: Path, n: int) -> Path:
     return directory
 
 
+def run_steps(wh, entry, key: str) -> None:
+    """One target's evaluation through the steps the assets call, in asset order, without
+    Dagster (what a run costs beyond its steps is Dagster's own)."""
+    from decguard_pipeline.steps import diff, golden, guard, properties
+    from decguard_pipeline.steps.base import Step
+
+    loaded = entry.require()
+    step = Step(wh, f"steps-{time.perf_counter_ns()}")
+    golden.record_contract(entry, step)
+    golden.record_dataset(entry, step)
+    golden.evaluate_target(entry, key, step)
+    golden.score_target(entry, key, step)
+    if properties.enabled(loaded):
+        properties.run_target(entry, key, step)
+    diff.diff_target(entry, key, step)
+    if loaded.contract.pipeline is not None and loaded.contract.pipeline.guard:
+        guard.measure_target(entry, key, step)
+    golden.write_report(entry, key, step)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=2)
@@ -80,11 +100,10 @@ def main() -> None:
     import dagster as dg
 
     from decguard_pipeline.definitions import build_definitions
+    from decguard_pipeline.defs.job_runs import QUIET
     from decguard_pipeline.defs.jobs import job_name
-    from decguard_pipeline.defs.main_job import QUIET
     from decguard_pipeline.runs.golden import run_test
-    from decguard_pipeline.steps import diff, golden, guard, properties
-    from decguard_pipeline.steps.base import Step
+    from decguard_pipeline.steps import properties
     from decguard_pipeline.steps.contracts import discover_contracts
     from decguard_pipeline.steps.targets import backend_of
     from decguard_pipeline.warehouse import Warehouse
@@ -110,18 +129,8 @@ def main() -> None:
                 def core(key=key, loaded=loaded, mode=mode) -> None:
                     run_test(loaded, backend=backend_of(key), mode=mode)
 
-                def by_steps(entry=entry, key=key, loaded=loaded) -> None:
-                    step = Step(wh, f"steps-{time.perf_counter_ns()}")
-                    golden.record_contract(entry, step)
-                    golden.record_dataset(entry, step)
-                    golden.evaluate_target(entry, key, step)
-                    golden.score_target(entry, key, step)
-                    if properties.enabled(loaded):
-                        properties.run_target(entry, key, step)
-                    diff.diff_target(entry, key, step)
-                    if loaded.contract.pipeline is not None and loaded.contract.pipeline.guard:
-                        guard.measure_target(entry, key, step)
-                    golden.write_report(entry, key, step)
+                def by_steps(entry=entry, key=key) -> None:
+                    run_steps(wh, entry, key)
 
                 def by_dagster(entry=entry, key=key) -> None:
                     defs.resolve_job_def(job_name(entry)).execute_in_process(

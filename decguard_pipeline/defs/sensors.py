@@ -6,6 +6,7 @@ import uuid
 import dagster as dg
 
 from decguard_pipeline.defs.jobs import AssetJob, job_name
+from decguard_pipeline.defs.limits import backend_tags
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps.contracts import ContractEntry
@@ -73,7 +74,11 @@ def model_versions_sensor(
                         job_name=job_name(entry),
                         partition_key=target.key,
                         run_key=run_key(entry, target.key),
-                        tags={"decguard/target": target.key, "decguard/trigger": "sensor"},
+                        tags={
+                            "decguard/target": target.key,
+                            "decguard/trigger": "sensor",
+                            **backend_tags(entry, target.key),
+                        },
                     )
                 )
         return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=additions)

@@ -92,21 +92,23 @@ def test_nightly_schedule_requests_the_latest_target_of_every_backend(tmp_path):
     entries = discover_contracts(str(EXAMPLES))
     defs = build_definitions(entries, warehouse_root=str(tmp_path / "wh"))
     schedule = defs.get_schedule_def("nightly_refund")
+    # contexts as `with` blocks: a context opens an instance from the ref (which becomes the
+    # current definitions-state storage) and only its exit closes it in order
     with dg.instance_for_test() as instance:
-        context = dg.build_schedule_context(
+        with dg.build_schedule_context(
             instance=instance, repository_def=defs.get_repository_def()
-        )
-        assert "no targets" in schedule.evaluate_tick(context).skip_message
+        ) as context:
+            assert "no targets" in schedule.evaluate_tick(context).skip_message
         instance.add_dynamic_partitions(
             "refund_targets",
             ["default@v1", "order_sensitive@v1", "default@v2", "strong_model@s1"],
         )
-        context = dg.build_schedule_context(
+        with dg.build_schedule_context(
             instance=instance,
             scheduled_execution_time=datetime(2026, 11, 30, 2, tzinfo=UTC),
             repository_def=defs.get_repository_def(),
-        )
-        requests = schedule.evaluate_tick(context).run_requests
+        ) as context:
+            requests = schedule.evaluate_tick(context).run_requests
     assert [r.partition_key for r in requests] == ["default@v2", "order_sensitive@v1",
                                                     "strong_model@s1"]  # fmt: skip
     assert len({r.run_key for r in requests}) == 3
