@@ -37,7 +37,7 @@ def emit_report(
     sidecar: dict[str, Any] | None = None,
 ) -> None:
     """Write/print a test/fuzz report and exit with its gate status. ``guarded`` (a
-    runs.guard.GuardedRun) adds the sidecar, pictures and text sections after DecGuard's.
+    core.guard.evaluation.GuardedRun) adds the sidecar, pictures and text sections after DecGuard's.
     ``html`` also writes the HTML page (with ``sidecar``, else the sidecar sections of this
     run); nothing else changes with it."""
     from decguard_pipeline.core.report.golden import CHUNKED_LISTS, result_records

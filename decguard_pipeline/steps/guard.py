@@ -4,7 +4,7 @@ checks call. No Dagster here.
 The main golden dataset is not decided again: its results are the newest evaluation of the
 target in the warehouse (``case_results``). Every other suite of ``pipeline.suites`` is decided
 through the same target's backend, then every dataset is measured exactly as ``test`` measures
-it (``runs.guard.measure``), so the warehouse rows equal the CLI's sidecar.
+it (``core.guard.evaluation.measure``), so the warehouse rows equal the CLI's sidecar.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ import pyarrow as pa
 from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.dataset import load_dataset
 from decguard_pipeline.core.gates import FAIL, PASS, WARN, overall_status
+from decguard_pipeline.core.guard.evaluation import GuardedRun, SuiteRun, measure
 from decguard_pipeline.core.guard.extension import GuardConfig, guard_config, metric_rows
 from decguard_pipeline.core.guard.suites import suite_summary
 from decguard_pipeline.core.report.golden import Report, build_report, dataset_info
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.results import CaseResults
-from decguard_pipeline.runs.guard import GuardedRun, SuiteRun, measure, plan_datasets
+from decguard_pipeline.runs.guard import plan_datasets
 from decguard_pipeline.steps import golden as steps
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import backend_of
