@@ -1,9 +1,11 @@
 """``test`` with the guard extension: suites, extension metrics and checks, the sidecar and the
-pictures. Shared by the CLI and the Dagster assets; no Dagster import.
+pictures. One flow (:func:`run_guarded`) for the CLI and the ``guard_metrics`` step; no Dagster,
+no warehouse.
 
 A contract without the extension goes straight to ``runs.golden.run_test`` (DecGuard's
-behaviour, unchanged). With it, every planned dataset is run through one backend with
-``run_test`` (so each has a DecGuard report of its own), then measured by the core modules.
+behaviour, unchanged). With it, every planned dataset is decided through one backend (so each
+has a DecGuard report of its own), then measured by the core modules (``core/guard/``); the
+step hands in the main dataset's report it read from the warehouse instead of deciding it again.
 Which datasets are planned:
 
 * ``--suite NAME``: that suite alone (its report is the command's report);
@@ -23,10 +25,10 @@ from decguard_pipeline.core.contract import LoadedContract, load_contract
 from decguard_pipeline.core.dataset import load_dataset
 from decguard_pipeline.core.errors import ContractError
 from decguard_pipeline.core.guard.evaluation import GuardedRun, measure
-from decguard_pipeline.core.guard.extension import guard_config, guard_enabled
+from decguard_pipeline.core.guard.extension import GuardConfig, guard_config, guard_enabled
 from decguard_pipeline.core.guard.suites import suite_summary
-from decguard_pipeline.core.report.golden import Report
-from decguard_pipeline.runs.golden import make_backend, run_test
+from decguard_pipeline.core.report.golden import Report, build_report, dataset_info
+from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend, run_test
 
 
 def plan_datasets(
@@ -88,33 +90,80 @@ def run_guarded_test(
         return report, None
     config = guard_config(loaded.contract, source=str(loaded.path))
     plan = plan_datasets(loaded, suite=suite, dataset=dataset)
-    for _, path in plan[1:]:
-        # a broken suite file fails now, not after the main dataset went through the model
-        if path is not None:
-            load_dataset(path, loaded.contract.spec())
-    owned = not isinstance(backend, Backend)
-    instance = make_backend(loaded, backend) if owned else backend  # type: ignore[arg-type]
-    assert isinstance(instance, Backend)
-    runs = []
-    try:
-        for index, (name, path) in enumerate(plan):
-            report = run_test(
-                loaded,
-                dataset=path,
-                backend=instance,
-                max_concurrency=max_concurrency,
-                check_health_first=check_health_first and index == 0,
-                # properties are checked once, with the main dataset
-                mode=mode if index == 0 else "test",
-                **fuzz_args,
-            )
-            runs.append(measure(report, config, name))
-    finally:
-        if owned:
-            instance.close()
+    guarded = run_guarded(
+        loaded,
+        config,
+        plan,
+        backend=backend,
+        max_concurrency=max_concurrency,
+        check_health_first=check_health_first,
+        mode=mode,
+        **fuzz_args,
+    )
+    return guarded.report, guarded
+
+
+def run_guarded(
+    loaded: LoadedContract,
+    config: GuardConfig,
+    plan: list[tuple[str | None, Path | None]],
+    *,
+    backend: str | Backend | None,
+    main: Report | None = None,
+    max_concurrency: int | None = None,
+    check_health_first: bool = True,
+    mode: str = "test",
+    seed: int | None = None,
+    properties: Sequence[str] | None = None,
+    minimize: bool | None = None,
+) -> GuardedRun:
+    """Every dataset of ``plan`` (as :func:`plan_datasets` makes it) evaluated and measured
+    by the extension: what ``test`` and the ``guard_metrics`` step both run.
+
+    ``main``: the main dataset's DecGuard report when it is already built (the step reads
+    the target's evaluation from the warehouse); without it the main dataset goes through
+    ``run_test`` here, with ``mode`` and the fuzz settings (properties are checked once, with
+    the main dataset). The other suites are decided through the same backend instance."""
+    spec = loaded.contract.spec()
+    # every suite file is loaded before the first model call: a broken one fails now, not
+    # after the main dataset went through the model (only the main entry has no path)
+    others = [(name, load_dataset(path, spec)) for name, path in plan[1:] if path is not None]
+    reports = [] if main is None else [main]
+    if main is None or others:
+        owned = not isinstance(backend, Backend)
+        instance = make_backend(loaded, backend) if owned else backend  # type: ignore[arg-type]
+        assert isinstance(instance, Backend)
+        try:
+            health = None
+            if main is None:
+                reports.append(
+                    run_test(
+                        loaded,
+                        dataset=plan[0][1],
+                        backend=instance,
+                        max_concurrency=max_concurrency,
+                        check_health_first=check_health_first,
+                        mode=mode,
+                        seed=seed,
+                        properties=properties,
+                        minimize=minimize,
+                    )
+                )
+            elif check_health_first:
+                health = check_health(instance)
+            for _, data in others:
+                results = decide_dataset(loaded, data, instance, max_concurrency=max_concurrency)
+                info = dataset_info(str(data.path), data.hash, len(data), data.n_labeled)
+                reports.append(
+                    build_report(loaded, info, instance.metadata(), results, health=health)
+                )
+        finally:
+            if owned:
+                instance.close()
+    runs = [measure(report, config, name) for (name, _), report in zip(plan, reports, strict=True)]
     summary = None
     if len(runs) > 1:
         summary = suite_summary(
-            [(r.suite or "main", r.report.results, r.block, r.status) for r in runs], config
+            [(r.label, r.report.results, r.block, r.status) for r in runs], config
         )
-    return runs[0].report, GuardedRun(loaded, config, runs, summary)
+    return GuardedRun(loaded, config, runs, summary)

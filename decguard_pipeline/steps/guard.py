@@ -1,10 +1,10 @@
 """The guard extension as a step (issue 7): what the ``guard_metrics`` asset and its
 checks call. No Dagster here.
 
-The main golden dataset is not decided again: its results are the newest evaluation of the
-target in the warehouse (``case_results``). Every other suite of ``pipeline.suites`` is decided
-through the same target's backend, then every dataset is measured exactly as ``test`` measures
-it (``core.guard.evaluation.measure``), so the warehouse rows equal the CLI's sidecar.
+The main golden dataset is not decided again: its DecGuard report is built from the target's
+evaluation in the warehouse (``case_results``) and handed to ``runs.guard.run_guarded``, the
+flow ``test`` runs, which decides every other suite of ``pipeline.suites`` through the target's
+backend and measures every dataset; so the warehouse rows equal the CLI's sidecar.
 """
 
 from __future__ import annotations
@@ -16,21 +16,17 @@ from typing import Any
 import pyarrow as pa
 
 from decguard_pipeline.core.contract import LoadedContract
-from decguard_pipeline.core.dataset import load_dataset
 from decguard_pipeline.core.gates import FAIL, PASS, WARN, overall_status
-from decguard_pipeline.core.guard.evaluation import GuardedRun, SuiteRun, measure
+from decguard_pipeline.core.guard.evaluation import MAIN, GuardedRun, SuiteRun
 from decguard_pipeline.core.guard.extension import GuardConfig, guard_config, metric_rows
-from decguard_pipeline.core.guard.suites import suite_summary
-from decguard_pipeline.core.report.golden import Report, build_report, dataset_info
-from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.results import CaseResults
-from decguard_pipeline.runs.guard import plan_datasets
-from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.runs.guard import plan_datasets, run_guarded
+from decguard_pipeline.steps.base import Step, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.golden import report_for
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse.rows import golden as T
 
-MAIN = "main"  # suite label of the main evaluation when its dataset is not a named suite
 SUITE_GATES = "suite_gates"  # DecGuard's own gates on the other suites, as one check
 PARTIAL_RUNS = "partial_runs"
 _RANK = {PASS: 0, WARN: 1, FAIL: 2}
@@ -66,14 +62,22 @@ def gate_list(loaded: LoadedContract, config: GuardConfig) -> list[tuple[str, st
 class GuardMeasured:
     """What one materialisation measured and wrote."""
 
-    guarded: GuardedRun  # runs (main first), summary, image paths
-    labels: list[str]  # suite label per run
-    sidecar: Path
+    guarded: GuardedRun  # runs (main first), summary, image and sidecar paths
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # table -> rows
 
     @property
     def runs(self) -> list[SuiteRun]:
         return self.guarded.runs
+
+    @property
+    def labels(self) -> list[str]:
+        """Suite label per run."""
+        return [run.label for run in self.runs]
+
+    @property
+    def sidecar(self) -> Path:
+        assert self.guarded.sidecar is not None
+        return self.guarded.sidecar
 
     @property
     def status(self) -> str:
@@ -86,98 +90,41 @@ def _served_version(meta: dict[str, Any], results: CaseResults) -> str | None:
     return meta["model_version"] or (versions.pop() if len(versions) == 1 else None)
 
 
-def _decide_suites(
-    loaded: LoadedContract,
-    target: str,
-    planned: list[tuple[str, Any]],
-    *,
-    max_concurrency: int | None,
-) -> list[tuple[str, Report, dict[str, Any]]]:
-    """``(name, DecGuard report, backend metadata)`` per other suite, through the target's
-    backend (one instance for all, health checked once, as ``test`` does)."""
-    from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend
-
-    out = []
-    backend = make_backend(loaded, backend_of(target))
-    try:
-        health = check_health(backend)
-        for name, data in planned:
-            results = decide_dataset(loaded, data, backend, max_concurrency=max_concurrency)
-            meta = backend.metadata()
-            info = dataset_info(str(data.path), data.hash, len(data), data.n_labeled)
-            out.append((name, build_report(loaded, info, meta, results, health=health), meta))
-    finally:
-        backend.close()
-    return out
-
-
-def measure_target(
-    entry: ContractEntry, target: str, step: steps.Step, *, max_concurrency: int | None = None
-) -> GuardMeasured:
+def measure_target(entry: ContractEntry, target: str, step: Step) -> GuardMeasured:
     """Extension metrics and checks of every planned dataset of a target; pictures and the
-    sidecar under ``report_files``; rows in the ``guard_*`` and ``suite_case_results`` tables."""
+    sidecar under ``report_files``; rows in the ``guard_*`` and ``suite_case_results`` tables.
+    The main dataset is the target's evaluation in the warehouse, its DecGuard report built
+    by the golden steps; the other suites go through the target's backend."""
     loaded = entry.require()
     config = config_of(entry)
-    spec = loaded.contract.spec()
-    plan = plan_datasets(loaded, suite=None, dataset=None)
-    # every suite file is loaded before the first model call (as ``test`` does)
-    others = [(name, load_dataset(path, spec)) for name, path in plan[1:]]
     wh = step.warehouse
-    evaluated = steps.load_evaluated(entry, target, wh, step.run_id)
-    runs = [measure(steps.report_for(entry, target, wh, evaluated), config, plan[0][0])]
-    decided = (
-        _decide_suites(loaded, target, others, max_concurrency=max_concurrency) if others else []
-    )
-    runs += [measure(report, config, name) for name, report, _ in decided]
-    labels = [run.suite or MAIN for run in runs]
-    summary = None
-    if len(runs) > 1:
-        summary = suite_summary(
-            [
-                (label, r.report.results, r.block, r.status)
-                for label, r in zip(labels, runs, strict=True)
-            ],
-            config,
-        )
-    guarded = GuardedRun(loaded, config, runs, summary)
-
-    from decguard_pipeline.core.report.plots import write_images
-
+    main = report_for(entry, target, wh, run_id=step.run_id)
+    plan = plan_datasets(loaded, suite=None, dataset=None)
+    guarded = run_guarded(loaded, config, plan, backend=backend_of(target), main=main)
     directory = wh.partition_dir("report_files", entry.key, target)
-    stem = f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}"
-    for index, (label, run) in enumerate(zip(labels, runs, strict=True)):
-        name = stem if index == 0 else f"{stem}.{run.suite}"
-        title = f"{spec.name} · {label} · {target}"
-        guarded.images[index] = write_images(run.block, directory, name, title=title)
-    sidecar = directory / f"{stem}.pipeline.json"
-    write_document(sidecar, guarded.document(), what="pipeline results")
+    guarded.write_files(directory, f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}", target=target)
 
-    measured = GuardMeasured(guarded, labels, sidecar)
-    who = {"backend": evaluated.run["backend"], "model_version": evaluated.run["model_version"]}
-    measured.rows = _rows(measured, who, step, entry.key, target)
     where = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
+    backend = main.document["backend"]
+    who = {"backend": backend["name"], "model_version": backend["model_version"]}
+    measured = GuardMeasured(guarded, _rows(guarded, {**where, **who}))
     for table, rows in measured.rows.items():
         wh.write(table, rows, **where)
-    if decided:
-        wh.write("suite_case_results", _suite_cases(decided, step, entry.key, target), **where)
+    if len(guarded.runs) > 1:
+        wh.write("suite_case_results", _suite_cases(guarded.runs[1:], where), **where)
     return measured
 
 
-def _suite_cases(
-    decided: list[tuple[str, Report, dict[str, Any]]], step: steps.Step, key: str, target: str
-) -> pa.Table:
+def _suite_cases(runs: list[SuiteRun], where: dict[str, Any]) -> pa.Table:
+    """The cases of the suites decided through the backend, as ``case_results`` rows plus
+    their ``suite``; ``where``: contract, target, run_id, recorded_at."""
     parts = []
-    for name, report, meta in decided:
-        results = report.results
-        table = T.case_results_table(
-            results,
-            contract=key,
-            target=target,
-            run_id=step.run_id,
-            recorded_at=step.at,
-            model_version=_served_version(meta, results),
-        )
-        parts.append(table.append_column("suite", pa.array([name] * len(results), pa.string())))
+    for run in runs:
+        results = run.report.results
+        served = _served_version(run.report.document["backend"], results)
+        table = T.case_results_table(results, **where, model_version=served)
+        suite = pa.array([run.suite] * len(results), pa.string())
+        parts.append(table.append_column("suite", suite))
     return pa.concat_tables(parts)
 
 
@@ -189,10 +136,9 @@ def _parts(block: dict[str, Any]) -> list[tuple[str | None, str | None, dict[str
     return out
 
 
-def _rows(
-    measured: GuardMeasured, who: dict[str, Any], step: steps.Step, key: str, target: str
-) -> dict[str, list[dict[str, Any]]]:
-    base = {"contract": key, "target": target, "run_id": step.run_id, "recorded_at": step.at, **who}
+def _rows(guarded: GuardedRun, base: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The ``guard_*`` rows of a measured run; ``base``: the keys and ``backend``,
+    ``model_version`` every row carries."""
     rows: dict[str, list[dict[str, Any]]] = {
         "guard_suites": [],
         "guard_metrics": [],
@@ -201,10 +147,10 @@ def _rows(
         "guard_checks": [],
         "guard_summary": [],
     }
-    for index, (label, run) in enumerate(zip(measured.labels, measured.runs, strict=True)):
-        block, doc = run.block, run.report.document
+    for index, run in enumerate(guarded.runs):
+        label, block, doc = run.label, run.block, run.report.document
         state = block["run"]
-        images = measured.guarded.images.get(index, {})
+        images = guarded.images.get(index, {})
         rows["guard_suites"].append(
             {
                 **base,
@@ -225,7 +171,7 @@ def _rows(
                 "status": run.status,
                 "reliability_png": str(images["reliability"]) if images else None,
                 "risk_coverage_png": str(images["risk_coverage"]) if images else None,
-                "sidecar_path": str(measured.sidecar),
+                "sidecar_path": str(guarded.sidecar),
             }
         )
         rows["guard_metrics"] += [{**base, **r} for r in metric_rows(block, suite=label)]
@@ -245,7 +191,7 @@ def _rows(
             rows["guard_checks"] += [
                 {**base, "source": "decguard", "suite": label, **c} for c in doc["checks"]
             ]
-    summary = measured.guarded.summary
+    summary = guarded.summary
     if summary is not None:
         for aggregate in ("pooled", "mean"):
             rows["guard_summary"] += [
@@ -305,7 +251,7 @@ def check_outcomes(
     wrote any, else the newest."""
     from decguard_pipeline.core.errors import DecGuardError
 
-    rows = steps.run_rows(warehouse, "guard_checks", entry.key, target, run_id)
+    rows = run_rows(warehouse, "guard_checks", entry.key, target, run_id)
     if rows is None:
         raise DecGuardError(f"{entry.key}: target {target!r} has no guard checks yet")
     loaded = entry.require()

@@ -25,6 +25,8 @@ from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.report.sidecar import sidecar_path
 
+MAIN = "main"  # label of the main evaluation when its dataset is not one of the named suites
+
 
 @dataclass
 class SuiteRun:
@@ -34,6 +36,12 @@ class SuiteRun:
     report: Report
     block: dict[str, Any]
     checks: list[Check]
+
+    @property
+    def label(self) -> str:
+        """The suite's name, ``main`` for a dataset that is not a named suite (summaries,
+        picture titles, warehouse rows)."""
+        return self.suite or MAIN
 
     @property
     def status(self) -> str:
@@ -46,7 +54,8 @@ class GuardedRun:
     config: GuardConfig
     runs: list[SuiteRun]  # the main evaluation first
     summary: dict[str, Any] | None
-    images: dict[str, dict[str, Path]] = field(default_factory=dict)  # per run index
+    images: dict[int, dict[str, Path]] = field(default_factory=dict)  # per run index
+    sidecar: Path | None = None  # where write_files put the sidecar
 
     @property
     def report(self) -> Report:
@@ -77,22 +86,33 @@ class GuardedRun:
     def render(self) -> str:
         return render_guard(self.document())
 
-    def write_files(self, report_path: str | Path) -> list[Path]:
-        """The pictures and the sidecar next to the report at ``report_path``."""
+    def write_files(
+        self,
+        directory: str | Path,
+        stem: str,
+        *,
+        report: str | None = None,
+        target: str | None = None,
+    ) -> list[Path]:
+        """The pictures ``<stem>[.<suite>].<kind>.png`` and the sidecar
+        ``<stem>.pipeline.json`` in ``directory``. ``report``: the name of the report file the
+        sidecar belongs to (``test -o``; the steps write theirs before any report, so none);
+        ``target``: added to the pictures' titles."""
         from decguard_pipeline.core.report.plots import write_images
 
-        report_path = Path(report_path)
-        stem = report_path.stem
+        directory = Path(directory)
+        name = self.loaded.contract.spec().name
         for index, run in enumerate(self.runs):
-            name = stem if index == 0 else f"{stem}.{run.suite}"
-            title = f"{self.loaded.contract.spec().name} · {run.suite or 'main'}"
-            self.images[index] = write_images(run.block, report_path.parent, name, title=title)
-        path = sidecar_path(report_path)
-        write_document(path, self.document(report_path.name), what="pipeline results")
-        return [*(p for images in self.images.values() for p in images.values()), path]
+            file_stem = stem if index == 0 else f"{stem}.{run.suite}"
+            title = " · ".join([name, run.label] + ([target] if target is not None else []))
+            self.images[index] = write_images(run.block, directory, file_stem, title=title)
+        self.sidecar = sidecar_path(directory / f"{stem}.json")
+        write_document(self.sidecar, self.document(report), what="pipeline results")
+        return [*(p for images in self.images.values() for p in images.values()), self.sidecar]
 
 
 def measure(report: Report, config: GuardConfig, suite: str | None = None) -> SuiteRun:
-    """The extension's metrics and checks for a DecGuard report's results."""
-    block = extension_metrics(report.results, config)
+    """The extension's metrics and checks for a DecGuard report's results (DecGuard's metrics
+    of the whole set are the report's own, not computed again)."""
+    block = extension_metrics(report.results, config, golden=report.document["metrics"])
     return SuiteRun(suite, report, block, guard_checks(block, config))
