@@ -13,19 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
 from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.gates import FAIL, PASS, WARN, overall_status
 from decguard_pipeline.core.guard.evaluation import MAIN, GuardedRun, SuiteRun
-from decguard_pipeline.core.guard.extension import GuardConfig, guard_config, metric_rows
-from decguard_pipeline.core.results import CaseResults
+from decguard_pipeline.core.guard.extension import GuardConfig, guard_config
 from decguard_pipeline.runs.guard import plan_datasets, run_guarded
 from decguard_pipeline.steps.base import Step, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.golden import report_for
 from decguard_pipeline.steps.targets import backend_of
-from decguard_pipeline.warehouse.rows import golden as T
+from decguard_pipeline.warehouse.rows.guard import guard_rows, suite_cases_table
 
 SUITE_GATES = "suite_gates"  # DecGuard's own gates on the other suites, as one check
 PARTIAL_RUNS = "partial_runs"
@@ -84,12 +81,6 @@ class GuardMeasured:
         return self.guarded.status
 
 
-def _served_version(meta: dict[str, Any], results: CaseResults) -> str | None:
-    """As ``steps.evaluate_target`` records it: the backend's, else the one answers report."""
-    versions = {v for v in results.model_version if v is not None}
-    return meta["model_version"] or (versions.pop() if len(versions) == 1 else None)
-
-
 def measure_target(entry: ContractEntry, target: str, step: Step) -> GuardMeasured:
     """Extension metrics and checks of every planned dataset of a target; pictures and the
     sidecar under ``report_files``; rows in the ``guard_*`` and ``suite_case_results`` tables.
@@ -107,103 +98,12 @@ def measure_target(entry: ContractEntry, target: str, step: Step) -> GuardMeasur
     where = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
     backend = main.document["backend"]
     who = {"backend": backend["name"], "model_version": backend["model_version"]}
-    measured = GuardMeasured(guarded, _rows(guarded, {**where, **who}))
+    measured = GuardMeasured(guarded, guard_rows(guarded, {**where, **who}))
     for table, rows in measured.rows.items():
         wh.write(table, rows, **where)
     if len(guarded.runs) > 1:
-        wh.write("suite_case_results", _suite_cases(guarded.runs[1:], where), **where)
+        wh.write("suite_case_results", suite_cases_table(guarded.runs[1:], where), **where)
     return measured
-
-
-def _suite_cases(runs: list[SuiteRun], where: dict[str, Any]) -> pa.Table:
-    """The cases of the suites decided through the backend, as ``case_results`` rows plus
-    their ``suite``; ``where``: contract, target, run_id, recorded_at."""
-    parts = []
-    for run in runs:
-        results = run.report.results
-        served = _served_version(run.report.document["backend"], results)
-        table = T.case_results_table(results, **where, model_version=served)
-        suite = pa.array([run.suite] * len(results), pa.string())
-        parts.append(table.append_column("suite", suite))
-    return pa.concat_tables(parts)
-
-
-def _parts(block: dict[str, Any]) -> list[tuple[str | None, str | None, dict[str, Any]]]:
-    """``(split key, split value, block)``: the whole set, then every metadata group."""
-    out: list[tuple[str | None, str | None, dict[str, Any]]] = [(None, None, block)]
-    for key, groups in block.get("splits", {}).items():
-        out += [(key, group["value"], group) for group in groups]
-    return out
-
-
-def _rows(guarded: GuardedRun, base: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """The ``guard_*`` rows of a measured run; ``base``: the keys and ``backend``,
-    ``model_version`` every row carries."""
-    rows: dict[str, list[dict[str, Any]]] = {
-        "guard_suites": [],
-        "guard_metrics": [],
-        "guard_reliability": [],
-        "guard_risk_coverage": [],
-        "guard_checks": [],
-        "guard_summary": [],
-    }
-    for index, run in enumerate(guarded.runs):
-        label, block, doc = run.label, run.block, run.report.document
-        state = block["run"]
-        images = guarded.images.get(index, {})
-        rows["guard_suites"].append(
-            {
-                **base,
-                "suite": label,
-                "position": index,
-                "is_main": index == 0,
-                "dataset_path": doc["dataset"]["path"],
-                "dataset_hash": doc["dataset"]["hash"],
-                "n_cases": state["total"],
-                "n_labeled": doc["dataset"]["n_labeled"],
-                "n_decided": state["decided"],
-                "n_errored": state["errored"],
-                "errors_by_kind_json": T.to_json(state["errors_by_kind"]),
-                "drop_rate": state["drop_rate"],
-                "run_state": state["state"],
-                "decguard_status": run.report.status,
-                "guard_status": overall_status(run.checks),
-                "status": run.status,
-                "reliability_png": str(images["reliability"]) if images else None,
-                "risk_coverage_png": str(images["risk_coverage"]) if images else None,
-                "sidecar_path": str(guarded.sidecar),
-            }
-        )
-        rows["guard_metrics"] += [{**base, **r} for r in metric_rows(block, suite=label)]
-        for split_key, split_value, part in _parts(block):
-            where = {**base, "suite": label, "split_key": split_key, "split_value": split_value}
-            cal = part["calibration"]
-            for binning in ("equal_width", "equal_mass"):
-                rows["guard_reliability"] += [
-                    {**where, "binning": binning, "bin": i, **b}
-                    for i, b in enumerate(cal[f"reliability_{binning}"])
-                ]
-            rows["guard_risk_coverage"] += [{**where, **r} for r in part["risk_coverage"]["sweep"]]
-        rows["guard_checks"] += [
-            {**base, "source": "guard", "suite": label, **c} for c in run.checks
-        ]
-        if index:  # the main evaluation's DecGuard gates are golden gate_results
-            rows["guard_checks"] += [
-                {**base, "source": "decguard", "suite": label, **c} for c in doc["checks"]
-            ]
-    summary = guarded.summary
-    if summary is not None:
-        for aggregate in ("pooled", "mean"):
-            rows["guard_summary"] += [
-                {**base, "aggregate": aggregate, "metric": m, "value": v, "suite": None}
-                for m, v in summary[aggregate].items()
-            ]
-        rows["guard_summary"] += [
-            {**base, "aggregate": "worst", "metric": m, "value": w["value"], "suite": w["suite"]}
-            for m, w in summary["worst"].items()
-            if w is not None
-        ]
-    return rows
 
 
 # -- checks ------------------------------------------------------------------------------
