@@ -11,7 +11,7 @@ from decguard_pipeline.core.gates import overall_status
 from decguard_pipeline.core.guard.evaluation import GuardedRun, SuiteRun
 from decguard_pipeline.core.guard.extension import metric_rows
 from decguard_pipeline.core.results import CaseResults
-from decguard_pipeline.warehouse.rows import golden as T
+from decguard_pipeline.warehouse.rows.golden import case_results_table, to_json
 
 
 def served_version(meta: dict[str, Any], results: CaseResults) -> str | None:
@@ -27,7 +27,7 @@ def suite_cases_table(runs: list[SuiteRun], where: dict[str, Any]) -> pa.Table:
     for run in runs:
         results = run.report.results
         served = served_version(run.report.document["backend"], results)
-        table = T.case_results_table(results, **where, model_version=served)
+        table = case_results_table(results, **where, model_version=served)
         suite = pa.array([run.suite] * len(results), pa.string())
         parts.append(table.append_column("suite", suite))
     return pa.concat_tables(parts)
@@ -68,7 +68,7 @@ def guard_rows(guarded: GuardedRun, base: dict[str, Any]) -> dict[str, list[dict
                 "n_labeled": doc["dataset"]["n_labeled"],
                 "n_decided": state["decided"],
                 "n_errored": state["errored"],
-                "errors_by_kind_json": T.to_json(state["errors_by_kind"]),
+                "errors_by_kind_json": to_json(state["errors_by_kind"]),
                 "drop_rate": state["drop_rate"],
                 "run_state": state["state"],
                 "decguard_status": run.report.status,
