@@ -20,11 +20,18 @@ from decguard_pipeline.core.guard.extension import guard_enabled
 from decguard_pipeline.defs.assets.base import asset_key, target_asset
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
-from decguard_pipeline.defs.metadata import base as md
-from decguard_pipeline.defs.metadata.guard import materialisation_metadata
+from decguard_pipeline.defs.metadata.guard import check_metadata, materialisation_metadata
 from decguard_pipeline.defs.partitions import targets_partitions
-from decguard_pipeline.steps import guard as guard_steps
 from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.guard import (
+    PARTIAL_RUNS,
+    SUITE_GATES,
+    check_outcomes,
+    config_of,
+    gate_list,
+    measure_target,
+    planned_suites,
+)
 
 NAME = "guard_metrics"
 
@@ -37,7 +44,7 @@ def assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
     if not enabled(entry):
         return []
     try:
-        guard_steps.config_of(entry)
+        config_of(entry)
     except DecGuardError as exc:
         return [_broken(entry, str(exc))]
     return [_guard_metrics(entry)]
@@ -47,10 +54,10 @@ def checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
     if not enabled(entry):
         return []
     try:
-        config = guard_steps.config_of(entry)
+        config = config_of(entry)
     except DecGuardError:
         return []  # the asset explains why
-    return [_guard_checks(entry, guard_steps.gate_list(entry.require(), config))]
+    return [_guard_checks(entry, gate_list(entry.require(), config))]
 
 
 def report_inputs(entry: ContractEntry) -> list[dg.AssetKey]:
@@ -79,11 +86,11 @@ def _broken(entry: ContractEntry, error: str) -> dg.AssetsDefinition:
 
 
 def _guard_metrics(entry: ContractEntry) -> dg.AssetsDefinition:
-    suites = guard_steps.planned_suites(entry.require())
+    suites = planned_suites(entry.require())
     return target_asset(
         entry,
         NAME,
-        run=guard_steps.measure_target,
+        run=measure_target,
         metadata=materialisation_metadata,
         description=(
             "Guard metrics, honest calibration and risk-coverage for every suite "
@@ -103,21 +110,21 @@ def _guard_checks(entry: ContractEntry, gates: list[tuple[str, str]]) -> dg.Asse
         ],
         name=f"{entry.key}_guard_gates",
         description="Guard extension gates over every suite: requirements block the report.",
-        load=guard_steps.check_outcomes,
+        load=check_outcomes,
         result=check_result,
     )
 
 
 def _name(gate: str, level: str) -> str:
-    if gate in (guard_steps.PARTIAL_RUNS, guard_steps.SUITE_GATES):
+    if gate in (PARTIAL_RUNS, SUITE_GATES):
         return gate
     return check_name(gate, level)
 
 
 def _describe(gate: str, level: str) -> str:
-    if gate == guard_steps.PARTIAL_RUNS:
+    if gate == PARTIAL_RUNS:
         return "drop rate of every suite: warning from warn_from, partial above partial_above"
-    if gate == guard_steps.SUITE_GATES:
+    if gate == SUITE_GATES:
         return "DecGuard's own gates on every suite besides the main dataset"
     return f"{level} {gate} (every suite)"
 
@@ -125,16 +132,4 @@ def _describe(gate: str, level: str) -> str:
 def check_result(outcome: Mapping[str, Any], asset: dg.AssetKey, name: str) -> dg.AssetCheckResult:
     """An aggregated guard check: value, threshold and message of the worst suite, and every
     suite's outcome. A failing requirement is an ERROR (blocking), anything else a WARN."""
-    suites = md.table(
-        outcome["suites"],
-        [
-            ("suite", "string"),
-            ("gate", "string"),
-            ("status", "string"),
-            ("value", "float"),
-            ("threshold", "float"),
-            ("message", "string"),
-        ],
-        limit=1000,
-    )
-    return gate_result(outcome, asset, name, {"suite": outcome["suite"], "suites": suites})
+    return gate_result(outcome, asset, name, check_metadata(outcome))

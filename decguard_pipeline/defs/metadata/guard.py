@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
@@ -197,20 +198,8 @@ def materialisation_metadata(measured: GuardMeasured) -> dict[str, Any]:
         ],
         limit=1000,
     )
-    meta["checks"] = md.table(
-        all_checks(measured),
-        [
-            ("suite", "string"),
-            ("source", "string"),
-            ("status", "string"),
-            ("gate", "string"),
-            ("level", "string"),
-            ("value", "float"),
-            ("comparison", "string"),
-            ("threshold", "float"),
-            ("message", "string"),
-        ],
-        limit=1000,
+    meta["checks"] = md.checks_table(
+        all_checks(measured), leading=[("suite", "string"), ("source", "string")], limit=1000
     )
     meta["report_text"] = dg.MetadataValue.md(
         "```\n" + render_guard(measured.guarded.document()) + "\n```"
@@ -222,3 +211,9 @@ def materialisation_metadata(measured: GuardMeasured) -> dict[str, Any]:
     meta["sidecar"] = dg.MetadataValue.path(str(measured.sidecar))
     meta["dagster/row_count"] = len(measured.rows["guard_metrics"])
     return meta
+
+
+def check_metadata(outcome: Mapping[str, Any]) -> dict[str, Any]:
+    """What an aggregated guard check shows beside its value: the worst suite and every
+    suite's outcome."""
+    return {"suite": outcome["suite"], "suites": md.outcomes_table(outcome["suites"], "suite")}
