@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from decguard_pipeline.core.guard.partial_runs import NORMAL, PARTIAL, WARNING, run_state
 from decguard_pipeline_tests.conftest import ROOT, same_text
 
 BACKEND = """\
@@ -241,14 +240,6 @@ def test_bad_settings_name_file_and_field(ours, write, suite_contract, section, 
     assert ran.stderr.startswith(f"error: {path}: invalid contract:")
     assert field in ran.stderr
     assert "Traceback" not in ran.stderr
-
-
-@pytest.mark.parametrize(
-    ("rate", "state"),
-    [(0.0, NORMAL), (0.049, NORMAL), (0.05, WARNING), (0.2, WARNING), (0.2001, PARTIAL)],
-)
-def test_run_state_boundaries(rate, state):
-    assert run_state(rate) == state
 
 
 def partial_contract(write, url: str, failures: int, extra: str = "") -> Path:
