@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import struct
 import warnings
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from decguard_pipeline.defs.partitions import targets_name
 from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLE_NAMES, EXAMPLES
+from decguard_pipeline_tests.support.guard_contracts import cases, partial_contract, png_size
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -75,16 +75,6 @@ ADVERSARIAL = [
 ]
 
 
-def cases(rows: list[tuple[str, str]], prefix: str) -> str:
-    return "".join(
-        json.dumps(
-            {"id": f"{prefix}{i}", "input": text, "expected": label,
-             "metadata": {"difficulty": "hard" if i % 2 else "easy"}}
-        ) + "\n"
-        for i, (text, label) in enumerate(rows)
-    )  # fmt: skip
-
-
 def guard_contract(root: Path, *, min_auroc: float) -> Path:
     """contracts/inject/ with the extension, plus plain.yaml: the same contract without it."""
     folder = root / "contracts" / "inject"
@@ -119,11 +109,6 @@ def guard_metadata(result) -> dict:
         if e.asset_key.to_user_string() == "inject/guard_metrics"
     )
     return event.materialization.metadata
-
-
-def png_size(data: bytes) -> tuple[int, int]:
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
-    return struct.unpack(">II", data[16:24])
 
 
 def test_rows_equal_the_cli_sidecar_and_warnings_do_not_block(tmp_path, ours, ref):
@@ -294,17 +279,6 @@ def test_a_failing_extension_requirement_blocks_the_report(tmp_path, ours):
     assert ours("test", contract).exit_code == 1  # the CLI fails the same contract
 
 
-PARTIAL = """\
-schema_version: "0.1"
-decision: {{name: flagged, type: noul}}
-backend: {{provider: http, url: "{url}"}}
-dataset: partial.jsonl
-requirements: {{max_error_rate: 0.5}}
-pipeline:
-  partial_runs: {{warn_from: 0.05, partial_above: 0.2{extra}}}
-"""
-
-
 @pytest.mark.parametrize(
     ("failures", "extra", "state", "severity", "success"),
     [
@@ -317,14 +291,7 @@ def test_partial_runs_are_flagged_in_rows_metadata_and_checks(
 ):
     server = loopback({"default": {"yes": 0.3, "no": 0.7}})
     folder = tmp_path / "contracts" / "inject"
-    folder.mkdir(parents=True)
-    rows = [
-        {"id": f"status=500-{i}" if i < failures else f"ok-{i}", "input": f"message {i}",
-         "expected": "yes" if i % 2 else "no"}
-        for i in range(20)
-    ]  # fmt: skip
-    (folder / "partial.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (folder / "decguard.yaml").write_text(PARTIAL.format(url=server.url, extra=extra))
+    partial_contract(folder, server.url, failures, extra)
     wh = Warehouse(tmp_path / "wh")
     result = materialise(folder.parent, "inject", "default@v1", wh)
     assert result.success is success

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-import struct
-from pathlib import Path
 
 import pytest
 
 from decguard_pipeline_tests.conftest import ROOT, same_text
+from decguard_pipeline_tests.support.guard_contracts import cases, partial_contract, png_size
 
 BACKEND = """\
 backend:
@@ -56,16 +55,6 @@ ADVERSARIAL = [
     ("winner takes all, lottery", "spam"),  # 0.97: caught
     ("Hello there", "ham"),  # 0.06: right
 ]
-
-
-def cases(rows: list[tuple[str, str]], prefix: str) -> str:
-    return "".join(
-        json.dumps(
-            {"id": f"{prefix}{i}", "input": text, "expected": label,
-             "metadata": {"difficulty": "hard" if i % 2 else "easy"}}
-        ) + "\n"
-        for i, (text, label) in enumerate(rows)
-    )  # fmt: skip
 
 
 @pytest.fixture
@@ -157,12 +146,6 @@ def test_report_stays_decguards_and_suites_get_their_own_metrics(
     assert extension_text.rstrip().endswith("FAIL: at least one requirement does not hold")
 
 
-def png_size(path: Path) -> tuple[int, int]:
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
-    return struct.unpack(">II", data[16:24])
-
-
 def test_pictures_are_pngs_next_to_the_report(ours, tmp_path, suite_contract):
     out = tmp_path / "out" / "run.json"
     ours("test", suite_contract, "-o", out)
@@ -175,7 +158,7 @@ def test_pictures_are_pngs_next_to_the_report(ours, tmp_path, suite_contract):
         }
         for name in images.values():
             path = out.parent / name
-            width, height = png_size(path)
+            width, height = png_size(path.read_bytes())
             assert (width, height) == (900, 420)  # 9 x 4.2 inches at 100 dpi
             assert path.stat().st_size > 10_000
 
@@ -242,27 +225,6 @@ def test_bad_settings_name_file_and_field(ours, write, suite_contract, section, 
     assert "Traceback" not in ran.stderr
 
 
-def partial_contract(write, url: str, failures: int, extra: str = "") -> Path:
-    rows = [
-        {"id": f"status=500-{i}" if i < failures else f"ok-{i}", "input": f"message {i}",
-         "expected": "yes" if i % 2 else "no"}
-        for i in range(20)
-    ]  # fmt: skip
-    write("partial.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
-    return write(
-        "partial.yaml",
-        f"""\
-        schema_version: "0.1"
-        decision: {{name: flagged, type: noul}}
-        backend: {{provider: http, url: "{url}"}}
-        dataset: partial.jsonl
-        requirements: {{max_error_rate: 0.5}}
-        pipeline:
-          partial_runs: {{warn_from: 0.05, partial_above: 0.2{extra}}}
-        """,
-    )
-
-
 @pytest.mark.parametrize(
     ("failures", "extra", "state", "status", "exit_code"),
     [
@@ -273,10 +235,10 @@ def partial_contract(write, url: str, failures: int, extra: str = "") -> Path:
     ],
 )
 def test_partial_runs_over_http(
-    ours, write, loopback, tmp_path, failures, extra, state, status, exit_code
+    ours, loopback, tmp_path, failures, extra, state, status, exit_code
 ):
     server = loopback({"default": {"yes": 0.3, "no": 0.7}})
-    contract = partial_contract(write, server.url, failures, extra)
+    contract = partial_contract(tmp_path, server.url, failures, extra, name="partial.yaml")
     out = tmp_path / "partial.json"
     ran = ours("test", contract, "--no-healthcheck", "-o", out)
     assert ran.exit_code == exit_code
