@@ -17,8 +17,12 @@ import pytest
 from decguard_pipeline.definitions import build_definitions
 from decguard_pipeline.defs.assets import guard as guard_assets
 from decguard_pipeline.defs.jobs import job_name
+from decguard_pipeline.defs.metadata.guard import materialisation_metadata
 from decguard_pipeline.defs.partitions import targets_name
+from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import discover_contracts
+from decguard_pipeline.steps.golden import evaluate_target
+from decguard_pipeline.steps.guard import check_outcomes, config_of, measure_target
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLE_NAMES, EXAMPLES
 from decguard_pipeline_tests.support.guard_contracts import cases, partial_contract, png_size
@@ -280,34 +284,45 @@ def test_a_failing_extension_requirement_blocks_the_report(tmp_path, ours):
 
 
 @pytest.mark.parametrize(
-    ("failures", "extra", "state", "severity", "success"),
+    ("failures", "extra", "state", "severity"),
     [
-        (2, "", "warning", dg.AssetCheckSeverity.WARN, True),
-        (5, ", fail_partial: true", "partial", dg.AssetCheckSeverity.ERROR, False),
+        (2, "", "warning", dg.AssetCheckSeverity.WARN),
+        (5, ", fail_partial: true", "partial", dg.AssetCheckSeverity.ERROR),
     ],
 )
 def test_partial_runs_are_flagged_in_rows_metadata_and_checks(
-    tmp_path, loopback, failures, extra, state, severity, success
+    tmp_path, loopback, failures, extra, state, severity
 ):
+    """The asset's and the check's bodies as plain calls: the golden step that materialises
+    ``case_results``, the guard step and its metadata, the stored outcomes and the check."""
     server = loopback({"default": {"yes": 0.3, "no": 0.7}})
     folder = tmp_path / "contracts" / "inject"
     partial_contract(folder, server.url, failures, extra)
+    [entry] = discover_contracts(str(folder.parent))
     wh = Warehouse(tmp_path / "wh")
-    result = materialise(folder.parent, "inject", "default@v1", wh)
-    assert result.success is success
-    assert ("inject/report" in materialised(result)) is success
+    step = Step(wh, "run-1")
+    evaluate_target(entry, "default@v1", step)
+    measured = measure_target(entry, "default@v1", step)
 
     stored = wh.read_latest("guard_suites", "inject", "default@v1").to_pylist()
     assert [(r["suite"], r["n_errored"], r["drop_rate"], r["run_state"]) for r in stored] == [
         ("main", failures, failures / 20, state)
     ]
     assert json.loads(stored[0]["errors_by_kind_json"]) == {"backend_error": failures}
-    [check] = [e for e in result.get_asset_check_evaluations() if e.check_name == "partial_runs"]
+    meta = materialisation_metadata(measured)
+    assert (meta["run_state"], meta["drop_rate"].value) == (state, failures / 20)
+    assert f"**{state} run** on `main`: {failures} of 20 cases errored" in meta["summary"].value
+
+    outcomes = check_outcomes(entry, "default@v1", wh, "run-1")
+    [gate] = [g for g in guard_assets.gates(entry, config_of(entry)) if g.name == "partial_runs"]
+    asset = dg.AssetKey(["inject", "guard_metrics"])
+    check = guard_assets.check_result(outcomes[gate.key], asset, gate.name)
     assert (check.passed, check.severity) == (False, severity)
     assert f"({failures} of 20 cases errored)" in check.description
-    meta = guard_metadata(result)
-    assert (meta["run_state"].value, meta["drop_rate"].value) == (state, failures / 20)
-    assert f"**{state} run** on `main`: {failures} of 20 cases errored" in meta["summary"].value
+    # only a requirement blocks the report (the blocking itself: the test above)
+    [checks] = guard_assets.checks(entry)
+    [spec] = [s for s in checks.check_specs if s.name == "partial_runs"]
+    assert spec.blocking is (severity == dg.AssetCheckSeverity.ERROR)
 
 
 def test_bad_guarded_labels_are_a_contract_error_in_dagster_and_validate(tmp_path, ours):
@@ -320,17 +335,9 @@ def test_bad_guarded_labels_are_a_contract_error_in_dagster_and_validate(tmp_pat
     node = defs.resolve_asset_graph().get(dg.AssetKey(["inject", "guard_metrics"]))
     assert message in (node.description or "")
     assert not guard_assets.checks(entries[0])
-    instance = dg.DagsterInstance.ephemeral()
-    instance.add_dynamic_partitions(targets_name("inject"), [TARGET])
-    ran = dg.materialize(
-        [defs.get_assets_def(dg.AssetKey(["inject", "guard_metrics"]))],
-        instance=instance,
-        partition_key=TARGET,
-        raise_on_error=False,
-    )
-    assert not ran.success
-    failure = next(e for e in ran.all_events if e.is_step_failure)
-    assert message in str(failure.step_failure_data.user_failure_data.description)
+    with pytest.raises(dg.Failure) as failed:  # the asset, called as a plain function
+        defs.get_assets_def(dg.AssetKey(["inject", "guard_metrics"]))()
+    assert message in str(failed.value.description)
 
     checked = ours("validate", contract)
     assert checked.exit_code == 2

@@ -1,6 +1,6 @@
-"""The guard extension end to end: suites, the sidecar and pictures next to DecGuard's report
-(which the reference still verifies), partial runs on a real HTTP server, bad settings, and
-``list metrics``."""
+"""The guard flow (``runs/guard.py``) end to end: suites, the sidecar and pictures next to
+DecGuard's report (which the reference still verifies), partial runs on a real HTTP server, bad
+settings, ``list metrics``, and the step's way in (a main report handed in)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ import re
 
 import pytest
 
+from decguard_pipeline.core.contract import load_contract
+from decguard_pipeline.core.guard.extension import guard_config
+from decguard_pipeline.runs.guard import plan_datasets, run_guarded
 from decguard_pipeline_tests.conftest import ROOT, same_text
 from decguard_pipeline_tests.support.guard_contracts import cases, partial_contract, png_size
 
@@ -279,3 +282,49 @@ def test_list_metrics_names_every_gated_metric(ours):
     docs = (ROOT / "docs" / "metrics.md").read_text()
     missing = [m["name"] for m in listed if m["name"].split(" (")[0] not in docs]
     assert not missing
+
+
+RULES = {
+    "rules": [
+        {"contains": "winner", "probabilities": {"spam": 0.97, "ham": 0.03}},
+        {"contains": "free money", "probabilities": {"spam": 0.92, "ham": 0.08}},
+        {"contains": "meeting", "probabilities": {"spam": 0.30, "ham": 0.70}},
+    ],
+    "default": {"spam": 0.06, "ham": 0.94},
+}
+
+
+def without_latency(value):
+    """A sidecar document with its latency figures (which differ between two runs) left out."""
+    if isinstance(value, dict):
+        return {k: without_latency(v) for k, v in value.items() if k != "latency_p95_ms"}
+    if isinstance(value, list):
+        return [without_latency(v) for v in value]
+    return value
+
+
+def test_a_handed_in_main_report_is_measured_not_decided_again(write, loopback):
+    """``run_guarded`` is the one flow of ``test`` and the guard step: given the main
+    dataset's report (what the step reads from the warehouse) it decides only the other suites,
+    and measures everything exactly as when it decides them all."""
+    server = loopback(RULES, labels=("spam", "ham"))
+    write("clear.jsonl", cases(CLEAR, "c"))
+    write("adversarial.jsonl", cases(ADVERSARIAL, "a"))
+    http = f'backend: {{provider: http, url: "{server.url}"}}\n'
+    path = write("decguard.yaml", HEAD.replace(BACKEND, http) + EXTENSION)
+    loaded = load_contract(path)
+    config = guard_config(loaded.contract, source=str(path))
+    plan = plan_datasets(loaded, suite=None, dataset=None)
+    asked = server.behaviour.requests
+
+    whole = run_guarded(loaded, config, plan, backend=None)
+    assert sorted(r["case_id"] for r in asked) == sorted(
+        [f"c{i}" for i in range(len(CLEAR))] + [f"a{i}" for i in range(len(ADVERSARIAL))]
+    )
+    asked.clear()
+    handed = run_guarded(loaded, config, plan, backend=None, main=whole.report)
+    assert sorted(r["case_id"] for r in asked) == [f"a{i}" for i in range(len(ADVERSARIAL))]
+    assert handed.report is whole.report
+    assert [run.label for run in handed.runs] == ["clear", "adversarial"]
+    assert without_latency(handed.document()) == without_latency(whole.document())
+    assert handed.status == whole.status == "fail"  # adversarial misses min_auroc 0.8

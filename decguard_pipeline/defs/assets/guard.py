@@ -16,7 +16,7 @@ from typing import Any
 import dagster as dg
 
 from decguard_pipeline.core.errors import DecGuardError
-from decguard_pipeline.core.guard.extension import guard_enabled
+from decguard_pipeline.core.guard.extension import GuardConfig, guard_enabled
 from decguard_pipeline.defs.assets.base import asset_key, target_asset
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
@@ -57,7 +57,16 @@ def checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
         config = config_of(entry)
     except DecGuardError:
         return []  # the asset explains why
-    return [_guard_checks(entry, gate_list(entry.require(), config))]
+    return [_guard_checks(entry, gates(entry, config))]
+
+
+def gates(entry: ContractEntry, config: GuardConfig) -> list[Gate]:
+    """One check per guard gate (:func:`steps.guard.gate_list`): its name, level, the key of
+    its aggregated outcome in ``check_outcomes`` and its description."""
+    return [
+        Gate(_name(gate, level), level, (gate, level), _describe(gate, level))
+        for gate, level in gate_list(entry.require(), config)
+    ]
 
 
 def report_inputs(entry: ContractEntry) -> list[dg.AssetKey]:
@@ -100,14 +109,11 @@ def _guard_metrics(entry: ContractEntry) -> dg.AssetsDefinition:
     )
 
 
-def _guard_checks(entry: ContractEntry, gates: list[tuple[str, str]]) -> dg.AssetChecksDefinition:
+def _guard_checks(entry: ContractEntry, gates: list[Gate]) -> dg.AssetChecksDefinition:
     return gate_checks(
         entry,
         asset_key(entry, NAME),
-        [
-            Gate(_name(gate, level), level, (gate, level), _describe(gate, level))
-            for gate, level in gates
-        ],
+        gates,
         name=f"{entry.key}_guard_gates",
         description="Guard extension gates over every suite: requirements block the report.",
         load=check_outcomes,
