@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, Unpack
 
 from decguard_pipeline.backends import Backend
 from decguard_pipeline.core.contract import LoadedContract, load_contract
@@ -58,48 +58,35 @@ def plan_datasets(
     return plan + [(name, path) for name, path in suites.items() if name != same]
 
 
+class RunOptions(TypedDict, total=False):
+    """``run_test``'s settings besides the dataset and backend (its defaults apply)."""
+
+    max_concurrency: int | None
+    check_health_first: bool
+    mode: str  # test | fuzz | all
+    seed: int | None
+    properties: Sequence[str] | None
+    minimize: bool | None
+
+
 def run_guarded_test(
     contract: LoadedContract | str | Path,
     *,
     suite: str | None = None,
     dataset: str | Path | None = None,
     backend: str | Backend | None = None,
-    max_concurrency: int | None = None,
-    check_health_first: bool = True,
-    mode: str = "test",
-    seed: int | None = None,
-    properties: Sequence[str] | None = None,
-    minimize: bool | None = None,
+    **options: Unpack[RunOptions],
 ) -> tuple[Report, GuardedRun | None]:
     """``run_test`` plus the guard extension; the run is None for contracts without it (and
     in fuzz mode, which has no golden metrics)."""
     loaded = contract if isinstance(contract, LoadedContract) else load_contract(contract)
-    fuzz_args: dict[str, Any] = {"seed": seed, "properties": properties, "minimize": minimize}
-    if mode == "fuzz" or not guard_enabled(loaded.contract):
+    if options.get("mode") == "fuzz" or not guard_enabled(loaded.contract):
         if suite is not None:
             raise ContractError(f"{loaded.path}: --suite needs pipeline.suites in the contract")
-        report = run_test(
-            loaded,
-            dataset=dataset,
-            backend=backend,
-            max_concurrency=max_concurrency,
-            check_health_first=check_health_first,
-            mode=mode,
-            **fuzz_args,
-        )
-        return report, None
+        return run_test(loaded, dataset=dataset, backend=backend, **options), None
     config = guard_config(loaded.contract, source=str(loaded.path))
     plan = plan_datasets(loaded, suite=suite, dataset=dataset)
-    guarded = run_guarded(
-        loaded,
-        config,
-        plan,
-        backend=backend,
-        max_concurrency=max_concurrency,
-        check_health_first=check_health_first,
-        mode=mode,
-        **fuzz_args,
-    )
+    guarded = run_guarded(loaded, config, plan, backend=backend, **options)
     return guarded.report, guarded
 
 
@@ -110,20 +97,17 @@ def run_guarded(
     *,
     backend: str | Backend | None,
     main: Report | None = None,
-    max_concurrency: int | None = None,
-    check_health_first: bool = True,
-    mode: str = "test",
-    seed: int | None = None,
-    properties: Sequence[str] | None = None,
-    minimize: bool | None = None,
+    **options: Unpack[RunOptions],
 ) -> GuardedRun:
     """Every dataset of ``plan`` (as :func:`plan_datasets` makes it) evaluated and measured
     by the extension: what ``test`` and the ``guard_metrics`` step both run.
 
     ``main``: the main dataset's DecGuard report when it is already built (the step reads
     the target's evaluation from the warehouse); without it the main dataset goes through
-    ``run_test`` here, with ``mode`` and the fuzz settings (properties are checked once, with
-    the main dataset). The other suites are decided through the same backend instance."""
+    ``run_test`` here with ``options`` (the mode and fuzz settings apply to it alone:
+    properties are checked once, with the main dataset). The other suites are decided through
+    the same backend instance, with ``max_concurrency``; its health is checked once, before
+    the first case it decides, unless ``check_health_first`` is false."""
     spec = loaded.contract.spec()
     # every suite file is loaded before the first model call: a broken one fails now, not
     # after the main dataset went through the model (only the main entry has no path)
@@ -136,23 +120,12 @@ def run_guarded(
         try:
             health = None
             if main is None:
-                reports.append(
-                    run_test(
-                        loaded,
-                        dataset=plan[0][1],
-                        backend=instance,
-                        max_concurrency=max_concurrency,
-                        check_health_first=check_health_first,
-                        mode=mode,
-                        seed=seed,
-                        properties=properties,
-                        minimize=minimize,
-                    )
-                )
-            elif check_health_first:
+                reports.append(run_test(loaded, dataset=plan[0][1], backend=instance, **options))
+            elif options.get("check_health_first", True):
                 health = check_health(instance)
+            concurrency = options.get("max_concurrency")
             for _, data in others:
-                results = decide_dataset(loaded, data, instance, max_concurrency=max_concurrency)
+                results = decide_dataset(loaded, data, instance, max_concurrency=concurrency)
                 info = dataset_info(str(data.path), data.hash, len(data), data.n_labeled)
                 reports.append(
                     build_report(loaded, info, instance.metadata(), results, health=health)
