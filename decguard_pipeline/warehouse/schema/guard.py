@@ -22,6 +22,14 @@ def _suite_case_results() -> pa.Schema:
     return pa.schema([*fields[:4], pa.field("suite", STRING), *fields[4:]])
 
 
+def _guard_reliability() -> pa.Schema:
+    """``reliability_bins`` (the same bin records) per suite, metadata group and binning."""
+    fields = list(_GOLDEN["reliability_bins"])
+    at = [f.name for f in fields].index("bin")
+    split = [pa.field(name, kind) for name, kind in [*_SPLIT, ("binning", STRING)]]
+    return pa.schema([*fields[:at], *split, *fields[at:]])
+
+
 def _guard_checks() -> pa.Schema:
     """``gate_results`` plus ``suite`` (the catalog's ``latest_all_checks`` unions by name)."""
     return pa.schema([*_GOLDEN["gate_results"], pa.field("suite", STRING)])
@@ -61,21 +69,7 @@ TABLES: dict[str, pa.Schema] = {
             [*_WHO, ("aggregate", STRING), ("metric", STRING), ("value", DOUBLE), ("suite", STRING)]
         )
     ),
-    "guard_reliability": pa.schema(
-        keyed(
-            [
-                *_WHO,
-                *_SPLIT,
-                ("binning", STRING),
-                ("bin", INT),
-                ("lower", DOUBLE),
-                ("upper", DOUBLE),
-                ("count", INT),
-                ("mean_confidence", DOUBLE),
-                ("accuracy", DOUBLE),
-            ]
-        )
-    ),
+    "guard_reliability": _guard_reliability(),
     "guard_risk_coverage": pa.schema(
         keyed(
             [
