@@ -112,9 +112,69 @@ def _pictures(measured: GuardMeasured, kind: str) -> str:
     return "\n".join(parts)
 
 
+HEADLINE_COLUMNS = [(m, "float") for m in HEADLINE]
+
+
+def per_suite_table(measured: GuardMeasured) -> dg.MetadataValue:
+    columns = [("suite", "string"), ("cases", "int"), ("errored", "int"), ("run_state", "string")]
+    return md.table(
+        suite_rows(measured),
+        [*columns, *HEADLINE_COLUMNS, ("direction", "string"), ("status", "string")],
+        limit=1000,
+    )
+
+
+def suite_summary_table(summary: dict[str, Any]) -> dg.MetadataValue:
+    """Per metric: pooled over the suites, their mean, and the worst suite."""
+    rows = []
+    for metric in summary["pooled"]:
+        worst = summary["worst"].get(metric) or {}
+        rows.append(
+            {
+                "metric": metric,
+                "pooled": summary["pooled"][metric],
+                "mean": summary["mean"][metric],
+                "worst": worst.get("value"),
+                "worst_suite": worst.get("suite"),
+            }
+        )
+    columns = [("metric", "string"), ("pooled", "float"), ("mean", "float"), ("worst", "float")]
+    return md.table(rows, [*columns, ("worst_suite", "string")], limit=1000)
+
+
+def split_rows(measured: GuardMeasured) -> list[dict[str, Any]]:
+    """One row per suite and metadata group: its size, run state and headline metrics."""
+    return [
+        {
+            "suite": run.label,
+            "split_key": key,
+            "split_value": group["value"],
+            "cases": group["n_cases"],
+            "run_state": group["run"]["state"],
+            **{m: headline(group)[m] for m in HEADLINE},
+        }
+        for run in measured.runs
+        for key, groups in run.block.get("splits", {}).items()
+        for group in groups
+    ]
+
+
+def splits_table(rows: list[dict[str, Any]]) -> dg.MetadataValue:
+    columns = [("suite", "string"), ("split_key", "string"), ("split_value", "string")]
+    columns += [("cases", "int"), ("run_state", "string")]
+    return md.table(rows, [*columns, *HEADLINE_COLUMNS], limit=1000)
+
+
+def sweep_table(sweep: list[dict[str, Any]]) -> dg.MetadataValue:
+    """The risk-coverage sweep: one row per confidence threshold."""
+    columns = [("threshold", "float"), ("kept", "int"), ("handed_off", "int")]
+    columns += [("coverage", "float"), ("selective_accuracy", "float")]
+    columns += [("selective_risk", "float"), ("cost_per_1000", "float")]
+    return md.table(sweep, columns, limit=1000)
+
+
 def materialisation_metadata(measured: GuardMeasured) -> dict[str, Any]:
     main = measured.runs[0].block
-    summary = measured.guarded.summary
     meta: dict[str, Any] = {
         "status": measured.status.upper(),
         "run_state": main["run"]["state"],
@@ -123,81 +183,15 @@ def materialisation_metadata(measured: GuardMeasured) -> dict[str, Any]:
         "summary": dg.MetadataValue.md(summary_markdown(measured)),
         "reliability": dg.MetadataValue.md(_pictures(measured, "reliability")),
         "risk_coverage": dg.MetadataValue.md(_pictures(measured, "risk_coverage")),
-        "per_suite": md.table(
-            suite_rows(measured),
-            [
-                ("suite", "string"),
-                ("cases", "int"),
-                ("errored", "int"),
-                ("run_state", "string"),
-                *((m, "float") for m in HEADLINE),
-                ("direction", "string"),
-                ("status", "string"),
-            ],
-            limit=1000,
-        ),
+        "per_suite": per_suite_table(measured),
         "headline": md.metrics_table(headline(main)),
     }
-    if summary is not None:
-        meta["suite_summary"] = md.table(
-            [
-                {
-                    "metric": metric,
-                    "pooled": summary["pooled"][metric],
-                    "mean": summary["mean"][metric],
-                    "worst": (summary["worst"].get(metric) or {}).get("value"),
-                    "worst_suite": (summary["worst"].get(metric) or {}).get("suite"),
-                }
-                for metric in summary["pooled"]
-            ],
-            [
-                ("metric", "string"),
-                ("pooled", "float"),
-                ("mean", "float"),
-                ("worst", "float"),
-                ("worst_suite", "string"),
-            ],
-            limit=1000,
-        )
-    splits = [
-        {
-            "suite": label,
-            "split_key": key,
-            "split_value": group["value"],
-            "cases": group["n_cases"],
-            "run_state": group["run"]["state"],
-            **{m: headline(group)[m] for m in HEADLINE},
-        }
-        for label, run in zip(measured.labels, measured.runs, strict=True)
-        for key, groups in run.block.get("splits", {}).items()
-        for group in groups
-    ]
+    if measured.guarded.summary is not None:
+        meta["suite_summary"] = suite_summary_table(measured.guarded.summary)
+    splits = split_rows(measured)
     if splits:
-        meta["splits"] = md.table(
-            splits,
-            [
-                ("suite", "string"),
-                ("split_key", "string"),
-                ("split_value", "string"),
-                ("cases", "int"),
-                ("run_state", "string"),
-                *((m, "float") for m in HEADLINE),
-            ],
-            limit=1000,
-        )
-    meta["risk_coverage_sweep"] = md.table(
-        main["risk_coverage"]["sweep"],
-        [
-            ("threshold", "float"),
-            ("kept", "int"),
-            ("handed_off", "int"),
-            ("coverage", "float"),
-            ("selective_accuracy", "float"),
-            ("selective_risk", "float"),
-            ("cost_per_1000", "float"),
-        ],
-        limit=1000,
-    )
+        meta["splits"] = splits_table(splits)
+    meta["risk_coverage_sweep"] = sweep_table(main["risk_coverage"]["sweep"])
     meta["checks"] = md.checks_table(
         all_checks(measured), leading=[("suite", "string"), ("source", "string")], limit=1000
     )
