@@ -239,6 +239,7 @@ def _register_commands() -> None:
         project_cmd,
         replay_cmd,
         run_cmd,
+        warehouse_cmd,
     )
 
 

@@ -131,18 +131,23 @@ def sql(query: str, warehouse: Path | None, fmt: str, max_rows: int) -> None:
 
         from decguard_pipeline.core.errors import DecGuardError
         from decguard_pipeline.warehouse import Warehouse
+        from decguard_pipeline.warehouse.store import retrying
 
         wh = Warehouse(warehouse)
-        con = wh.open_catalog()
-        try:
-            relation = con.sql(query)
-            if relation is None:
-                return
-            frame = relation.limit(max_rows).df() if fmt == "table" else relation.df()
+
+        def run() -> Any:
+            with wh.open_catalog() as con:
+                relation = con.sql(query)
+                if relation is None:
+                    return None
+                return relation.limit(max_rows).df() if fmt == "table" else relation.df()
+
+        try:  # again when a compaction deleted a listed file meanwhile
+            frame = retrying(run)
         except duckdb.Error as exc:
             raise DecGuardError(f"query failed: {exc}") from exc
-        finally:
-            con.close()
+        if frame is None:
+            return
         if fmt == "csv":
             frame.to_csv(sys.stdout, index=False)
         elif fmt == "json":

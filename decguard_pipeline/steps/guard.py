@@ -20,7 +20,7 @@ from decguard_pipeline.core.guard.extension import GuardConfig, guard_config
 from decguard_pipeline.runs.guard import plan_datasets, run_guarded
 from decguard_pipeline.steps.base import Step, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
-from decguard_pipeline.steps.golden import report_for
+from decguard_pipeline.steps.golden import golden_report
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse.rows.guard import guard_rows, suite_cases_table
 
@@ -89,13 +89,13 @@ def measure_target(entry: ContractEntry, target: str, step: Step) -> GuardMeasur
     loaded = entry.require()
     config = config_of(entry)
     wh = step.warehouse
-    main = report_for(entry, target, wh, run_id=step.run_id)
+    main = golden_report(entry, target, wh, run_id=step.run_id).report
     plan = plan_datasets(loaded, suite=None, dataset=None)
     guarded = run_guarded(loaded, config, plan, backend=backend_of(target), main=main)
     directory = wh.partition_dir("report_files", entry.key, target)
     guarded.write_files(directory, f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}", target=target)
 
-    where = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
+    where = step.keys(entry.key, target)
     backend = main.document["backend"]
     who = {"backend": backend["name"], "model_version": backend["model_version"]}
     measured = GuardMeasured(guarded, guard_rows(guarded, {**where, **who}))

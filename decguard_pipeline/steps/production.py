@@ -54,7 +54,7 @@ from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.steps import base as steps
 from decguard_pipeline.steps.contracts import ContractEntry, project_root
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.rows import golden as T
+from decguard_pipeline.warehouse.rows.base import input_text, to_json
 from decguard_pipeline.warehouse.schema import TABLES
 from decguard_pipeline.warehouse.schema.production import INBOX_FIELDS
 from decguard_pipeline.warehouse.store import read_file
@@ -303,11 +303,11 @@ def records_table(
         value = record["input"]
         probs = [record["probabilities"][label] for label in labels]
         cols["position"].append(position)
-        cols["input_text"].append(None if value is None else T.input_text(value))
-        cols["input_json"].append(None if value is None else T.to_json(value))
+        cols["input_text"].append(None if value is None else input_text(value))
+        cols["input_json"].append(None if value is None else to_json(value))
         cols["probs"].append(probs)
         cols["probabilities"].append(list(zip(labels, probs, strict=True)))
-        cols["metadata_json"].append(T.to_json(record["metadata"]))
+        cols["metadata_json"].append(to_json(record["metadata"]))
         cols["record_json"].append(_record_json(record))
         for name in _COPIED:
             cols[name].append(record[name])
@@ -345,7 +345,7 @@ def _record_json(record: dict[str, Any]) -> str:
     try:
         return orjson.dumps({k: v for k, v in record.items() if v is not None}).decode()
     except orjson.JSONEncodeError:  # integers beyond 64 bits in an input or metadata
-        return T.to_json({k: v for k, v in record.items() if v is not None})
+        return to_json({k: v for k, v in record.items() if v is not None})
 
 
 def stored_lines(table: pa.Table) -> Iterator[bytes]:
@@ -628,12 +628,12 @@ def check_rows_of(
 def segment_rows(
     doc: dict[str, Any], ext: dict[str, Any], keys: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    extra = {(s["key"], T.to_json(s["value"])): s for s in ext["segments"]}
+    extra = {(s["key"], to_json(s["value"])): s for s in ext["segments"]}
     rows = []
     for position, segment in enumerate(doc["segments"]):
         m = segment["metrics"]
         threshold = m["threshold"]
-        side = extra.get((segment["key"], T.to_json(segment["value"])))
+        side = extra.get((segment["key"], to_json(segment["value"])))
         interval = None if side is None else side["accuracy_interval"]
         rows.append(
             {
@@ -641,7 +641,7 @@ def segment_rows(
                 "position": position,
                 "segment_key": segment["key"],
                 "segment_value": shown(segment["value"]),
-                "segment_value_json": T.to_json(segment["value"]),
+                "segment_value_json": to_json(segment["value"]),
                 "status": segment["status"],
                 "n_records": m["counts"]["total"],
                 "n_correctness": m["counts"]["with_correctness"],

@@ -32,7 +32,7 @@ from decguard_pipeline.steps import base as steps
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.rows import golden as T
+from decguard_pipeline.warehouse.rows.base import input_text, to_json
 from decguard_pipeline.warehouse.store import now
 
 SOURCE = "properties"  # ``source`` of the rows in ``property_checks``
@@ -158,7 +158,7 @@ def run_target(
 
 
 def _json(value: Any) -> str | None:
-    return None if value is None else T.to_json(value)
+    return None if value is None else to_json(value)
 
 
 def pair_row(pair: dict[str, Any], position: int) -> dict[str, Any]:
@@ -173,10 +173,10 @@ def pair_row(pair: dict[str, Any], position: int) -> dict[str, Any]:
         "property": pair["property"],
         "case_id": pair["case_id"],
         "sample": pair["sample"],
-        "steps_json": T.to_json(pair["steps"]),
-        "provenance_json": T.to_json(pair["provenance"]),
-        "input_text": T.input_text(pair["input"]),
-        "input_json": T.to_json(pair["input"]),
+        "steps_json": to_json(pair["steps"]),
+        "provenance_json": to_json(pair["provenance"]),
+        "input_text": input_text(pair["input"]),
+        "input_json": to_json(pair["input"]),
         "presentation_json": _json(presentation),
         "shown_labels": None if presentation is None else [s for s, _ in presentation],
         "labels": None if result is None else result["labels"],
@@ -188,7 +188,7 @@ def pair_row(pair: dict[str, Any], position: int) -> dict[str, Any]:
         "latency_ms": None if result is None else result["latency_ms"],
         "result_model": None if result is None else result["model"],
         "result_model_version": None if result is None else result["model_version"],
-        "result_metadata_json": None if result is None else T.to_json(result["metadata"]),
+        "result_metadata_json": None if result is None else to_json(result["metadata"]),
         "tv_distance": comparison.get("tv_distance"),
         "js_divergence": comparison.get("js_divergence"),
         "max_abs_delta": comparison.get("max_abs_delta"),
@@ -202,7 +202,7 @@ def pair_row(pair: dict[str, Any], position: int) -> dict[str, Any]:
         "error_kind": None if error is None else error["kind"],
         "error_message": None if error is None else error["message"],
         "reduced_json": _json(reduced),
-        "reduced_input_text": None if reduced is None else T.input_text(reduced["input"]),
+        "reduced_input_text": None if reduced is None else input_text(reduced["input"]),
         "reduced_backend_calls": None if reduced is None else reduced["backend_calls"],
     }
 
@@ -217,7 +217,7 @@ def summary_row(
     calls = extension["backend_calls"]
     return {
         **row,
-        "errors_by_kind_json": T.to_json(summary["errors_by_kind"]),
+        "errors_by_kind_json": to_json(summary["errors_by_kind"]),
         "confidence": confidence,
         "violation_rate_low": violation[0],
         "violation_rate_high": violation[1],

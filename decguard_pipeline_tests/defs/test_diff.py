@@ -22,8 +22,8 @@ from decguard_pipeline.defs.assets import diff as diff_assets
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
 from decguard_pipeline.steps import diff as diff_steps
-from decguard_pipeline.steps import golden as steps
 from decguard_pipeline.steps.contracts import discover_contracts
+from decguard_pipeline.steps.golden import golden_report
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES
 
@@ -187,7 +187,7 @@ def test_refund_candidate_is_diffed_against_the_default_backend(contracts, tmp_p
     entry = p.entry("refund")
     files = {}
     for name, target in (("base", STABLE), ("cand", CANDIDATE)):
-        report = steps.report_for(entry, target, p.wh)
+        report = golden_report(entry, target, p.wh).report
         files[name] = tmp_path / f"{name}.json"
         write_document(files[name], report.document, stream_key="results",
                        items=result_records(report.results))  # fmt: skip

@@ -268,7 +268,7 @@ def test_fuzz_mode_has_no_guard_sections(ours, write, suite_contract, tmp_path):
 
 
 def test_list_metrics_names_every_gated_metric(ours):
-    from decguard_pipeline.core.gates import GOLDEN_GATES
+    from decguard_pipeline.core.golden.gates import GOLDEN_GATES
     from decguard_pipeline.core.guard.gates import GUARD_GATES
 
     ran = ours("list", "metrics")

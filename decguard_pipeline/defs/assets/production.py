@@ -43,8 +43,8 @@ from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.metadata import base as md
 from decguard_pipeline.defs.resources import WarehouseResource
-from decguard_pipeline.steps import golden as steps
 from decguard_pipeline.steps import production as ps
+from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import ContractEntry
 
 RECORDS, CHECK = ps.RECORDS, "production_check"
@@ -168,7 +168,7 @@ def _production_records(
     def production_records(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource
     ) -> dg.MaterializeResult:
-        step = steps.Step(warehouse.get(), context.run.run_id)
+        step = Step(warehouse.get(), context.run.run_id)
         try:
             done = ps.ingest_day(entry, context.partition_key, step)
         except DecGuardError as exc:
@@ -211,7 +211,7 @@ def _production_check(
     def production_check(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource
     ) -> dg.MaterializeResult:
-        step = steps.Step(warehouse.get(), context.run.run_id)
+        step = Step(warehouse.get(), context.run.run_id)
         try:
             checked = ps.check_day(entry, context.partition_key, step)
         except DecGuardError as exc:

@@ -10,14 +10,8 @@ import pyarrow as pa
 from decguard_pipeline.core.gates import overall_status
 from decguard_pipeline.core.guard.evaluation import GuardedRun, SuiteRun
 from decguard_pipeline.core.guard.extension import metric_rows
-from decguard_pipeline.core.results import CaseResults
-from decguard_pipeline.warehouse.rows.golden import case_results_table, to_json
-
-
-def served_version(meta: dict[str, Any], results: CaseResults) -> str | None:
-    """As ``steps.evaluate_target`` records it: the backend's, else the one answers report."""
-    versions = {v for v in results.model_version if v is not None}
-    return meta["model_version"] or (versions.pop() if len(versions) == 1 else None)
+from decguard_pipeline.warehouse.rows.base import to_json
+from decguard_pipeline.warehouse.rows.golden import case_results_table, served_version
 
 
 def suite_cases_table(runs: list[SuiteRun], where: dict[str, Any]) -> pa.Table:

@@ -9,6 +9,7 @@ not one of its suites).
 import pyarrow as pa
 
 from decguard_pipeline.warehouse.columns import BOOL, DOUBLE, INT, STRING, keyed
+from decguard_pipeline.warehouse.schema.golden import RELIABILITY_BIN
 from decguard_pipeline.warehouse.schema.golden import TABLES as _GOLDEN
 
 _WHO = [("backend", STRING), ("model_version", STRING)]
@@ -20,14 +21,6 @@ def _suite_case_results() -> pa.Schema:
     golden = _GOLDEN["case_results"]
     fields = list(golden)
     return pa.schema([*fields[:4], pa.field("suite", STRING), *fields[4:]])
-
-
-def _guard_reliability() -> pa.Schema:
-    """``reliability_bins`` (the same bin records) per suite, metadata group and binning."""
-    fields = list(_GOLDEN["reliability_bins"])
-    at = [f.name for f in fields].index("bin")
-    split = [pa.field(name, kind) for name, kind in [*_SPLIT, ("binning", STRING)]]
-    return pa.schema([*fields[:at], *split, *fields[at:]])
 
 
 def _guard_checks() -> pa.Schema:
@@ -69,7 +62,16 @@ TABLES: dict[str, pa.Schema] = {
             [*_WHO, ("aggregate", STRING), ("metric", STRING), ("value", DOUBLE), ("suite", STRING)]
         )
     ),
-    "guard_reliability": _guard_reliability(),
+    "guard_reliability": pa.schema(
+        keyed(
+            [
+                *_WHO,
+                *_SPLIT,
+                ("binning", STRING),
+                *RELIABILITY_BIN,
+            ]
+        )
+    ),
     "guard_risk_coverage": pa.schema(
         keyed(
             [
