@@ -17,14 +17,13 @@ import pytest
 from decguard_pipeline.definitions import build_definitions
 from decguard_pipeline.defs.assets import guard as guard_assets
 from decguard_pipeline.defs.jobs import job_name
-from decguard_pipeline.defs.metadata.guard import materialisation_metadata
 from decguard_pipeline.defs.partitions import targets_name
-from decguard_pipeline.steps.base import Step
+from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps.contracts import discover_contracts
-from decguard_pipeline.steps.golden import evaluate_target
-from decguard_pipeline.steps.guard import check_outcomes, config_of, measure_target
+from decguard_pipeline.steps.guard import check_outcomes, config_of
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLE_NAMES, EXAMPLES
+from decguard_pipeline_tests.support.golden_assets import materialise
 from decguard_pipeline_tests.support.guard_contracts import cases, partial_contract, png_size
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
@@ -91,7 +90,8 @@ def guard_contract(root: Path, *, min_auroc: float) -> Path:
     return path
 
 
-def materialise(contracts: Path, key: str, target: str, warehouse: Warehouse):
+def run_job(contracts: Path, key: str, target: str, warehouse: Warehouse):
+    """The contract's whole evaluate job for one target, in process (wiring: blocking checks)."""
     entries = discover_contracts(str(contracts))
     defs = build_definitions(entries, warehouse_root=str(warehouse.root))
     instance = dg.DagsterInstance.ephemeral()
@@ -118,7 +118,7 @@ def guard_metadata(result) -> dict:
 def test_rows_equal_the_cli_sidecar_and_warnings_do_not_block(tmp_path, ours, ref):
     contract = guard_contract(tmp_path, min_auroc=0.4)
     wh = Warehouse(tmp_path / "wh")
-    result = materialise(contract.parent.parent, "inject", TARGET, wh)
+    result = run_job(contract.parent.parent, "inject", TARGET, wh)
     assert result.success
     assert {"inject/guard_metrics", "inject/report"} <= materialised(result)
 
@@ -265,7 +265,7 @@ def test_rows_equal_the_cli_sidecar_and_warnings_do_not_block(tmp_path, ours, re
 def test_a_failing_extension_requirement_blocks_the_report(tmp_path, ours):
     contract = guard_contract(tmp_path, min_auroc=0.8)
     wh = Warehouse(tmp_path / "wh")
-    result = materialise(contract.parent.parent, "inject", TARGET, wh)
+    result = run_job(contract.parent.parent, "inject", TARGET, wh)
     assert not result.success
     done = materialised(result)
     assert {"inject/golden_metrics", "inject/guard_metrics"} <= done
@@ -293,27 +293,28 @@ def test_a_failing_extension_requirement_blocks_the_report(tmp_path, ours):
 def test_partial_runs_are_flagged_in_rows_metadata_and_checks(
     tmp_path, loopback, failures, extra, state, severity
 ):
-    """The asset's and the check's bodies as plain calls: the golden step that materialises
-    ``case_results``, the guard step and its metadata, the stored outcomes and the check."""
+    """The assets as plain functions (Dagster's direct invocation): ``case_results``, then
+    ``guard_metrics``; the check's body (stored outcomes, then the result) as plain calls."""
     server = loopback({"default": {"yes": 0.3, "no": 0.7}})
     folder = tmp_path / "contracts" / "inject"
     partial_contract(folder, server.url, failures, extra)
     [entry] = discover_contracts(str(folder.parent))
-    wh = Warehouse(tmp_path / "wh")
-    step = Step(wh, "run-1")
-    evaluate_target(entry, "default@v1", step)
-    measured = measure_target(entry, "default@v1", step)
+    materialise(entry, "default@v1", tmp_path / "wh", names=("case_results",))
+    [guard_metrics] = guard_assets.assets(entry)
+    resources = {"warehouse": WarehouseResource(root=str(tmp_path / "wh"))}
+    done = guard_metrics(dg.build_asset_context(partition_key="default@v1", resources=resources))
 
+    wh = Warehouse(tmp_path / "wh")
     stored = wh.read_latest("guard_suites", "inject", "default@v1").to_pylist()
     assert [(r["suite"], r["n_errored"], r["drop_rate"], r["run_state"]) for r in stored] == [
         ("main", failures, failures / 20, state)
     ]
     assert json.loads(stored[0]["errors_by_kind_json"]) == {"backend_error": failures}
-    meta = materialisation_metadata(measured)
+    meta = done.metadata
     assert (meta["run_state"], meta["drop_rate"].value) == (state, failures / 20)
     assert f"**{state} run** on `main`: {failures} of 20 cases errored" in meta["summary"].value
 
-    outcomes = check_outcomes(entry, "default@v1", wh, "run-1")
+    outcomes = check_outcomes(entry, "default@v1", wh, stored[0]["run_id"])
     [gate] = [g for g in guard_assets.gates(entry, config_of(entry)) if g.name == "partial_runs"]
     asset = dg.AssetKey(["inject", "guard_metrics"])
     check = guard_assets.check_result(outcomes[gate.key], asset, gate.name)
