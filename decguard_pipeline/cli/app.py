@@ -37,7 +37,7 @@ def emit_report(
     sidecar: dict[str, Any] | None = None,
 ) -> None:
     """Write/print a test/fuzz report and exit with its gate status. ``guarded`` (a
-    runs.guard.GuardedRun) adds the sidecar, pictures and text sections after DecGuard's.
+    core.guard.evaluation.GuardedRun) adds the sidecar, pictures and text sections after DecGuard's.
     ``html`` also writes the HTML page (with ``sidecar``, else the sidecar sections of this
     run); nothing else changes with it."""
     from decguard_pipeline.core.report.golden import CHUNKED_LISTS, result_records
@@ -50,8 +50,9 @@ def emit_report(
             items=lambda: result_records(report.results), chunked=CHUNKED_LISTS,
         )  # fmt: skip
         click.echo(f"report written to {output}", err=True)
-        for path in guarded.write_files(output) if guarded is not None else ():
-            click.echo(f"pipeline results written to {path}", err=True)
+        if guarded is not None:  # the pictures and the sidecar next to the report
+            for path in guarded.write_files(output.parent, output.stem, report=output.name):
+                click.echo(f"pipeline results written to {path}", err=True)
         if report.extensions:  # after the guard's sidecar: sections are merged into it
             from decguard_pipeline.core.report.sidecar import write_section
 

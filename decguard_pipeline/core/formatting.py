@@ -10,3 +10,8 @@ def num(value: float | None, digits: int = 3) -> str:
 
 def pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
+
+
+def signed(value: float | None) -> str:
+    """A difference with its sign: ``+0.120``, ``-0.034``."""
+    return "n/a" if value is None else f"{value:+.3f}"

@@ -1,8 +1,9 @@
 """Warehouse tables of the guard feature (documented in docs/warehouse.md).
 
-Written by the ``guard_metrics`` asset (``steps/guard.py``) for contracts that enable
-the guard extension. Every table is keyed by contract, target, run and time; ``suite`` names
-the evaluated dataset (``main`` when the contract's own dataset is not one of its suites).
+Written by the ``guard_metrics`` asset (``steps/guard.py``; rows built by ``rows/guard.py``)
+for contracts that enable the guard extension. Every table is keyed by contract, target, run
+and time; ``suite`` names the evaluated dataset (``main`` when the contract's own dataset is
+not one of its suites).
 """
 
 import pyarrow as pa
