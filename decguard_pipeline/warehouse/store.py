@@ -1,4 +1,7 @@
-"""The warehouse: immutable Parquet files written atomically, and a DuckDB catalog of views."""
+"""The warehouse: immutable Parquet files written atomically, and a DuckDB catalog of views.
+
+The root is a local folder or an object-store prefix (``s3://bucket/prefix``); every file
+operation goes through warehouse/storage.py, so both are laid out and read alike."""
 
 from __future__ import annotations
 
@@ -7,8 +10,6 @@ import hashlib
 import json
 import os
 import re
-import time
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,16 +34,25 @@ from decguard_pipeline.warehouse.manifest import (
     sql_manifest,
 )
 from decguard_pipeline.warehouse.schema import NO_TARGET, SCHEMA_VERSION, TABLES
+from decguard_pipeline.warehouse.spool import spool_for
+from decguard_pipeline.warehouse.storage import (
+    STALE_AFTER_S,
+    Location,
+    ObjectPath,
+    location,
+    staging_root,
+    storage_of,
+    sweep_stale,
+)
 
 CATALOG = "decguard.duckdb"
 STAMP = "catalog.json"
 # Files are written here and renamed into their table folder once complete: the folder is
 # outside every table's glob, so no reader ever sees a half-written file, and on the same
-# filesystem as the tables, so the rename is atomic.
+# filesystem as the tables, so the rename is atomic. (An object-storage warehouse assembles
+# files on the local disk instead, storage.staging_root(), and uploads each in one PUT.)
 STAGING = ".staging"
-# A temporary file untouched for this long belongs to a writer that died (a live writer
-# keeps writing to it, and a rename publishes it within moments of the last byte).
-STALE_AFTER_S = 3600.0
+__all__ = ["STALE_AFTER_S", "Warehouse", "default_root", "published_files", "read_file"]
 # Published files, and only they, are named ``<UTC timestamp>_<run id>.parquet`` (the empty
 # seed of a table ``00000000_schema.parquet``), or ``<UTC timestamp>_~<id>.parquet`` once
 # compacted: every reader lists files with this pattern, so a stray or half-written file left
@@ -52,9 +62,10 @@ _T = TypeVar("_T")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._@=-]")
 
 
-def default_root() -> Path:
-    """``$DECGUARD_WAREHOUSE``, else ``data/warehouse`` under the current directory."""
-    return Path(os.environ.get("DECGUARD_WAREHOUSE") or Path.cwd() / "data" / "warehouse")
+def default_root() -> Location:
+    """``$DECGUARD_WAREHOUSE`` (a folder, ``s3://bucket/prefix`` or ``gs://bucket/prefix``),
+    else ``data/warehouse`` under the current directory."""
+    return location(os.environ.get("DECGUARD_WAREHOUSE") or Path.cwd() / "data" / "warehouse")
 
 
 def folder_value(value: str) -> str:
@@ -72,7 +83,7 @@ def _name_part(value: str) -> str:
     return _UNSAFE_NAME.sub("_", value) or "_"
 
 
-def published_files(directory: Path) -> list[Path]:
+def published_files(directory: Location) -> list[Location]:
     """The files of a partition folder a reader counts, oldest first (name order is time
     order): every write that no compaction replaced, and the compacted files that did."""
     return counted_files(directory)
@@ -83,27 +94,70 @@ def now() -> datetime:
 
 
 @functools.lru_cache(maxsize=64)
-def read_file(path: Path) -> pa.Table:
+def read_file(path: Location) -> pa.Table:
     """A warehouse file; cached, since files are never modified (a new write is a new file)."""
+    if isinstance(path, ObjectPath):
+        return storage_of(path).read_table(path)
     return pq.ParquetFile(path).read()
 
 
+# Object-storage warehouses whose seed files and catalog this process has checked (each check
+# costs requests; what it checks never goes back once true).
+_SEEDED: set[str] = set()
+_CATALOGUED: set[str] = set()
+
+
 class Warehouse:
-    def __init__(self, root: str | Path | None = None) -> None:
-        self.root = Path(root or default_root()).resolve()
+    def __init__(self, root: str | os.PathLike[str] | Location | None = None) -> None:
+        if isinstance(root, ObjectPath):
+            self.root: Location = root
+        else:
+            self.root = location(root) if root else default_root()
+        self.storage = storage_of(self.root)
+
+    @property
+    def remote(self) -> bool:
+        """Whether the warehouse is on an object store."""
+        return self.storage.remote
+
+    def exists(self) -> bool:
+        """Whether a warehouse is at the root (a folder; on an object store, its catalog)."""
+        if self.remote:
+            return self.storage.exists(self.root / STAMP)
+        return self.storage.is_folder(self.root)
+
+    def location(self, path: str | os.PathLike[str] | Location) -> str:
+        """Where a file written into a ``partition_dir`` folder is published (its path on a
+        local warehouse; ``s3://…`` for a spool path of an object-storage warehouse)."""
+        if isinstance(self.root, ObjectPath) and not isinstance(path, ObjectPath):
+            return spool_for(self.root).location(os.fspath(path))
+        return str(path)
+
+    def read_bytes(self, where: str | os.PathLike[str] | Location) -> bytes:
+        """The bytes of a file the warehouse published, by the location a row names."""
+        target = where if isinstance(where, ObjectPath | Path) else location(where)
+        return storage_of(target).read_bytes(target)
 
     # -- writing -------------------------------------------------------------------------
 
-    def partition_dir(self, table: str, contract: str, target: str = NO_TARGET) -> Path:
-        return (
+    def partition_dir(self, table: str, contract: str, target: str = NO_TARGET) -> Location:
+        """A partition folder. For a folder of files beside the tables (``report_files``),
+        an object-storage warehouse gives a local folder instead: files written there are
+        published with the next ``write`` (warehouse/spool.py)."""
+        folder = (
             self.root
             / table
             / f"contract={folder_value(contract)}"
             / f"target={folder_value(target)}"
         )
+        if isinstance(folder, ObjectPath) and table not in TABLES:
+            return spool_for(self.root).path(folder)
+        return folder
 
     @property
     def staging_dir(self) -> Path:
+        if isinstance(self.root, ObjectPath):
+            return staging_root()
         return self.root / STAGING
 
     def write(
@@ -115,12 +169,14 @@ class Warehouse:
         target: str = NO_TARGET,
         run_id: str,
         recorded_at: datetime | None = None,
-    ) -> Path:
+    ) -> Location:
         """Write one immutable file of ``table`` rows; returns its path.
 
         Files are named ``<UTC timestamp>_<run id>.parquet`` so that name order is time order.
         The rows' ``contract`` and ``target`` must be the partition's (the views read both
-        from the folder names); empty key cells are filled with the write's values."""
+        from the folder names); empty key cells are filled with the write's values. On an
+        object store, the files written beside the tables are published first, and the rows
+        name them by their warehouse location (warehouse/spool.py)."""
         schema = TABLES[table]
         if isinstance(data, list):
             data = pa.Table.from_pylist(data, schema=schema)
@@ -128,9 +184,12 @@ class Warehouse:
             data = data.select(schema.names).cast(schema)
         at = recorded_at or now()
         data = _in_partition(data, table, contract=contract, target=target, run_id=run_id, at=at)
+        if isinstance(self.root, ObjectPath):
+            spool = spool_for(self.root)
+            spool.publish()
+            data = spool.translate(data)
         stamp = at.strftime("%Y%m%dT%H%M%S%fZ")
         directory = self.partition_dir(table, contract, target)
-        directory.mkdir(parents=True, exist_ok=True)
         final = directory / f"{stamp}_{_name_part(run_id)}.parquet"
         self._publish(final, lambda tmp: pq.write_table(data, tmp, compression="zstd"))
         self.ensure_catalog()
@@ -138,50 +197,35 @@ class Warehouse:
 
     def _publish(
         self,
-        final: Path,
+        final: Location,
         write: Callable[[str], None],
         *,
         before_rename: Callable[[], None] | None = None,
     ) -> None:
-        """Run ``write`` on a new file in the staging folder, flush it to disk and rename it
-        to ``final``: readers see the whole file or none, a killed writer leaves only a
-        staging file (swept later). The file gets the permissions of the process umask.
-        ``before_rename`` runs last before the rename (and may refuse it by raising)."""
+        """Run ``write`` on a new file in the staging folder and publish it as ``final``
+        (local: flushed, then renamed; object store: uploaded whole): readers see the whole
+        file or none, a killed writer leaves only a staging file (swept later). A local file
+        gets the permissions of the process umask. ``before_rename`` runs last before the
+        publication (and may refuse it by raising)."""
         self.sweep()
-        self.staging_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.staging_dir / f"{os.getpid()}-{uuid.uuid4().hex}{final.suffix}.tmp"
-        try:
-            write(str(tmp))
-            _flush(tmp)
-            if before_rename is not None:
-                before_rename()
-            os.replace(tmp, final)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        self.storage.publish(final, write, staging=self.staging_dir, before=before_rename)
 
     def sweep(self, *, full: bool = False) -> None:
         """Delete temporary files left by writers that died: every staging file untouched for
         ``STALE_AFTER_S``; with ``full``, also the ``.tmp-*`` files older versions wrote
         inside table folders and the warehouse root (walks every table folder)."""
-        cutoff = time.time() - STALE_AFTER_S
         candidates: list[Path] = []
         if self.staging_dir.is_dir():
             candidates += self.staging_dir.iterdir()
-        if full and self.root.is_dir():
+        if full and isinstance(self.root, Path) and self.root.is_dir():
             candidates += self.root.glob(".tmp-*")
             for table in TABLES:
                 candidates += (self.root / table).glob("*/*/.tmp-*")
-        for path in candidates:
-            try:
-                if path.is_file() and path.stat().st_mtime < cutoff:
-                    path.unlink()
-            except FileNotFoundError:  # another process swept it first
-                pass
+        sweep_stale(candidates)
 
     # -- reading inside the pipeline (no DuckDB file, so nothing to lock) ----------------
 
-    def latest_file(self, table: str, contract: str, target: str = NO_TARGET) -> Path | None:
+    def latest_file(self, table: str, contract: str, target: str = NO_TARGET) -> Location | None:
         files = published_files(self.partition_dir(table, contract, target))
         return files[-1] if files else None
 
@@ -203,18 +247,18 @@ class Warehouse:
         if writes:
             return read_file(writes[-1])
         for path in reversed([p for p in files if is_compacted(p.name)]):
-            rows = pq.read_table(path, filters=[("run_id", "=", run_id)], schema=TABLES[table])
+            rows = self.storage.read_table(
+                path, filters=[("run_id", "=", run_id)], schema=TABLES[table]
+            )
             if len(rows):
                 return _newest_write(rows)
         return None
 
-    def partitions(self, table: str, contract: str) -> dict[str, list[Path]]:
+    def partitions(self, table: str, contract: str) -> dict[str, list[Location]]:
         """A contract's published files of ``table`` by target, oldest first."""
         root = self.partition_dir(table, contract).parent
-        if not root.is_dir():
-            return {}
         out = {}
-        for directory in sorted(root.glob("target=*")):
+        for directory in self.storage.folders(root, "target=*"):
             files = published_files(directory)
             if files:
                 out[unquote(directory.name.removeprefix("target="))] = files
@@ -224,6 +268,7 @@ class Warehouse:
         """An in-memory DuckDB connection with every table and ``latest_*`` view defined."""
         self._seed_empty_tables()
         con = duckdb.connect()
+        self.storage.register(con)
         for statement in self.view_statements():
             con.execute(statement)
         return con
@@ -238,7 +283,7 @@ class Warehouse:
     # -- the catalog file ----------------------------------------------------------------
 
     @property
-    def catalog_path(self) -> Path:
+    def catalog_path(self) -> Location:
         return self.root / CATALOG
 
     def _hive_partitioning(self) -> bool:
@@ -300,18 +345,21 @@ class Warehouse:
     def _seed_empty_tables(self) -> None:
         """Per table, a zero-row file for each glob its views read and a first manifest, so
         that views bind before the first evaluation and the first compaction."""
+        if str(self.root) in _SEEDED:
+            return
+        exists = self.storage.exists
         for table, schema in TABLES.items():
             folder = self.partition_dir(table, "_")
             for name in (SEED, COMPACTED_SEED):
                 seed = folder / name
-                if not seed.exists():
-                    seed.parent.mkdir(parents=True, exist_ok=True)
+                if not exists(seed):
                     self._publish(seed, lambda tmp, s=schema: pq.write_table(s.empty_table(), tmp))
             first = self.root / table / MANIFESTS / MANIFEST_SEED
-            if not first.exists():
-                first.parent.mkdir(parents=True, exist_ok=True)
+            if not exists(first):
                 empty = manifest_table(0, {}, [])
                 self._publish(first, lambda tmp, t=empty: pq.write_table(t, tmp))
+        if self.remote:
+            _SEEDED.add(str(self.root))
 
     def _stamp(self) -> dict[str, Any]:
         """What the catalog must have been made for: schema version, location, the view
@@ -328,7 +376,7 @@ class Warehouse:
 
     def _read_stamp(self) -> dict[str, Any] | None:
         try:
-            stamp = json.loads((self.root / STAMP).read_text())
+            stamp = json.loads(self.storage.read_bytes(self.root / STAMP))
         except (OSError, ValueError):
             return None
         return stamp if isinstance(stamp, dict) else None
@@ -347,9 +395,9 @@ class Warehouse:
         rewrote the old files): tables whose files do not all carry every current column."""
         loose = set()
         for table, schema in TABLES.items():
-            for path in (self.root / table).glob(f"contract=*/target=*/{PUBLISHED}"):
+            for path in self._published_paths(table):
                 try:
-                    names = set(pq.read_schema(path).names)
+                    names = set(self.storage.read_schema(path).names)
                 except FileNotFoundError:  # deleted by a compaction meanwhile
                     continue
                 if not set(schema.names) <= names:
@@ -357,32 +405,48 @@ class Warehouse:
                     break
         return frozenset(loose)
 
-    def ensure_catalog(self, *, refresh: bool = False) -> Path:
+    def ensure_catalog(self, *, refresh: bool = False) -> Location:
         """(Re)write the catalog when missing, or made for another schema, location or view
         definition (or, with ``refresh``, always: compaction after migrating old files).
 
         Built in the staging folder and renamed into place: a reader holding the old catalog
         open keeps reading it, and concurrent writers never share a DuckDB file."""
+        if not refresh and str(self.root) in _CATALOGUED:
+            return self.catalog_path
         code = self._stamp()
         stamp = self._read_stamp()
         if (
             not refresh
-            and self.catalog_path.exists()
+            and self.storage.exists(self.catalog_path)
             and stamp is not None
             and all(stamp.get(k) == v for k, v in code.items())
         ):
+            if self.remote:
+                _CATALOGUED.add(str(self.root))
             return self.catalog_path
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.storage.make_folder(self.root)
         self.sweep(full=True)  # rare (a new warehouse or version): also clear old leftovers
         self._seed_empty_tables()
         loose = self.find_loose_tables()
         self._publish(self.catalog_path, lambda tmp: self._write_catalog(tmp, loose))
         record = json.dumps({**code, "loose": sorted(loose)})
         self._publish(self.root / STAMP, lambda tmp: Path(tmp).write_text(record))
+        if self.remote:
+            _CATALOGUED.add(str(self.root))
         return self.catalog_path
+
+    def _published_paths(self, table: str) -> list[Location]:
+        """Every published file of a table (its seed files included), counted or not."""
+        return [
+            path
+            for contract in self.storage.folders(self.root / table, "contract=*")
+            for target in self.storage.folders(contract, "target=*")
+            for path in self.storage.files(target, PUBLISHED)
+        ]
 
     def _write_catalog(self, path: str, loose: frozenset[str]) -> None:
         con = duckdb.connect(path)
+        self.storage.register(con)  # the views bind on the files when created
         try:
             for statement in self.view_statements(loose):
                 con.execute(statement)
@@ -396,12 +460,16 @@ class Warehouse:
 
     def open_catalog(self) -> duckdb.DuckDBPyConnection:
         """The catalog, read-only (what an analyst or ``decguard-pipeline sql`` opens). An
-        account that may read the warehouse but not write it opens the catalog as it is."""
+        account that may read the warehouse but not write it opens the catalog as it is.
+        On an object store: an in-memory connection with the catalog's views, reading the
+        files through the store's client (a DuckDB file cannot be opened there)."""
         try:
             self.ensure_catalog()
         except PermissionError:
-            if not self.catalog_path.exists():
+            if not self.storage.exists(self.catalog_path):
                 raise
+        if self.remote:
+            return self.connect()
         return duckdb.connect(str(self.catalog_path), read_only=True)
 
 
@@ -449,15 +517,6 @@ def _newest_write(rows: pa.Table) -> pa.Table:
     return rows.filter(pc.equal(run, pc.max(run)))
 
 
-def _sql_path(path: Path) -> str:
-    """A path inside a SQL string literal."""
+def _sql_path(path: Location) -> str:
+    """A path inside a SQL string literal (``s3://…`` for an object)."""
     return str(path).replace("'", "''")
-
-
-def _flush(path: Path) -> None:
-    """Force the file's bytes to disk, so that after a power cut the renamed file is whole."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
