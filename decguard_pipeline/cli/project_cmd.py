@@ -164,7 +164,7 @@ def sql(query: str, warehouse: str | None, fmt: str, max_rows: int) -> None:
         wh = Warehouse(warehouse)
 
         def run() -> Any:
-            with wh.open_catalog() as con:
+            with wh.open_catalog(query) as con:
                 relation = con.sql(query)
                 if relation is None:
                     return None

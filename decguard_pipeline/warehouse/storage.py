@@ -281,8 +281,9 @@ class ObjectStorage(Storage):
         return pq.read_table(pa.BufferReader(self.read_bytes(where)), **options)
 
     def read_schema(self, where: Location) -> pa.Schema:
-        with self.fs.open(_key(where), "rb") as handle:
-            return pq.read_schema(handle)
+        # one GET of the whole (small) file: s3fs's file objects read ranges whose unread
+        # bodies keep pool connections busy until the pool is exhausted
+        return pq.read_schema(pa.BufferReader(self.read_bytes(where)))
 
     def make_folder(self, where: Location) -> None:
         """Object stores have no folders: a key's prefixes exist while objects do."""

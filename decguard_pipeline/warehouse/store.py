@@ -21,17 +21,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from decguard_pipeline.warehouse import views
 from decguard_pipeline.warehouse.manifest import (
-    COMPACTED,
     COMPACTED_SEED,
     MANIFEST_SEED,
     MANIFESTS,
     SEED,
-    WRITES,
     counted_files,
     is_compacted,
     manifest_table,
-    sql_manifest,
 )
 from decguard_pipeline.warehouse.schema import NO_TARGET, SCHEMA_VERSION, TABLES
 from decguard_pipeline.warehouse.spool import spool_for
@@ -264,12 +262,15 @@ class Warehouse:
                 out[unquote(directory.name.removeprefix("target="))] = files
         return out
 
-    def connect(self) -> duckdb.DuckDBPyConnection:
-        """An in-memory DuckDB connection with every table and ``latest_*`` view defined."""
+    def connect(self, sql: str | None = None) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB connection with every table and ``latest_*`` view defined
+        (with ``sql``: those it names, warehouse/views.py)."""
+        if self.remote:
+            self.ensure_catalog()  # one GET of its stamp once it is made
         self._seed_empty_tables()
         con = duckdb.connect()
         self.storage.register(con)
-        for statement in self.view_statements():
+        for statement in self.view_statements(only=views.needed(sql)):
             con.execute(statement)
         return con
 
@@ -277,7 +278,7 @@ class Warehouse:
         return retrying(lambda: self._query(sql, params))
 
     def _query(self, sql: str, params: list[Any] | None) -> pa.Table:
-        with self.connect() as con:
+        with self.connect(sql) as con:
             return con.sql(sql, params=params or None).to_arrow_table()
 
     # -- the catalog file ----------------------------------------------------------------
@@ -292,60 +293,30 @@ class Warehouse:
         would read as one more partition column."""
         return not any("=" in part for part in self.root.parts)
 
-    def view_statements(self, loose: frozenset[str] | None = None) -> list[str]:
-        """The views of every table, its ``latest_*`` view and ``latest_all_checks``.
+    def view_statements(
+        self, loose: frozenset[str] | None = None, only: frozenset[str] | None = None
+    ) -> list[str]:
+        """The views of every table (or of the tables in ``only``), its ``latest_*`` view and
+        ``latest_all_checks`` (warehouse/views.py).
 
         ``loose`` names the tables that still hold files written before a column was added
         (read with ``union_by_name``, which opens every file's footer before the query
         starts); every other table binds on its seed file's schema and opens only the files
         a query reads. Default: as recorded when the catalog was made."""
         loose = self.loose_tables() if loose is None else loose
-        hive = (
-            "hive_partitioning = true, hive_types = {'contract': 'VARCHAR', 'target': 'VARCHAR'}"
-            if self._hive_partitioning()
-            else "hive_partitioning = false"
-        )
-        statements = []
-        for table in TABLES:
-            statements += self._table_views(table, hive, union=table in loose)
-        # every gate of every feature in one place: golden gates plus each feature's
-        # ``<feature>_checks`` table (same columns as gate_results)
-        check_tables = ["gate_results", *(t for t in TABLES if t.endswith("_checks"))]
-        union = " UNION ALL BY NAME ".join(f"SELECT * FROM latest_{t}" for t in check_tables)
-        statements.append(f"CREATE OR REPLACE VIEW latest_all_checks AS {union}")
-        return statements
-
-    def _table_views(self, table: str, hive: str, *, union: bool) -> list[str]:
-        """``<table>``: the writes no compaction replaced plus the live compacted files (see
-        warehouse/manifest.py for why a reader never counts a row twice or misses one).
-        ``latest_<table>``: per contract and target the rows of the newest write, by
-        ``recorded_at`` then ``run_id``; compaction never merges a partition's newest write,
-        so this view reads the writes alone and its cost stays flat as history grows."""
-        base = _sql_path(self.root / table)
-        seeds = _sql_path(self.partition_dir(table, "_"))
-        options = f"filename = true, {hive}" + (", union_by_name = true" if union else "")
-        manifest = f"WITH _manifest AS ({sql_manifest(base)}) "
-        writes = (
-            f"SELECT * EXCLUDE (filename) FROM read_parquet(['{seeds}/{SEED}', "
-            f"'{base}/contract=*/target=*/{WRITES}'], {options}) "
-            "WHERE filename NOT IN (SELECT path FROM _manifest WHERE role = 'hidden')"
-        )
-        compacted = (
-            f"SELECT * EXCLUDE (filename) FROM read_parquet(['{seeds}/{COMPACTED_SEED}', "
-            f"'{base}/contract=*/target=*/{COMPACTED}'], {options}) "
-            "WHERE filename IN (SELECT path FROM _manifest WHERE role = 'live')"
-        )
-        return [
-            f"CREATE OR REPLACE VIEW {table} AS {manifest}{writes} UNION ALL BY NAME {compacted}",
-            f"CREATE OR REPLACE VIEW latest_{table} AS {manifest}SELECT * EXCLUDE (_rank) FROM ("
-            f"SELECT *, dense_rank() OVER (PARTITION BY contract, target "
-            f"ORDER BY recorded_at DESC, run_id DESC) AS _rank FROM ({writes})) WHERE _rank = 1",
-        ]
+        base_of = {
+            table: (_sql_path(self.root / table), _sql_path(self.partition_dir(table, "_")))
+            for table in TABLES
+        }
+        return views.statements(base_of, self._hive_partitioning(), loose, only)
 
     def _seed_empty_tables(self) -> None:
         """Per table, a zero-row file for each glob its views read and a first manifest, so
         that views bind before the first evaluation and the first compaction."""
         if str(self.root) in _SEEDED:
+            return
+        if self.remote and str(self.root) in _CATALOGUED:
+            _SEEDED.add(str(self.root))  # its stamp is written once the seeds are there
             return
         exists = self.storage.exists
         for table, schema in TABLES.items():
@@ -410,14 +381,17 @@ class Warehouse:
         definition (or, with ``refresh``, always: compaction after migrating old files).
 
         Built in the staging folder and renamed into place: a reader holding the old catalog
-        open keeps reading it, and concurrent writers never share a DuckDB file."""
+        open keeps reading it, and concurrent writers never share a DuckDB file. An object
+        store gets only the stamp (``catalog.json``, which records the loose tables): its
+        readers build the views in memory (``open_catalog``), so a DuckDB file there would
+        cost every view's binding requests for nothing."""
         if not refresh and str(self.root) in _CATALOGUED:
             return self.catalog_path
         code = self._stamp()
         stamp = self._read_stamp()
         if (
             not refresh
-            and self.storage.exists(self.catalog_path)
+            and (self.remote or self.storage.exists(self.catalog_path))
             and stamp is not None
             and all(stamp.get(k) == v for k, v in code.items())
         ):
@@ -428,7 +402,8 @@ class Warehouse:
         self.sweep(full=True)  # rare (a new warehouse or version): also clear old leftovers
         self._seed_empty_tables()
         loose = self.find_loose_tables()
-        self._publish(self.catalog_path, lambda tmp: self._write_catalog(tmp, loose))
+        if not self.remote:
+            self._publish(self.catalog_path, lambda tmp: self._write_catalog(tmp, loose))
         record = json.dumps({**code, "loose": sorted(loose)})
         self._publish(self.root / STAMP, lambda tmp: Path(tmp).write_text(record))
         if self.remote:
@@ -446,7 +421,6 @@ class Warehouse:
 
     def _write_catalog(self, path: str, loose: frozenset[str]) -> None:
         con = duckdb.connect(path)
-        self.storage.register(con)  # the views bind on the files when created
         try:
             for statement in self.view_statements(loose):
                 con.execute(statement)
@@ -458,18 +432,19 @@ class Warehouse:
         finally:
             con.close()
 
-    def open_catalog(self) -> duckdb.DuckDBPyConnection:
+    def open_catalog(self, sql: str | None = None) -> duckdb.DuckDBPyConnection:
         """The catalog, read-only (what an analyst or ``decguard-pipeline sql`` opens). An
         account that may read the warehouse but not write it opens the catalog as it is.
-        On an object store: an in-memory connection with the catalog's views, reading the
-        files through the store's client (a DuckDB file cannot be opened there)."""
+        On an object store: an in-memory connection with the catalog's views (those ``sql``
+        names), reading the files through the store's client (DuckDB opens no database file
+        there)."""
         try:
             self.ensure_catalog()
         except PermissionError:
-            if not self.storage.exists(self.catalog_path):
+            if not self.storage.exists(self.root / STAMP if self.remote else self.catalog_path):
                 raise
         if self.remote:
-            return self.connect()
+            return self.connect(sql)
         return duckdb.connect(str(self.catalog_path), read_only=True)
 
 

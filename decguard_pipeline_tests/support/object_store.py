@@ -19,6 +19,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -111,25 +112,32 @@ def start(timeout_s: float = 60.0) -> S3Server:
         raise Unavailable(f"moto[server] is not installed ({exc})") from exc
     import httpx
 
+    reason = ""
     for _ in range(5):  # the port is free when chosen; another process may take it first
         port = free_port()
+        # the server logs every request: to a file, never to a pipe nobody reads (a full
+        # pipe blocks the server mid-request)
+        log = tempfile.TemporaryFile()
         process = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=log,
             start_new_session=True,
         )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and process.poll() is None:
             try:
                 httpx.get(f"http://127.0.0.1:{port}/moto-api/", timeout=2)
+                log.close()
                 return S3Server(port, process)
             except httpx.HTTPError:
                 time.sleep(0.1)
         if process.poll() is None:
             process.kill()
-        _, err = process.communicate()
-        reason = err.decode(errors="replace").strip()[-500:]
+        process.wait()
+        log.seek(0)
+        reason = log.read().decode(errors="replace").strip()[-500:]
+        log.close()
         if "in use" not in reason:
             break
     raise Unavailable(f"moto's S3 server did not start: {reason or 'no answer'}")
