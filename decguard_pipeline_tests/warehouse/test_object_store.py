@@ -202,7 +202,7 @@ def test_kill_9_during_an_upload_leaves_nothing_visible(s3_server, s3_bucket, tm
     """A writer killed while its multipart upload is under way: the parts it sent are on the
     server, the object is not; ``sql`` counts only the writes that finished."""
     root = f"s3://{s3_bucket}/wh"
-    n = 600_000  # ~15 MB of Parquet: three or four parts
+    n = 1_300_000  # ~15 MB of Parquet: three parts of 5 MiB
     writer = subprocess.Popen(
         [sys.executable, "-c", WRITER, root, str(n)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
