@@ -1,0 +1,96 @@
+"""Many writers, one truth (issue 16 item 4): two "machines" (two working folders, two
+DAGSTER_HOMEs) share one PostgreSQL instance and one S3 warehouse, and evaluate different
+contracts at the same moment. Afterwards either home lists both evaluations' runs, and ``sql``
+on the warehouse sees every row exactly once.
+
+PostgreSQL is Debian's server started by the ``postgres_server`` fixture, S3 is moto's standalone
+server on loopback (support/object_store.py); both are reached only through the standard
+variables (DAGSTER_PG_URL, AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline_tests.conftest import EXAMPLES
+from decguard_pipeline_tests.support.evaluate_places import MOCK, Place, finish, write_contract
+from decguard_pipeline_tests.support.object_store import S3Server
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.s3]
+
+
+def test_two_machines_one_postgres_instance_one_s3_warehouse(
+    s3_server: S3Server, s3_bucket: str, pg_url: str, tmp_path: Path, monkeypatch
+):
+    root = f"s3://{s3_bucket}/team/wh"
+    a, b = Place(tmp_path / "a"), Place(tmp_path / "b")
+    write_contract(a.contracts / "tiny", MOCK)
+    shutil.copytree(EXAMPLES / "spam", b.contracts / "spam")
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "decguard_pipeline", "evaluate"],
+            cwd=place.home.parent,  # each machine's own working folder
+            env={
+                **os.environ, **s3_server.env(), **place.env(),
+                "DAGSTER_PG_URL": pg_url, "DECGUARD_WAREHOUSE": root,
+            },
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        for place in (a, b)
+    ]
+    results = [finish(p, timeout=600) for p in processes]
+    for code, out, err in results:
+        assert code == 0, out + err
+        assert f"warehouse {root}" in out and "(postgres)" in out
+    assert "default@tiny-v1" in results[0][1] and "default@spam-mock-v1" in results[1][1]
+
+    # either home lists both machines' runs, all successful
+    seen = []
+    for place in (a, b):
+        monkeypatch.setenv("DAGSTER_PG_URL", pg_url)
+        with dg.DagsterInstance.from_config(str(place.home)) as instance:
+            runs = instance.get_runs()
+            seen.append({(r.job_name, r.tags["decguard/target"], r.run_id) for r in runs})
+            assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
+    assert seen[0] == seen[1]
+    assert {(job, target) for job, target, _ in seen[0]} == {
+        ("evaluate_tiny", "default@tiny-v1"),
+        ("evaluate_spam", "default@spam-mock-v1"),
+        ("evaluate_spam", "candidate@spam-mock-v2"),
+    }
+    run_ids = {run_id for _, _, run_id in seen[0]}
+
+    # the warehouse: every row once, each written by one of those runs
+    wh = Warehouse(root)
+    rows = wh.query(
+        "SELECT contract, target, count(*) AS n, count(DISTINCT case_id) AS cases, "
+        "list(DISTINCT run_id) AS runs FROM case_results GROUP BY ALL ORDER BY ALL"
+    ).to_pylist()
+    assert [(r["contract"], r["target"]) for r in rows] == [
+        ("spam", "candidate@spam-mock-v2"), ("spam", "default@spam-mock-v1"),
+        ("tiny", "default@tiny-v1"),
+    ]  # fmt: skip
+    assert all(r["n"] == r["cases"] for r in rows)  # every case once
+    assert {run for r in rows for run in r["runs"]} == run_ids
+    latest = wh.query(
+        "SELECT DISTINCT contract, target, run_id FROM latest_metrics WHERE contract <> '_'"
+    ).to_pylist()
+    assert {(r["contract"], r["target"], r["run_id"]) for r in latest} == {
+        (job.removeprefix("evaluate_"), target, run) for job, target, run in seen[0]
+    }
+    # and through the command an analyst runs, from a third place
+    sql = subprocess.run(
+        [sys.executable, "-m", "decguard_pipeline", "sql", "-f", "csv",
+         "SELECT count(DISTINCT run_id) AS n FROM runs WHERE contract <> '_'"],
+        env={**os.environ, **s3_server.env(), "DECGUARD_WAREHOUSE": root},
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert sql.returncode == 0, sql.stderr
+    assert sql.stdout.split() == ["n", str(len(run_ids))]
