@@ -33,18 +33,17 @@ def test_two_machines_one_postgres_instance_one_s3_warehouse(
     a, b = Place(tmp_path / "a"), Place(tmp_path / "b")
     write_contract(a.contracts / "tiny", MOCK)
     shutil.copytree(EXAMPLES / "spam", b.contracts / "spam")
-    processes = [
-        subprocess.Popen(
+
+    def spawn(place: Place) -> subprocess.Popen[str]:
+        env = {**os.environ, **s3_server.env(), **place.env()}
+        env.update(DAGSTER_PG_URL=pg_url, DECGUARD_WAREHOUSE=root)
+        return subprocess.Popen(
             [sys.executable, "-m", "decguard_pipeline", "evaluate"],
             cwd=place.home.parent,  # each machine's own working folder
-            env={
-                **os.environ, **s3_server.env(), **place.env(),
-                "DAGSTER_PG_URL": pg_url, "DECGUARD_WAREHOUSE": root,
-            },
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        for place in (a, b)
-    ]
+
+    processes = [spawn(a), spawn(b)]  # at the same time
     results = [finish(p, timeout=600) for p in processes]
     for code, out, err in results:
         assert code == 0, out + err

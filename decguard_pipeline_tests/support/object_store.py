@@ -117,7 +117,7 @@ def start(timeout_s: float = 60.0) -> S3Server:
         port = free_port()
         # the server logs every request: to a file, never to a pipe nobody reads (a full
         # pipe blocks the server mid-request)
-        log = tempfile.TemporaryFile()
+        log = tempfile.TemporaryFile()  # noqa: SIM115 (the server writes it after we return)
         process = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
             stdout=subprocess.DEVNULL,
