@@ -1,4 +1,5 @@
-"""Many writers, one truth (issue 16 item 4): two "machines" (two working folders, two
+"""Dagster on an S3 warehouse (issue 16 items 2 and 4): the sensor and the main job reading
+and writing it, and many writers, one truth: two "machines" (two working folders, two
 DAGSTER_HOMEs) share one PostgreSQL instance and one S3 warehouse, and evaluate different
 contracts at the same moment. Afterwards either home lists both evaluations' runs, and ``sql``
 on the warehouse sees every row exactly once.
@@ -23,9 +24,49 @@ from decguard_pipeline_tests.conftest import EXAMPLES
 from decguard_pipeline_tests.support.evaluate_places import MOCK, Place, finish, write_contract
 from decguard_pipeline_tests.support.object_store import S3Server
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.s3]
+pytestmark = [pytest.mark.slow, pytest.mark.s3]
 
 
+def test_the_sensor_reads_an_s3_warehouse(s3_server, s3_bucket, tmp_path, monkeypatch):
+    from decguard_pipeline.definitions import build_definitions
+    from decguard_pipeline.defs.instance import ensure_dagster_home
+    from decguard_pipeline.defs.main_job import evaluate_all
+    from decguard_pipeline.defs.resources import WarehouseResource
+    from decguard_pipeline.steps.contracts import discover_contracts
+
+    contracts = tmp_path / "contracts"
+    shutil.copytree(EXAMPLES / "spam", contracts / "spam")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    ensure_dagster_home()
+    wh = Warehouse(f"s3://{s3_bucket}/wh")
+    entries = discover_contracts(str(contracts))
+    defs = build_definitions(entries, warehouse_root=str(wh.root))
+    instance = dg.DagsterInstance.get()  # not entered: see test_deploy_postgres
+    try:
+
+        def tick() -> dg.SensorResult:
+            with dg.build_sensor_context(
+                instance=instance, definitions=defs,
+                resources={"warehouse": WarehouseResource(root=str(wh.root))},
+            ) as context:  # fmt: skip
+                return defs.get_sensor_def("model_versions")(context)
+
+        first = tick()
+        assert sorted(r.partition_key for r in first.run_requests) == [
+            "candidate@spam-mock-v2", "default@spam-mock-v1"
+        ]  # fmt: skip
+        added = first.dynamic_partitions_requests[0]
+        instance.add_dynamic_partitions(added.partitions_def_name, list(added.partition_keys))
+        result = evaluate_all(defs, entries, instance, wh, backends=["default"])
+        assert [o.success for o in result.outcomes] == [True]
+        # the sensor found the evaluated target's registration in the bucket
+        assert [r.partition_key for r in tick().run_requests] == ["candidate@spam-mock-v2"]
+        assert s3_server.keys(s3_bucket, "wh/targets/contract=spam/")
+    finally:
+        instance.dispose()
+
+
+@pytest.mark.postgres
 def test_two_machines_one_postgres_instance_one_s3_warehouse(
     s3_server: S3Server, s3_bucket: str, pg_url: str, tmp_path: Path, monkeypatch
 ):
