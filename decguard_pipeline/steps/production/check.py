@@ -1,0 +1,162 @@
+"""Checking a day (``production_check``): DecGuard's check report of the day's stored records
+against the chosen baseline, written and verified, its rows stored; and what the asset checks
+read back."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from decguard_pipeline.core.contract import LoadedContract
+from decguard_pipeline.core.errors import DecGuardError
+from decguard_pipeline.core.gates import FAIL, PASS, WARN, overall_status
+from decguard_pipeline.core.production.extensions import extension_results, sidecar_path
+from decguard_pipeline.core.production.report import ProductionReport, build_report
+from decguard_pipeline.core.production.verify import load_production_report
+from decguard_pipeline.core.report.jsonio import write_document
+from decguard_pipeline.steps.base import Step, run_rows
+from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.production.baseline import ChosenBaseline, choose_baseline
+from decguard_pipeline.steps.production.ingest import load_stored
+from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline.warehouse.rows.production import check_rows
+
+_RANK = {PASS: 0, WARN: 1, FAIL: 2}
+
+
+@dataclass
+class Checked:
+    """What one materialisation of ``production_check`` computed and wrote."""
+
+    day: str
+    report: ProductionReport
+    chosen: ChosenBaseline
+    report_path: Path
+    sidecar: Path
+    source: str
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # table -> rows
+
+    @property
+    def document(self) -> dict[str, Any]:
+        return self.report.document
+
+    @property
+    def extensions(self) -> dict[str, Any]:
+        return self.report.extensions or {}
+
+    @property
+    def status(self) -> str:
+        return self.report.status
+
+
+def check_day(entry: ContractEntry, day: str, step: Step) -> Checked:
+    """DecGuard's production check of a day's ingested records against the chosen baseline:
+    the report file (verified on load as ``decguard report`` would) and its sidecar under
+    ``report_files``, rows in ``production_runs``, ``production_metrics``,
+    ``production_drift``, ``production_segments``, ``production_extensions`` and
+    ``production_checks``."""
+    loaded = entry.require()
+    wh = step.warehouse
+    with tempfile.TemporaryDirectory(prefix="decguard-production-") as tmp:
+        data, first = load_stored(entry, day, wh, Path(tmp), run_id=step.run_id)
+        chosen = choose_baseline(entry, day, wh, Path(tmp))
+        report = build_report(loaded, data, baseline=chosen.baseline)
+        report.extensions = extension_results(loaded, report)
+        stamp = step.at.strftime("%Y%m%dT%H%M%S%fZ")
+        folder = wh.partition_dir("report_files", entry.key, day)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{stamp}_{step.run_id}.check.json"
+        report.write(path)  # records streamed from the temporary file
+    load_production_report(path)  # must verify exactly, as DecGuard reads it
+    sidecar = sidecar_path(path)
+    write_document(sidecar, {**report.extensions, "report": str(path)}, what="pipeline results")
+    checked = Checked(day, report, chosen, path, sidecar, first["source"])
+    keys = _keys(entry, day, step)
+    checked.rows = check_rows(
+        checked.document, checked.extensions, keys,
+        baseline=(chosen.rule, chosen.ref, chosen.reason), first=first,
+        contract_hash=loaded.hash, report_path=path, sidecar=sidecar,
+    )  # fmt: skip
+    where = {"contract": entry.key, "target": day, "run_id": step.run_id, "recorded_at": step.at}
+    for table, rows in checked.rows.items():
+        wh.write(table, rows, **where)
+    return checked
+
+
+def _keys(entry: ContractEntry, day: str, step: Step) -> dict[str, Any]:
+    return {"contract": entry.key, "target": day, "run_id": step.run_id, "recorded_at": step.at}
+
+
+# -- what the asset checks report -----------------------------------------------------------
+
+
+def production_gates(loaded: LoadedContract) -> list[tuple[str | None, str, str]]:
+    """``(segment key or None, gate, level)`` of every check the contract configures, in
+    DecGuard's order: aggregate requirements, warnings, then per segment key the segment
+    requirements and warnings."""
+    config = loaded.contract.production
+    gates: list[tuple[str | None, str, str]] = [
+        (None, g, "requirement") for g in config.requirements.configured()
+    ]
+    gates += [(None, g, "warning") for g in config.warnings.configured()]
+    for key in config.segments:
+        gates += [(key, g, "requirement") for g in config.segment_requirements.configured()]
+        gates += [(key, g, "warning") for g in config.segment_warnings.configured()]
+    return gates
+
+
+def _badness(row: dict[str, Any]) -> float:
+    value = row["value"]
+    if value is None:
+        return float("inf")
+    return -value if row["comparison"] == ">=" else value
+
+
+def aggregate_segments(rows: list[dict[str, Any]], gate: str) -> dict[str, Any]:
+    """One check over every segment of a key: the worst status; value, threshold and
+    metric of the worst segment; DecGuard's messages of the segments that do not pass (else
+    the worst one's); ``segments`` holds every segment's row."""
+    worst = max(rows, key=lambda r: (_RANK[r["status"]], _badness(r)))
+    failing = [r for r in rows if r["status"] != PASS]
+    return {
+        **worst,
+        "gate": gate,
+        "status": overall_status(rows),
+        "message": "; ".join(r["message"] for r in failing or [worst]),
+        "segment": worst["segment_value"],
+        "segments": [
+            {k: r[k] for k in ("segment_value", "gate", "status", "value", "threshold", "message")}
+            for r in rows
+        ],
+    }
+
+
+def check_outcomes(
+    entry: ContractEntry, day: str, warehouse: Warehouse, run_id: str | None = None
+) -> dict[tuple[str | None, str, str], dict[str, Any]]:
+    """The stored checks of a day by ``(segment key, gate, level)``: aggregate checks as
+    stored, segment checks aggregated over the day's segment values (run ``run_id``'s rows
+    when it wrote any, else the newest)."""
+    rows = run_rows(warehouse, "production_checks", entry.key, day, run_id)
+    if rows is None:
+        raise DecGuardError(f"{entry.key}: no production checks for {day} yet")
+    out: dict[tuple[str | None, str, str], dict[str, Any]] = {}
+    for key, gate, level in production_gates(entry.require()):
+        if key is None:
+            found = [r for r in rows if r["segment_key"] is None and r["gate"] == gate
+                     and r["level"] == level]  # fmt: skip
+            if found:
+                out[(None, gate, level)] = found[0]
+            continue
+        picked = [
+            r
+            for r in rows
+            if r["segment_key"] == key
+            and r["level"] == level
+            and r["gate"] == f"segment[{key}={r['segment_value']}].{gate}"
+        ]
+        if picked:
+            out[(key, gate, level)] = aggregate_segments(picked, gate)
+    return out
