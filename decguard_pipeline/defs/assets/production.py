@@ -269,7 +269,7 @@ def check_result(row: Mapping[str, Any], asset: dg.AssetKey, name: str) -> dg.As
     gate those of the worst segment, and every segment's row."""
     extra: dict[str, Any] = {"baseline": row["baseline"] or "none"}
     if "segments" in row:
-        extra["segment"] = f"{row['segment_key']}={row['segment']}"
+        extra["segment"] = f"{row['segment_key']}={row['segment_value']}"
         extra["segments"] = md.table(
             row["segments"],
             [

@@ -11,7 +11,7 @@ from typing import Any
 
 from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.errors import DecGuardError
-from decguard_pipeline.core.gates import FAIL, PASS, WARN, overall_status
+from decguard_pipeline.core.gates import combine_checks
 from decguard_pipeline.core.production.extensions import extension_results, sidecar_path
 from decguard_pipeline.core.production.report import ProductionReport, build_report
 from decguard_pipeline.core.production.verify import load_production_report
@@ -22,8 +22,6 @@ from decguard_pipeline.steps.production.baseline import ChosenBaseline, choose_b
 from decguard_pipeline.steps.production.ingest import load_stored
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.production import check_rows
-
-_RANK = {PASS: 0, WARN: 1, FAIL: 2}
 
 
 @dataclass
@@ -107,30 +105,14 @@ def production_gates(loaded: LoadedContract) -> list[tuple[str | None, str, str]
     return gates
 
 
-def _badness(row: dict[str, Any]) -> float:
-    value = row["value"]
-    if value is None:
-        return float("inf")
-    return -value if row["comparison"] == ">=" else value
+SEGMENT_FIELDS = ("segment_value", "gate", "status", "value", "threshold", "message")
 
 
 def aggregate_segments(rows: list[dict[str, Any]], gate: str) -> dict[str, Any]:
-    """One check over every segment of a key: the worst status; value, threshold and
-    metric of the worst segment; DecGuard's messages of the segments that do not pass (else
-    the worst one's); ``segments`` holds every segment's row."""
-    worst = max(rows, key=lambda r: (_RANK[r["status"]], _badness(r)))
-    failing = [r for r in rows if r["status"] != PASS]
-    return {
-        **worst,
-        "gate": gate,
-        "status": overall_status(rows),
-        "message": "; ".join(r["message"] for r in failing or [worst]),
-        "segment": worst["segment_value"],
-        "segments": [
-            {k: r[k] for k in ("segment_value", "gate", "status", "value", "threshold", "message")}
-            for r in rows
-        ],
-    }
+    """One check over every segment of a key: the worst segment decides
+    (``core.gates.combine_checks``); DecGuard's messages of the segments that do not pass
+    (else the worst one's); ``segments`` holds every segment's row."""
+    return combine_checks(rows, gate, parts="segments", fields=SEGMENT_FIELDS)
 
 
 def check_outcomes(
