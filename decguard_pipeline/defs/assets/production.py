@@ -28,9 +28,10 @@ else the date of the contract's earliest records file, else 2026-01-01 (see
 
 import os
 import re
-from collections.abc import Mapping
+import uuid
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import dagster as dg
 
@@ -46,6 +47,7 @@ from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.production import baseline, check, ingest, schedule, sources
 
 RECORDS, CHECK = sources.RECORDS, "production_check"
+T = TypeVar("T")
 ENV_CRON = "DECGUARD_PRODUCTION_CRON"
 DEFAULT_CRON = "0 5 * * *"  # early morning (UTC), after the nightly re-evaluation at 02:00
 _NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
@@ -165,11 +167,7 @@ def _production_records(
     def production_records(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource
     ) -> dg.MaterializeResult:
-        step = Step(warehouse.get(), context.run.run_id)
-        try:
-            done = ingest.ingest_day(entry, context.partition_key, step)
-        except DecGuardError as exc:
-            raise dg.Failure(description=str(exc)) from exc
+        done = _run_step(context, warehouse, ingest.ingest_day, entry)
         return dg.MaterializeResult(
             metadata=records_metadata(done), data_version=dg.DataVersion(done.hash)
         )
@@ -208,14 +206,28 @@ def _production_check(
     def production_check(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource
     ) -> dg.MaterializeResult:
-        step = Step(warehouse.get(), context.run.run_id)
-        try:
-            checked = check.check_day(entry, context.partition_key, step)
-        except DecGuardError as exc:
-            raise dg.Failure(description=str(exc)) from exc
+        checked = _run_step(context, warehouse, check.check_day, entry)
         return dg.MaterializeResult(metadata=check_metadata(checked))
 
     return production_check
+
+
+def _run_step(
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    work: Callable[[ContractEntry, str, Step], T],
+    entry: ContractEntry,
+) -> T:
+    """A day's step for the partition being materialised; its errors fail the asset with
+    DecGuard's message. Called directly (tests: no run), the step gets a run id of its own."""
+    try:
+        run_id = context.run.run_id
+    except dg.DagsterError:
+        run_id = f"direct-{uuid.uuid4().hex[:12]}"
+    try:
+        return work(entry, context.partition_key, Step(warehouse.get(), run_id))
+    except DecGuardError as exc:
+        raise dg.Failure(description=str(exc)) from exc
 
 
 # -- checks ---------------------------------------------------------------------------------
