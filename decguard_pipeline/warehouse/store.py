@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -9,7 +10,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -113,23 +114,59 @@ class Warehouse:
             data = data.select(schema.names).cast(schema)
         at = recorded_at or now()
         data = _in_partition(data, table, contract=contract, target=target, run_id=run_id, at=at)
-        stamp = at.strftime("%Y%m%dT%H%M%S%fZ")
-        directory = self.partition_dir(table, contract, target)
-        directory.mkdir(parents=True, exist_ok=True)
-        final = directory / f"{stamp}_{_name_part(run_id)}.parquet"
+        final = self._file_for(table, contract, target, run_id, at)
         self._publish(final, lambda tmp: pq.write_table(data, tmp, compression="zstd"))
         self.ensure_catalog()
         return final
+
+    def _file_for(self, table: str, contract: str, target: str, run_id: str, at: datetime) -> Path:
+        stamp = at.strftime("%Y%m%dT%H%M%S%fZ")
+        directory = self.partition_dir(table, contract, target)
+        directory.mkdir(parents=True, exist_ok=True)
+        return directory / f"{stamp}_{_name_part(run_id)}.parquet"
+
+    @contextlib.contextmanager
+    def writing(
+        self,
+        table: str,
+        *,
+        contract: str,
+        target: str = NO_TARGET,
+        run_id: str,
+        recorded_at: datetime | None = None,
+    ) -> Iterator[Callable[[pa.Table], None]]:
+        """:meth:`write` for rows that come a batch at a time (a day of ten million
+        records): the block gets a function appending batches to one file, published when
+        the block ends without error and never otherwise."""
+        schema = TABLES[table]
+        at = recorded_at or now()
+        final = self._file_for(table, contract, target, run_id, at)
+        with self._staged(final) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as out:
+
+            def append(data: pa.Table) -> None:
+                data = data.select(schema.names).cast(schema)
+                keys = {"contract": contract, "target": target, "run_id": run_id, "at": at}
+                out.write_table(_in_partition(data, table, **keys))
+
+            yield append
+        self.ensure_catalog()
 
     def _publish(self, final: Path, write: Callable[[str], None]) -> None:
         """Run ``write`` on a new file in the staging folder, flush it to disk and rename it
         to ``final``: readers see the whole file or none, a killed writer leaves only a
         staging file (swept later). The file gets the permissions of the process umask."""
+        with self._staged(final) as tmp:
+            write(tmp)
+
+    @contextlib.contextmanager
+    def _staged(self, final: Path) -> Iterator[str]:
+        """A new file in the staging folder, flushed and renamed to ``final`` when the block
+        ends without error, deleted otherwise."""
         self.sweep()
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.staging_dir / f"{os.getpid()}-{uuid.uuid4().hex}{final.suffix}.tmp"
         try:
-            write(str(tmp))
+            yield str(tmp)
             _flush(tmp)
             os.replace(tmp, final)
         except BaseException:
@@ -168,13 +205,18 @@ class Warehouse:
 
     def read_run(self, table: str, contract: str, target: str, run_id: str) -> pa.Table | None:
         """The rows run ``run_id`` wrote (its newest file when it wrote several)."""
+        path = self.run_file(table, contract, target, run_id)
+        return None if path is None else read_file(path)
+
+    def run_file(self, table: str, contract: str, target: str, run_id: str) -> Path | None:
+        """The newest file run ``run_id`` wrote of ``table`` for one contract and target."""
         name = f"{_name_part(run_id)}.parquet"
         files = [
             p
             for p in published_files(self.partition_dir(table, contract, target))
             if p.name.split("_", 1)[-1] == name
         ]
-        return read_file(files[-1]) if files else None
+        return files[-1] if files else None
 
     def partitions(self, table: str, contract: str) -> dict[str, list[Path]]:
         """A contract's published files of ``table`` by target, oldest first."""

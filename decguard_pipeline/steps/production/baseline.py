@@ -68,7 +68,7 @@ def choose_baseline(
         earlier = [d for d in stored_days(entry.key, warehouse) if d < day]
         if not earlier:
             return ChosenBaseline(PREVIOUS, None, f"no day before {day} with ingested records")
-        data, _ = load_stored(entry, earlier[-1], warehouse, folder, segments=False)
+        data, _, _ = load_stored(entry, earlier[-1], warehouse, segments=False)
         reason = "previous day" if date.fromisoformat(earlier[-1]) == day_before(day) else (
             "newest earlier day with ingested records"
         )  # fmt: skip

@@ -9,12 +9,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from decguard_pipeline.core.contract import LoadedContract
+from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.gates import combine_checks
 from decguard_pipeline.core.production.extensions import extension_results, sidecar_path
+from decguard_pipeline.core.production.loader import release_free_memory
 from decguard_pipeline.core.production.report import ProductionReport, build_report
 from decguard_pipeline.core.production.verify import load_production_report
+from decguard_pipeline.core.production.verify_stream import verify_report
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.steps.base import Step, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
@@ -22,14 +27,17 @@ from decguard_pipeline.steps.production.baseline import ChosenBaseline, choose_b
 from decguard_pipeline.steps.production.ingest import load_stored
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.production import check_rows
+from decguard_pipeline.warehouse.rows.production_records import report_texts
 
 
 @dataclass
 class Checked:
-    """What one materialisation of ``production_check`` computed and wrote."""
+    """What one materialisation of ``production_check`` computed and wrote (the report's
+    document and extension results; its record columns are released once written)."""
 
     day: str
-    report: ProductionReport
+    document: dict[str, Any]
+    extensions: dict[str, Any]
     chosen: ChosenBaseline
     report_path: Path
     sidecar: Path
@@ -37,43 +45,39 @@ class Checked:
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # table -> rows
 
     @property
-    def document(self) -> dict[str, Any]:
-        return self.report.document
-
-    @property
-    def extensions(self) -> dict[str, Any]:
-        return self.report.extensions or {}
-
-    @property
     def status(self) -> str:
-        return self.report.status
+        return str(self.document["status"])
 
 
 def check_day(entry: ContractEntry, day: str, step: Step) -> Checked:
     """DecGuard's production check of a day's ingested records against the chosen baseline:
-    the report file (verified on load as ``decguard report`` would) and its sidecar under
-    ``report_files``, rows in ``production_runs``, ``production_metrics``,
+    the report file (verified as it is read back, as ``decguard report`` would) and its
+    sidecar under ``report_files``, rows in ``production_runs``, ``production_metrics``,
     ``production_drift``, ``production_segments``, ``production_extensions`` and
     ``production_checks``."""
     loaded = entry.require()
     wh = step.warehouse
+    data, first, stored = load_stored(entry, day, wh, run_id=step.run_id)
     with tempfile.TemporaryDirectory(prefix="decguard-production-") as tmp:
-        data, first = load_stored(entry, day, wh, Path(tmp), run_id=step.run_id)
         chosen = choose_baseline(entry, day, wh, Path(tmp))
-        report = build_report(loaded, data, baseline=chosen.baseline)
-        report.extensions = extension_results(loaded, report)
-        stamp = step.at.strftime("%Y%m%dT%H%M%S%fZ")
-        folder = wh.partition_dir("report_files", entry.key, day)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{stamp}_{step.run_id}.check.json"
-        report.write(path)  # records streamed from the temporary file
-    load_production_report(path)  # must verify exactly, as DecGuard reads it
+    report = build_report(loaded, data, baseline=chosen.baseline)
+    extensions = extension_results(loaded, report)
+    del data  # the record columns: the report is written from the stored file
+    chosen.baseline = None
+    folder = wh.partition_dir("report_files", entry.key, day)
+    path = folder / f"{step.at.strftime('%Y%m%dT%H%M%S%fZ')}_{step.run_id}.check.json"
+    _write_report(report, path, stored, loaded.contract.spec())
+    document = report.document
+    del report
+    release_free_memory()
+    if not verify_report(path):  # read back block by block; else whole, with DecGuard's words
+        load_production_report(path)
     sidecar = sidecar_path(path)
-    write_document(sidecar, {**report.extensions, "report": str(path)}, what="pipeline results")
-    checked = Checked(day, report, chosen, path, sidecar, first["source"])
+    write_document(sidecar, {**extensions, "report": str(path)}, what="pipeline results")
+    checked = Checked(day, document, extensions, chosen, path, sidecar, first["source"])
     keys = _keys(entry, day, step)
     checked.rows = check_rows(
-        checked.document, checked.extensions, keys,
+        document, extensions, keys,
         baseline=(chosen.rule, chosen.ref, chosen.reason), first=first,
         contract_hash=loaded.hash, report_path=path, sidecar=sidecar,
     )  # fmt: skip
@@ -81,6 +85,16 @@ def check_day(entry: ContractEntry, day: str, step: Step) -> Checked:
     for table, rows in checked.rows.items():
         wh.write(table, rows, **where)
     return checked
+
+
+def _write_report(report: ProductionReport, path: Path, stored: Path, spec: DecisionSpec) -> None:
+    """The report file, its records the stored ones as text; a record only the standard
+    library can write (an integer beyond 64 bits) sends the whole file to the record-by-record
+    writer, which then writes it as ``check`` does."""
+    try:
+        report.write_texts(path, report_texts(stored, spec))
+    except orjson.JSONEncodeError:
+        report.write(path)
 
 
 def _keys(entry: ContractEntry, day: str, step: Step) -> dict[str, Any]:

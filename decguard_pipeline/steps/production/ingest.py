@@ -8,15 +8,17 @@ import dataclasses
 import hashlib
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.errors import DatasetError, DecGuardError
-from decguard_pipeline.core.production.loader import RecordSet, load_records
+from decguard_pipeline.core.production.loader import RecordSet, load_records, load_stretches
 from decguard_pipeline.core.production.segments import partition
 from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import ContractEntry
@@ -31,7 +33,13 @@ from decguard_pipeline.steps.production.sources import (
     parse_day,
 )
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.rows.production import inbox_lines, records_table, stored_lines
+from decguard_pipeline.warehouse.rows.production import write_inbox_lines
+from decguard_pipeline.warehouse.rows.production_records import (
+    RecordsWriter,
+    read_batches,
+    stored_items,
+    stored_stretches,
+)
 
 
 def loader_options(loaded: LoadedContract, segments: bool = True) -> dict[str, Any]:
@@ -82,7 +90,7 @@ class Ingested:
     path: str  # the file, or warehouse:production_inbox/<contract>/<day>
     hash: str
     data: RecordSet
-    table: pa.Table  # the rows written to production_records
+    table: pa.Table  # the first rows written to production_records (what the UI shows)
     label_counts: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -96,69 +104,110 @@ def _check_segments(data: RecordSet, loaded: LoadedContract) -> None:
         partition(data.columns, key)
 
 
+def file_digest(path: Path) -> str:
+    """``sha256:`` of a file's bytes, read in large chunks (hashing releases the GIL)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 24):
+            digest.update(chunk)
+    return "sha256:" + digest.hexdigest()
+
+
 def ingest_day(entry: ContractEntry, day: str, step: Step) -> Ingested:
     """Check the day's records strictly and write them, normalised, to
     ``production_records``; the records file wins over ``production_inbox`` rows."""
-    loaded = entry.require()
     if parse_day(day) is None:
         raise DecGuardError(f"{entry.key}: {day!r} is not a day (YYYY-MM-DD)")
     wh = step.warehouse
     path = day_file(entry.key, day)
+    if path.is_file():
+        return _ingest(entry, day, step, path, FILE, str(path))
+    files = day_dirs(wh, INBOX, entry.key).get(day)
+    if not files:
+        raise DatasetError(
+            f"{entry.key}: no production records for {day}: no file {path} and no "
+            f"{INBOX} rows (contract={entry.key}, target={day}) in {wh.root}"
+        )
+    where = inbox_ref(entry.key, day)
     with tempfile.TemporaryDirectory(prefix="decguard-production-") as tmp:
-        if path.is_file():
-            data = load_records(path, loaded.contract.spec(), **loader_options(loaded))
-            source, where, digest = FILE, str(path), data.hash
-        else:
-            files = day_dirs(wh, INBOX, entry.key).get(day)
-            if not files:
-                raise DatasetError(
-                    f"{entry.key}: no production records for {day}: no file {path} and no "
-                    f"{INBOX} rows (contract={entry.key}, target={day}) in {wh.root}"
-                )
-            where = inbox_ref(entry.key, day)
-            data, digest = load_lines(
-                inbox_lines(files, where), loaded, Path(tmp), label=where, rows=True
-            )
-            data = dataclasses.replace(data, path=where, hash=digest)
-            source = TABLE
+        lines = Path(tmp) / "inbox.jsonl"
+        write_inbox_lines(files, where, lines)
+        try:
+            return _ingest(entry, day, step, lines, TABLE, where)
+        except DatasetError as exc:
+            raise DatasetError(_as_rows(str(exc), lines, where)) from None
+
+
+def _as_rows(message: str, path: Path, label: str) -> str:
+    """A message about the inbox's records as JSON lines, naming the inbox and its rows."""
+    message = message.replace(str(path), label)
+    message = message.replace(f"{label}: line ", f"{label}: row ")
+    return message.replace("(first at line ", "(first at row ")
+
+
+def _ingest(
+    entry: ContractEntry, day: str, step: Step, path: Path, source: str, where: str
+) -> Ingested:
+    """Load ``path`` as ``check`` loads a records file, each accepted stretch written to
+    ``production_records`` as it comes; nothing is published unless every record holds."""
+    loaded = entry.require()
+    spec = loaded.contract.spec()
+    keys = {"contract": entry.key, "target": day, "run_id": step.run_id,
+            "recorded_at": step.at, "source": source, "source_path": where}  # fmt: skip
+    wh = step.warehouse
+    with (
+        ThreadPoolExecutor(1) as hasher,
+        wh.writing(
+            RECORDS, contract=entry.key, target=day, run_id=step.run_id, recorded_at=step.at
+        ) as append,
+    ):
+        digest = hasher.submit(file_digest, path)
+        writer = RecordsWriter(spec, keys, digest, append)
+        data = load_records(path, spec, **loader_options(loaded), sink=writer, hashed=digest)
         _check_segments(data, loaded)
-        table = records_table(data, contract=entry.key, day=day, run_id=step.run_id,
-                              recorded_at=step.at, source=source)  # fmt: skip
-        wh.write(RECORDS, table, contract=entry.key, target=day, run_id=step.run_id,
-                 recorded_at=step.at)  # fmt: skip
-    labels = list(loaded.contract.spec().labels)
-    counts = table.column("selected").value_counts().to_pylist()
-    by_label = {c["values"]: c["counts"] for c in counts}
-    return Ingested(
-        day, source, where, digest, data, table, {label: by_label.get(label, 0) for label in labels}
-    )
+        writer.flush()
+    data = dataclasses.replace(data, path=where)
+    counts = np.bincount(data.columns.selected, minlength=len(spec.labels))
+    by_label = {label: int(count) for label, count in zip(spec.labels, counts, strict=False)}
+    assert writer.shown is not None
+    return Ingested(day, source, where, data.hash, data, writer.shown, by_label)
 
 
-def stored_table(
+def stored_file(
     entry: ContractEntry, day: str, warehouse: Warehouse, run_id: str | None = None
-) -> tuple[pa.Table, dict[str, Any]]:
-    table = None if run_id is None else warehouse.read_run(RECORDS, entry.key, day, run_id)
-    if table is None:
-        table = warehouse.read_latest(RECORDS, entry.key, day)
-    if table is None or table.num_rows == 0:
+) -> tuple[Path, dict[str, Any]]:
+    """The ``production_records`` file of run ``run_id`` (else the newest) and its first
+    row's source, path, hash and run."""
+    path = None if run_id is None else warehouse.run_file(RECORDS, entry.key, day, run_id)
+    if path is None:
+        path = warehouse.latest_file(RECORDS, entry.key, day)
+    first = next(read_batches(path, list(_FIRST), 1), None) if path is not None else None
+    if path is None or first is None or not first.num_rows:
         raise DecGuardError(f"{entry.key}: no production records ingested for {day} yet")
-    return table, table.slice(0, 1).to_pylist()[0]
+    return path, first.to_pylist()[0]
+
+
+_FIRST = ("source", "source_path", "dataset_hash", "run_id")
 
 
 def load_stored(
     entry: ContractEntry,
     day: str,
     warehouse: Warehouse,
-    folder: Path,
     *,
     segments: bool = True,
     run_id: str | None = None,
-) -> tuple[RecordSet, dict[str, Any]]:
+) -> tuple[RecordSet, dict[str, Any], Path]:
     """A day's records as run ``run_id`` ingested them (else the newest ingestion), checked
-    again under the current contract, with the source's path and hash as ingested; and the
-    first stored row (source, run)."""
+    again under the current contract, column-wise (record by record where the columns
+    cannot tell), with the source's path and hash as ingested; the first stored row
+    (source, run) and the stored file."""
     loaded = entry.require()
-    table, first = stored_table(entry, day, warehouse, run_id)
-    label = f"warehouse:{RECORDS}/{entry.key}/{day}"
-    data, _ = load_lines(stored_lines(table), loaded, folder, label=label, segments=segments)
-    return dataclasses.replace(data, path=first["source_path"], hash=first["dataset_hash"]), first
+    path, first = stored_file(entry, day, warehouse, run_id)
+    options = loader_options(loaded, segments)
+    data = load_stretches(
+        stored_stretches(path, options["segment_keys"]), loaded.contract.spec(),
+        **options, path=f"warehouse:{RECORDS}/{entry.key}/{day}", hash=first["dataset_hash"],
+        items=lambda: stored_items(path),
+    )  # fmt: skip
+    return dataclasses.replace(data, path=first["source_path"]), first, path

@@ -6,20 +6,24 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from decguard_pipeline.core.errors import DatasetError
-from decguard_pipeline.core.production.loader import RecordSet
+from decguard_pipeline.core.production.record_text import (
+    json_flags,
+    json_floats,
+    json_strings,
+    string_bytes,
+)
 from decguard_pipeline.core.production.schema import RECORD_FIELDS
 from decguard_pipeline.core.production.segments import shown
 from decguard_pipeline.warehouse.rows import golden as T
-from decguard_pipeline.warehouse.schema import TABLES
-from decguard_pipeline.warehouse.schema.production import INBOX_FIELDS
 from decguard_pipeline.warehouse.store import read_file
 
 RECORDS = "production_records"
@@ -27,60 +31,7 @@ SOURCE = "production"  # ``production_checks.source``
 BATCH = 50_000
 
 
-# -- production_records ----------------------------------------------------------------------
-
-
-def records_table(
-    data: RecordSet,
-    *,
-    contract: str,
-    day: str,
-    run_id: str,
-    recorded_at: datetime,
-    source: str,
-) -> pa.Table:
-    """One row per normalised record (``production_records``)."""
-    labels = list(data.spec.labels)
-    cols: dict[str, list[Any]] = {name: [] for name in _RECORD_COLUMNS}
-    for position, record in enumerate(data.records()):
-        value = record["input"]
-        probs = [record["probabilities"][label] for label in labels]
-        cols["position"].append(position)
-        cols["input_text"].append(None if value is None else T.input_text(value))
-        cols["input_json"].append(None if value is None else T.to_json(value))
-        cols["probs"].append(probs)
-        cols["probabilities"].append(list(zip(labels, probs, strict=True)))
-        cols["metadata_json"].append(T.to_json(record["metadata"]))
-        cols["record_json"].append(record_json(record))
-        for name in _COPIED:
-            cols[name].append(record[name])
-    n = len(cols["position"])
-    const = {
-        "contract": contract,
-        "target": day,
-        "run_id": run_id,
-        "recorded_at": recorded_at,
-        "source": source,
-        "source_path": data.path,
-        "dataset_hash": data.hash,
-        "labels": labels,
-    }
-    schema = TABLES[RECORDS]
-    arrays = {
-        f.name: pa.array([const[f.name]] * n if f.name in const else cols[f.name], type=f.type)
-        for f in schema
-    }
-    return pa.table(arrays, schema=schema)
-
-
-_COPIED = (
-    "id", "timestamp", "decision", "selected", "confidence", "outcome", "outcome_correct",
-    "action", "fallback", "latency_ms", "cost", "backend", "model", "model_version",
-)  # fmt: skip
-_RECORD_COLUMNS = (
-    "position", "input_text", "input_json", "probs", "probabilities", "metadata_json",
-    "record_json", *_COPIED,
-)  # fmt: skip
+# -- production_records -------------------------------------------------------------------------
 
 
 def record_json(record: dict[str, Any]) -> str:
@@ -91,52 +42,88 @@ def record_json(record: dict[str, Any]) -> str:
         return T.to_json({k: v for k, v in record.items() if v is not None})
 
 
-def stored_lines(table: pa.Table) -> Iterator[bytes]:
-    """Stored records as the JSON records they were (``record_json``)."""
-    for chunk in table.column("record_json").chunks:
-        for text in chunk.to_pylist():
-            yield text.encode()
-
-
 # -- records written elsewhere, as JSON records ---------------------------------------------
 
 
-def inbox_lines(files: list[Path], label: str) -> Iterator[bytes]:
-    """Each inbox row as one record (JSON): batches in write order, rows by ``position``."""
+def write_inbox_lines(files: list[Path], label: str, path: Path) -> None:
+    """Each inbox row as one record (a JSON line, its non-null fields in record order) in
+    ``path``: batches in write order, rows by ``position``. Built column-wise; an object
+    given as JSON text (``input_json``, ``metadata_json``) is parsed and written again by
+    orjson, each distinct text once; invalid JSON names the row."""
     n = 0
-    for path in files:
-        table = read_file(path).sort_by([("position", "ascending")])
-        for batch in table.to_batches(BATCH):
-            for row in batch.to_pylist():
-                n += 1
-                yield orjson.dumps(_inbox_record(row, f"{label}: row {n}"))
+    with path.open("wb") as out:
+        for file in files:
+            table = read_file(file).sort_by([("position", "ascending")])
+            for batch in table.to_batches(BATCH):
+                lines = _inbox_lines(pa.Table.from_batches([batch]), label, n)
+                out.write(string_bytes(pc.binary_join_element_wise(lines, "\n", "")))
+                n += batch.num_rows
 
 
-def _json_field(row: dict[str, Any], name: str, where: str) -> Any:
-    try:
-        return json.loads(row[name])
-    except ValueError as exc:
-        raise DatasetError(f"{where}: {name}: not valid JSON ({exc})") from None
+_NULL = pa.scalar(None, pa.string())
 
 
-def _inbox_record(row: dict[str, Any], where: str) -> dict[str, Any]:
-    record: dict[str, Any] = {}
-    names = {name for name, _ in INBOX_FIELDS}
+def _reencoded(texts: pa.Array) -> tuple[pa.Array, tuple[int, str] | None]:
+    """JSON texts as orjson writes their values (no text for a JSON null), and the first
+    row whose text is not JSON, with the parser's message."""
+    encoded = pc.dictionary_encode(texts)
+    out: list[str | None] = []
+    bad: dict[int, str] = {}
+    for index, text in enumerate(encoded.dictionary.to_pylist()):
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            bad[index] = str(exc)
+            out.append(None)
+            continue
+        out.append(None if value is None else orjson.dumps(value).decode())
+    first = None
+    if bad:
+        codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
+        row = int(np.flatnonzero(np.isin(codes, list(bad)))[0])
+        first = (row, bad[int(codes[row])])
+    return pa.array(out, pa.string()).take(encoded.indices), first
+
+
+def _inbox_lines(batch: pa.Table, label: str, before: int) -> pa.Array:
+    """The JSON record of each inbox row (``before``: rows in earlier batches)."""
+    column = lambda name: batch.column(name).combine_chunks()  # noqa: E731
+    given = column("input")
+    objects, bad_input = _reencoded(pc.if_else(given.is_valid(), _NULL, column("input_json")))
+    metadata, bad_metadata = _reencoded(column("metadata_json"))
+    problems = [(p[0], 0, "input_json", p[1]) for p in [bad_input] if p]
+    problems += [(p[0], 1, "metadata_json", p[1]) for p in [bad_metadata] if p]
+    if problems:
+        row, _, name, message = min(problems)
+        where = f"{label}: row {before + row + 1}"
+        raise DatasetError(f"{where}: {name}: not valid JSON ({message})")
+    probabilities = column("probabilities")
+    entries = pc.binary_join_element_wise(
+        json_strings(probabilities.keys), ":", json_floats(probabilities.items), ""
+    )
+    listed = pa.ListArray.from_arrays(probabilities.offsets, entries)
+    joined = pc.binary_join_element_wise("{", pc.binary_join(listed, ","), "}", "")
+    values = {
+        "input": pc.if_else(given.is_valid(), json_strings(given), objects),
+        "metadata": metadata,
+        "probabilities": pc.if_else(probabilities.is_valid(), joined, _NULL),
+    }
+    pieces: list[Any] = []
     for name in RECORD_FIELDS:
-        if name == "input":
-            value = row["input"]
-            if value is None and row["input_json"] is not None:
-                value = _json_field(row, "input_json", where)
-        elif name == "metadata":
-            value = row["metadata_json"]
-            value = None if value is None else _json_field(row, "metadata_json", where)
-        elif name == "probabilities":
-            value = None if row[name] is None else dict(row[name])
-        else:
-            value = row[name] if name in names else None
-        if value is not None:
-            record[name] = value
-    return record
+        value = values.get(name)
+        if value is None:
+            data = column(name)
+            encode = json_floats if name in _INBOX_FLOATS else (
+                json_flags if name in _INBOX_FLAGS else json_strings
+            )  # fmt: skip
+            value = pc.if_else(data.is_valid(), encode(data), _NULL)
+        pieces.append(pc.fill_null(pc.binary_join_element_wise(f',"{name}":', value, ""), ""))
+    body = pc.binary_join_element_wise(*pieces, "")
+    return pc.binary_join_element_wise("{", pc.utf8_slice_codeunits(body, 1), "}", "")
+
+
+_INBOX_FLOATS = ("confidence", "latency_ms", "cost")
+_INBOX_FLAGS = ("outcome_correct", "fallback")
 
 
 def golden_lines(table: pa.Table, decision: str) -> Iterator[bytes]:
@@ -256,7 +243,11 @@ def check_rows(
 
 
 def _file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 24):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def segment_rows(
