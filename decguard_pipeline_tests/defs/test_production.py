@@ -10,9 +10,12 @@ assets and the checks' pieces as plain functions, as Dagster's own examples test
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
+import random
 import shutil
+import textwrap
 import warnings
 from collections import Counter
 from collections.abc import Callable
@@ -21,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import orjson
 import pytest
 
+from decguard_pipeline.core.production.schema import RECORD_FIELDS
 from decguard_pipeline.core.production.verify import load_production_report
 from decguard_pipeline.definitions import build_definitions
 from decguard_pipeline.defs.assets import production as production_assets
@@ -33,6 +38,7 @@ from decguard_pipeline.steps.production import check as production_check_step
 from decguard_pipeline.steps.summary import render_production, summarise_production
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES, ROOT
+from decguard_pipeline_tests.support.production_records import make_record
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -492,3 +498,110 @@ def test_first_partition(production, tmp_path, monkeypatch):
     monkeypatch.delenv("DECGUARD_PRODUCTION_START")
     shutil.rmtree(production / "refund")
     assert first(Pipeline(tmp_path / "d")) == "2026-01-01"  # nothing says: the fixed default
+
+
+def _varied_day(rng: random.Random, n: int) -> list[dict[str, Any]]:
+    """Records of every shape the columnar path must store exactly (typed records, keys in
+    other orders, escapes, objects, explicit nulls) and some it must leave to the exact path."""
+    out = []
+    for i in range(n):
+        record = make_record(rng, "choice", i, uniform=rng.random() < 0.97)
+        extra = rng.random()
+        if extra < 0.02:
+            record["input"] = {"text": "héllo", "tags": ["a", "b"]}
+        elif extra < 0.04:
+            record["metadata"] = {"tier": 3, "locale": 'é"x', "why": None}
+        elif extra < 0.05:
+            record["input"] = {"n": 2**70}  # only the standard library writes it
+        out.append(record)
+    return out
+
+
+def _same_bytes(ours_path: Path, theirs_path: Path) -> None:
+    """Two check reports, byte for byte, apart from when they were made and the contract's
+    path as given."""
+
+    def strip(raw: bytes) -> bytes:
+        lines = raw.split(b"\n")
+        return b"\n".join(
+            line for line in lines if not line.startswith((b'  "created_at"', b'    "path"'))
+        )
+
+    assert strip(ours_path.read_bytes()) == strip(theirs_path.read_bytes())
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_a_varied_day_is_stored_and_reported_as_check_reports_it(
+    production, tmp_path, ours, monkeypatch, big
+):
+    """Many blocks, both paths, and (``big``) a record only the standard library can write;
+    the report file is byte for byte ``check -o``'s, from the file and from the inbox."""
+    from decguard_pipeline.core.production import jsonl_blocks
+    from decguard_pipeline_tests.support.production_records import CONTRACTS
+
+    monkeypatch.setattr(jsonl_blocks, "BLOCK_BYTES", 8192)
+    p = Pipeline(tmp_path, lambda _: textwrap.dedent(CONTRACTS["choice"]))
+    rng = random.Random(41)
+    records = [r for r in _varied_day(rng, 2500) if big or "n" not in (r.get("input") or {})]
+    day = "2026-11-20"
+    path = production / "refund" / f"{day}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    p.ingest_and_check(day)
+    cli = tmp_path / "cli.json"
+    assert ours("check", p.contract, "--dataset", path, "-o", cli).exit_code in (0, 1)
+    run = p.rows("production_runs", day)[0]
+    _same_bytes(Path(run["report_path"]), cli)
+    assert run["report_sha256"] == hashlib.sha256(Path(run["report_path"]).read_bytes()).hexdigest()
+    stored = p.rows("production_records", day)
+    assert [json.loads(r["record_json"]) for r in stored[:50]] == [
+        {k: v for k, v in r.items() if v is not None}
+        for r in json.loads(cli.read_text())["records"][:50]
+    ]
+    if big:
+        return  # orjson cannot write that record as an inbox row's JSON line (nor could it)
+    # the same records written by a producer to the inbox (two batches): the same numbers, and
+    # the dataset hash is that of the rows as JSON lines (orjson's)
+    inbox_day = "2026-11-21"
+    rows = []
+    for row, record in zip(_inbox_rows(path), records, strict=True):
+        value = record.get("input")
+        row["input"] = value if isinstance(value, str) else None
+        row["input_json"] = None if value is None or isinstance(value, str) else json.dumps(value)
+        rows.append(row)
+    for n, batch in enumerate((rows[:1000], rows[1000:])):
+        p.wh.write("production_inbox", [{**r, "contract": "refund", "target": inbox_day,
+                   "run_id": f"producer-{n}", "recorded_at": datetime.now(UTC)} for r in batch],
+                   contract="refund", target=inbox_day, run_id=f"producer-{n}")  # fmt: skip
+    p.ingest_and_check(inbox_day)
+    lines = b"".join(orjson.dumps(_as_record(r)) + b"\n" for r in rows)
+    as_file = tmp_path / "inbox.jsonl"
+    as_file.write_bytes(lines)
+    cli = tmp_path / "cli-inbox.json"
+    ours("check", p.contract, "--dataset", as_file, "--baseline", path, "-o", cli)
+    mine = json.loads(Path(p.rows("production_runs", inbox_day)[0]["report_path"]).read_text())
+    theirs = json.loads(cli.read_text())
+    assert mine["dataset"]["hash"] == "sha256:" + hashlib.sha256(lines).hexdigest()
+    for field in ("metrics", "drift", "segments", "checks", "records"):
+        assert mine[field] == theirs[field], field
+
+
+def _as_record(row: dict[str, Any]) -> dict[str, Any]:
+    """An inbox row as the record it stands for: its non-null fields in DecGuard's order, the
+    numbers as the table's doubles, objects parsed from their JSON."""
+    record: dict[str, Any] = {}
+    for name in RECORD_FIELDS:
+        if name == "probabilities":
+            value = {k: float(v) for k, v in row["probabilities"]}
+        elif name == "metadata":
+            value = None if row["metadata_json"] is None else json.loads(row["metadata_json"])
+        elif name == "input":
+            value = row["input"]
+            if value is None and row["input_json"] is not None:
+                value = json.loads(row["input_json"])
+        else:
+            value = row.get(name)
+            if name in ("confidence", "latency_ms", "cost") and value is not None:
+                value = float(value)
+        if value is not None:
+            record[name] = value
+    return record

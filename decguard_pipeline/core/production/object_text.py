@@ -19,7 +19,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from decguard_pipeline.core.production.record_text import json_flags, json_floats, json_strings
+from decguard_pipeline.core.production.record_text import (
+    Joined,
+    flag_texts,
+    float_texts,
+    json_strings,
+    plain_strings,
+    quoted,
+)
 
 
 def proposed_texts(
@@ -27,36 +34,52 @@ def proposed_texts(
 ) -> tuple[pa.Array, np.ndarray]:
     """Per record, the compact (``spaced``: ``", "`` and ``": "``) JSON of the struct's
     non-null members in ``order`` (field indices), and which records the proposal cannot
-    cover (a member of a type not proposed here)."""
-    n = len(struct)
-    unsure = np.zeros(n, dtype=bool)
+    cover (a member of a type not proposed here). Members every record has are joined in
+    one pass with their keys as literal text; the rest joined key and value first."""
+    unsure = np.zeros(len(struct), dtype=bool)
     sep, colon = (", ", ": ") if spaced else (",", ":")
-    text = pa.array([""] * n, pa.string())
+    members: list[tuple[str, pa.Array, bool]] = []  # key, value text, quotes to add
     for i in order:
-        field = struct.type.field(i)
         child = struct.field(i)
         kind = child.type
         if kind == pa.null():
             continue
         if kind in (pa.string(), pa.large_string()):
-            value = json_strings(child)
+            child = child if kind == pa.string() else pc.cast(child, pa.string())
+            bare = child.null_count == 0 and plain_strings(child)
+            value, quote = (child, True) if bare else (quoted(child), False)
         elif kind == pa.bool_():
-            value = json_flags(child)
+            value, quote = flag_texts(child), False
         elif pa.types.is_integer(kind):
-            value = pc.cast(child, pa.string())
+            value, quote = pc.cast(child, pa.string()), False
         elif kind == pa.float64():
-            value = json_floats(child)
+            value, quote = float_texts(child), False
         else:  # nested objects and lists: the caller encodes them
             unsure |= child.is_valid().to_numpy(zero_copy_only=False)
             continue
-        member = pc.binary_join_element_wise(
-            json_strings(pa.array([field.name]))[0], colon, value, ""
-        )
-        joined = pc.binary_join_element_wise(text, sep, member, "")
-        empty = pc.equal(pc.utf8_length(text), 0)
-        joined = pc.if_else(empty, member, joined)
-        text = pc.if_else(child.is_valid(), joined, text)
-    return pc.binary_join_element_wise("{", text, "}", ""), unsure
+        key = json_strings(pa.array([struct.type.field(i).name]))[0].as_py() + colon
+        members.append((key, value, quote))
+    if all(value.null_count == 0 for _, value, _ in members):
+        out = Joined()
+        out.literal("{")
+        for number, (key, value, quote) in enumerate(members):
+            out.literal((sep if number else "") + key + ('"' if quote else ""))
+            out.column(value)
+            out.literal('"' if quote else "")
+        out.literal("}")
+        return out.joined(), unsure
+    # each present member with a leading separator, an absent one as nothing; the first
+    # separator is cut off (pyarrow's null_handling="skip" drops rows that are all null)
+    pieces = [
+        pc.fill_null(pc.binary_join_element_wise(
+            sep + key + ('"' if quote else ""), value, '"' if quote else "", ""
+        ), "")
+        for key, value, quote in members
+    ]  # fmt: skip
+    if not pieces:
+        return pa.repeat(pa.scalar("{}"), len(struct)), unsure
+    body = pc.utf8_slice_codeunits(pc.binary_join_element_wise(*pieces, ""), len(sep))
+    return pc.binary_join_element_wise("{", body, "}", ""), unsure
 
 
 _ESCAPE = re.compile(rb"\\u00")
@@ -85,12 +108,15 @@ def matches(data: np.ndarray, at: np.ndarray, texts: pa.Array) -> np.ndarray:
     source stretches become strings over ``data`` without a copy (every other element of an
     array whose gaps are the bytes between them) and are compared by Arrow."""
     lengths = pc.binary_length(texts).to_numpy(zero_copy_only=False).astype(np.int64)
-    begin = np.maximum.accumulate(np.maximum(at, 0)) if len(at) else at
-    # the stretches share one offsets buffer, so they must not overlap: one running into
-    # the next record's line is not its record's object anyway
-    usable = (at >= 0) & (begin + lengths <= len(data))
-    usable[:-1] &= begin[:-1] + lengths[:-1] <= begin[1:]
-    end = np.where(usable, begin + lengths, begin)
+    usable = (at >= 0) & (at + lengths <= len(data))
+    stop = np.where(usable, at + lengths, 0)
+    before = np.maximum.accumulate(np.concatenate(([0], stop[:-1]))) if len(at) else stop
+    # the stretches share one offsets buffer, so they must not overlap: one overlapping an
+    # earlier stretch runs beyond its own line, so it is not its record's object anyway
+    usable &= at >= before
+    stop = np.where(usable, at + lengths, 0)
+    end = np.maximum.accumulate(stop) if len(at) else stop
+    begin = np.where(usable, at, end)
     offsets = np.empty(2 * len(at) + 1, dtype=np.int64)
     offsets[0:-1:2], offsets[1::2] = begin, end
     offsets[-1] = end[-1] if len(end) else 0
@@ -114,6 +140,45 @@ def _source_order(
     return sorted(range(len(names)), key=lambda i: (found[i] < 0, found[i]))
 
 
+def _closing_braces(data: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per record, where its line's final ``}`` stands (the line ending in ``}``, ``}\\n``
+    or ``}\\r\\n``), else -1."""
+    end = np.append(starts[1:], len(data)) - 1
+    end -= (end >= starts) & (data[np.maximum(end, 0)] == 0x0A)
+    end -= (end >= starts) & (data[np.maximum(end, 0)] == 0x0D)
+    ok = (end >= starts) & (data[np.maximum(end, 0)] == 0x7D)
+    return np.where(ok, end, -1)
+
+
+class _Finder:
+    """Where each record's object value may start: first right before the line's final brace
+    (the object written last, the usual layout: nothing to search), else after its key."""
+
+    def __init__(self, block: Any, starts: np.ndarray, key: str) -> None:
+        self.block, self.starts, self.key = block, starts, key
+        self.data = np.frombuffer(block, dtype=np.uint8)
+        self.closes = _closing_braces(self.data, starts)
+        self.quoted = json_strings(pa.array([key]))[0].as_py()
+        self._after_key: np.ndarray | None = None
+
+    def after_key(self) -> np.ndarray:
+        if self._after_key is None:
+            self._after_key = value_starts(self.block, self.starts, self.key)
+        return self._after_key
+
+    def hits(self, proposal: pa.Array, todo: np.ndarray, *, spaced: bool, last: bool) -> np.ndarray:
+        """Records (among ``todo``) whose object is ``proposal``'s text, written ``last`` in
+        the record or else anywhere after its key."""
+        if not last:
+            return matches(self.data, np.where(todo, self.after_key(), -1), proposal)
+        lead = f", {self.quoted}: " if spaced else f",{self.quoted}:"
+        tail = pc.binary_join_element_wise(lead, proposal, "}", "")
+        size = pc.binary_length(tail).to_numpy(zero_copy_only=False)
+        at = self.closes + 1 - size
+        usable = todo & (self.closes >= 0) & (at >= self.starts)
+        return matches(self.data, np.where(usable, at, -1), tail)
+
+
 def object_texts(
     struct: pa.Array, block: Any, starts: np.ndarray, key: str
 ) -> tuple[pa.Array, np.ndarray]:
@@ -121,9 +186,8 @@ def object_texts(
     from the block's records, which start at ``starts``), and which records it is not
     certain for (the caller encodes those from the parsed record). A null struct row gets
     no text."""
-    data = np.frombuffer(block, dtype=np.uint8)
+    finder = _Finder(block, starts, key)
     present = struct.is_valid().to_numpy(zero_copy_only=False)
-    at = value_starts(block, starts, key)
     found = np.zeros(len(struct), dtype=bool)
     texts = pa.nulls(len(struct), pa.string())
     unsure = np.zeros(len(struct), dtype=bool)
@@ -131,16 +195,23 @@ def object_texts(
     for attempt in range(2):
         for order in orders:
             compact, unsure = proposed_texts(struct, order)
-            for spaced in (False, True):
-                proposal = proposed_texts(struct, order, spaced=True)[0] if spaced else compact
-                hit = matches(data, np.where(found | ~present, -1, at), proposal)
+            spaced_text: pa.Array | None = None
+            for last, spaced in ((True, False), (True, True), (False, False), (False, True)):
+                todo = present & ~found
+                if not todo.any():
+                    break
+                if spaced and spaced_text is None:
+                    spaced_text = proposed_texts(struct, order, spaced=True)[0]
+                proposal = spaced_text if spaced else compact
+                hit = finder.hits(proposal, todo, spaced=spaced, last=last)
                 if hit.any():
                     texts = pc.if_else(pa.array(hit), compact, texts)
                     found |= hit
-                if (found | ~present).all():
-                    break
-        missing = np.flatnonzero(present & ~found & (at >= 0))
-        if attempt or not len(missing):
+        if attempt or (found | ~present).all():
             break
-        orders = [_source_order(struct, data, at, starts, int(missing[0]))]
+        at = finder.after_key()
+        missing = np.flatnonzero(present & ~found & (at >= 0))
+        if not len(missing):
+            break
+        orders = [_source_order(struct, finder.data, at, starts, int(missing[0]))]
     return texts, present & (unsure | ~found)

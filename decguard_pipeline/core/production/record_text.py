@@ -60,7 +60,7 @@ def _each(values: list[Any], mask: np.ndarray, encode: Any) -> pa.Array:
     return pa.array(out, pa.string())
 
 
-def _plain(array: pa.Array) -> bool:
+def plain_strings(array: pa.Array) -> bool:
     """No string of ``array`` needs an escape (no quote, backslash or control character)."""
     data = array.buffers()[2]
     if data is None or not len(array):
@@ -72,10 +72,10 @@ def _plain(array: pa.Array) -> bool:
     return not ((chars < 0x20) | (chars == 0x22) | (chars == 0x5C)).any()
 
 
-def _quoted(array: pa.Array) -> pa.Array:
+def quoted(array: pa.Array) -> pa.Array:
     """Each string as a JSON string (null stays null), as orjson writes it: ``"`` and ``\\``
     escaped, everything else raw UTF-8; strings with control characters via orjson."""
-    if _plain(array):
+    if plain_strings(array):
         return pc.binary_join_element_wise('"', array, '"', "")
     escaped = pc.replace_substring(pc.replace_substring(array, "\\", "\\\\"), '"', '\\"')
     quoted = pc.binary_join_element_wise('"', escaped, '"', "")
@@ -89,7 +89,7 @@ def _quoted(array: pa.Array) -> pa.Array:
 
 def json_strings(array: pa.Array) -> pa.Array:
     """Each string as a JSON string, a null as ``null``."""
-    return _null_text(array, _quoted(_string(array)))
+    return _null_text(array, quoted(_string(array)))
 
 
 def _string(array: pa.Array) -> pa.Array:
@@ -97,7 +97,7 @@ def _string(array: pa.Array) -> pa.Array:
     return array if array.type == pa.string() else pc.cast(array, pa.string())
 
 
-def _float_texts(array: pa.Array) -> pa.Array:
+def float_texts(array: pa.Array) -> pa.Array:
     """Each float as orjson writes it (null stays null): Arrow's shortest round-trip text,
     with ``.0`` on integral values, inside ``[1e-5, 1e10)`` where the two agree; orjson's own
     text elsewhere."""
@@ -118,16 +118,16 @@ def _float_texts(array: pa.Array) -> pa.Array:
 
 def json_floats(array: pa.Array) -> pa.Array:
     """Each float as orjson writes it, a null as ``null``."""
-    return pc.fill_null(_float_texts(array), "null")
+    return pc.fill_null(float_texts(array), "null")
 
 
-def _flag_texts(array: pa.Array) -> pa.Array:
+def flag_texts(array: pa.Array) -> pa.Array:
     array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
     return pc.if_else(array, pa.scalar("true"), pa.scalar("false"))
 
 
 def json_flags(array: pa.Array) -> pa.Array:
-    return pc.fill_null(_flag_texts(array), "null")
+    return pc.fill_null(flag_texts(array), "null")
 
 
 def _object_punctuation(indent: int | None) -> tuple[str, str, str]:
@@ -193,7 +193,7 @@ def indent_value(value: Any, indent: int) -> str:
     return text.replace("\n", "\n" + " " * indent)
 
 
-class _Joined:
+class Joined:
     """Arguments of one ``binary_join_element_wise`` call: literal text between columns
     (adjacent literals merged) and the columns."""
 
@@ -230,7 +230,7 @@ def record_texts(
     inner = RECORD_INDENT + 2 if indented else None
     head, sep, tail = _object_punctuation(RECORD_INDENT if indented else None)
     colon = ": " if indented else ":"
-    out = _Joined()
+    out = Joined()
     for number, (name, kind) in enumerate(FIELDS):
         key = (head if number == 0 else sep) + f'"{name}"{colon}'
         if name == "probabilities":
@@ -246,34 +246,34 @@ def record_texts(
             continue
         if kind == TEXT:
             column = _string(column)
-            if not nulls and _plain(column):  # the quotes join the literal text
+            if not nulls and plain_strings(column):  # the quotes join the literal text
                 out.literal(key + '"')
                 out.column(column)
                 out.literal('"')
                 continue
-            value = _quoted(column)
+            value = quoted(column)
         elif kind == FLOAT:
-            value = _float_texts(column)
+            value = float_texts(column)
         elif kind == FLAG:
-            value = _flag_texts(column)
+            value = flag_texts(column)
         else:
             value = indented_objects(column, inner) if indented else _string(column)
         if nulls and not indented:  # absent from a compact record: key and value together
-            out.column(pc.binary_join_element_wise(key, value, ""))
+            out.column(pc.fill_null(pc.binary_join_element_wise(key, value, ""), ""))
         else:
             out.literal(key)
             out.column(value)
     out.literal(tail)
     if indented:
         return out.joined(null_handling="replace", null_replacement="null")
-    return out.joined(null_handling="skip")
+    return out.joined()
 
 
 def _probabilities(
-    out: _Joined, probs: np.ndarray, labels: Sequence[str], indent: int | None, colon: str
+    out: Joined, probs: np.ndarray, labels: Sequence[str], indent: int | None, colon: str
 ) -> None:
     head, sep, tail = _object_punctuation(indent)
     for j, label in enumerate(labels):
         out.literal((head if j == 0 else sep) + orjson.dumps(label).decode() + colon)
-        out.column(_float_texts(pa.array(probs[:, j])))
+        out.column(float_texts(pa.array(probs[:, j])))
     out.literal(tail)

@@ -18,6 +18,8 @@ file whole, which words the problem as DecGuard does.
 from __future__ import annotations
 
 import mmap
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +37,16 @@ from decguard_pipeline.core.production import schema
 from decguard_pipeline.core.production.arrow_batches import table_batch
 from decguard_pipeline.core.production.columns import ColumnsBuilder, first_repeat
 from decguard_pipeline.core.production.jsonl_blocks import record_schemas
+from decguard_pipeline.core.production.loader import (
+    TRIM_EVERY,
+    release_free_memory,
+    release_pages,
+)
 from decguard_pipeline.core.production.verify import Invalid, compare
 
 BLOCK_BYTES = 16 << 20
+PARSERS = 2  # threads parsing blocks
+AHEAD = 3  # blocks parsed ahead of the checks (bounds memory to a few blocks)
 _OPEN = b'\n  "records": [\n'
 _CLOSE = b"\n  ]"
 _FIRST, _LAST = b"    {\n", b"\n    }"
@@ -116,6 +125,13 @@ def _parse(block: bytes, options: list[pj.ParseOptions]) -> pa.Table | None:
     return None
 
 
+def _fits(table: pa.Table | None, records: int) -> bool:
+    """One row per record, in the stored form, with finite numbers."""
+    return (
+        table is not None and table.num_rows == records and _stored_form(table) and _finite(table)
+    )
+
+
 def _finite(table: pa.Table) -> bool:
     """No NaN or infinity anywhere: Arrow reads those tokens, DecGuard's reader may not."""
     stack = [table.column(i).combine_chunks() for i in range(table.num_columns)]
@@ -173,24 +189,36 @@ def _verify(data: Any) -> bool:
         )
         for shape in record_schemas(spec, keys)
     ]
-    for a, b in _blocks(data, start, end):
+    blocks = _blocks(data, start, end)
+
+    def prepare(a: int, b: int) -> tuple[int, pa.Table | None]:
+        # on worker threads (Arrow's parser releases the GIL) while the main thread checks
         block = data[a:b]
-        records = block.count(_BETWEEN) + 1
-        table = _parse(block.replace(_BETWEEN, _SPLIT), options)
-        if (
-            table is None
-            or table.num_rows != records
-            or not _stored_form(table)
-            or not _finite(table)
-        ):
-            return False
-        batch = table_batch(
-            table, spec, tolerance, first_position=builder.n + 1, segment_keys=keys,
-            versions=builder.versions, segment_values=builder.segment_values,
-        )  # fmt: skip
-        if batch is None:
-            return False
-        builder.add(batch)
+        return block.count(_BETWEEN) + 1, _parse(block.replace(_BETWEEN, _SPLIT), options)
+
+    with ThreadPoolExecutor(PARSERS) as parsers:
+        pending = deque(parsers.submit(prepare, a, b) for a, b in blocks[:AHEAD])
+        for index, (_, b) in enumerate(blocks):
+            records, table = pending.popleft().result()
+            if index + AHEAD < len(blocks):
+                pending.append(parsers.submit(prepare, *blocks[index + AHEAD]))
+            release_pages(data, b)
+            if index % TRIM_EVERY == TRIM_EVERY - 1:
+                release_free_memory()
+            if not _fits(table, records):
+                for future in pending:
+                    future.cancel()
+                return False
+            assert table is not None
+            batch = table_batch(
+                table, spec, tolerance, first_position=builder.n + 1, segment_keys=keys,
+                versions=builder.versions, segment_values=builder.segment_values,
+            )  # fmt: skip
+            if batch is None:
+                for future in pending:
+                    future.cancel()
+                return False
+            builder.add(batch)
     ids = pa.chunked_array(builder.parts.get("ids", []), type=pa.string())
     hashes = builder.parts.get("id_hashes")
     if not builder.n or first_repeat(np.concatenate(hashes), ids) is not None:

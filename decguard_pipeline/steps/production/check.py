@@ -4,6 +4,7 @@ read back."""
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,8 @@ from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.gates import combine_checks
 from decguard_pipeline.core.production.extensions import extension_results, sidecar_path
 from decguard_pipeline.core.production.loader import release_free_memory
-from decguard_pipeline.core.production.report import ProductionReport, build_report
+from decguard_pipeline.core.production.normalized import normalized_record
+from decguard_pipeline.core.production.report import build_report, write_with_records
 from decguard_pipeline.core.production.verify import load_production_report
 from decguard_pipeline.core.production.verify_stream import verify_report
 from decguard_pipeline.core.report.jsonio import write_document
@@ -27,7 +29,7 @@ from decguard_pipeline.steps.production.baseline import ChosenBaseline, choose_b
 from decguard_pipeline.steps.production.ingest import load_stored
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.production import check_rows
-from decguard_pipeline.warehouse.rows.production_records import report_texts
+from decguard_pipeline.warehouse.rows.production_records import report_texts, stored_items
 
 
 @dataclass
@@ -62,14 +64,15 @@ def check_day(entry: ContractEntry, day: str, step: Step) -> Checked:
         chosen = choose_baseline(entry, day, wh, Path(tmp))
     report = build_report(loaded, data, baseline=chosen.baseline)
     extensions = extension_results(loaded, report)
-    del data  # the record columns: the report is written from the stored file
+    document = report.document
+    # the record columns are done with: the file is written from the stored records, and
+    # verifying it builds columns of its own
     chosen.baseline = None
+    del data, report
+    release_free_memory()
     folder = wh.partition_dir("report_files", entry.key, day)
     path = folder / f"{step.at.strftime('%Y%m%dT%H%M%S%fZ')}_{step.run_id}.check.json"
-    _write_report(report, path, stored, loaded.contract.spec())
-    document = report.document
-    del report
-    release_free_memory()
+    sha256 = _write_report(document, path, stored, loaded.contract.spec())
     if not verify_report(path):  # read back block by block; else whole, with DecGuard's words
         load_production_report(path)
     sidecar = sidecar_path(path)
@@ -79,7 +82,7 @@ def check_day(entry: ContractEntry, day: str, step: Step) -> Checked:
     checked.rows = check_rows(
         document, extensions, keys,
         baseline=(chosen.rule, chosen.ref, chosen.reason), first=first,
-        contract_hash=loaded.hash, report_path=path, sidecar=sidecar,
+        contract_hash=loaded.hash, report_path=path, report_sha256=sha256, sidecar=sidecar,
     )  # fmt: skip
     where = {"contract": entry.key, "target": day, "run_id": step.run_id, "recorded_at": step.at}
     for table, rows in checked.rows.items():
@@ -87,14 +90,18 @@ def check_day(entry: ContractEntry, day: str, step: Step) -> Checked:
     return checked
 
 
-def _write_report(report: ProductionReport, path: Path, stored: Path, spec: DecisionSpec) -> None:
-    """The report file, its records the stored ones as text; a record only the standard
-    library can write (an integer beyond 64 bits) sends the whole file to the record-by-record
-    writer, which then writes it as ``check`` does."""
+def _write_report(document: dict[str, Any], path: Path, stored: Path, spec: DecisionSpec) -> str:
+    """The report file, its records the stored ones as text, and its sha256; a record only
+    the standard library can write (an integer beyond 64 bits) sends the whole file to the
+    record-by-record writer, which then writes it as ``check`` does."""
     try:
-        report.write_texts(path, report_texts(stored, spec))
+        return write_with_records(path, document, report_texts(stored, spec))
     except orjson.JSONEncodeError:
-        report.write(path)
+        records = (normalized_record(i.value, i.position, spec) for i in stored_items(stored))
+        write_document(path, document, stream_key="records", items=records,
+                       what="production report")  # fmt: skip
+        with path.open("rb") as stream:
+            return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
 def _keys(entry: ContractEntry, day: str, step: Step) -> dict[str, Any]:

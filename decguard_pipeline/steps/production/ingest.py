@@ -105,12 +105,9 @@ def _check_segments(data: RecordSet, loaded: LoadedContract) -> None:
 
 
 def file_digest(path: Path) -> str:
-    """``sha256:`` of a file's bytes, read in large chunks (hashing releases the GIL)."""
-    digest = hashlib.sha256()
+    """``sha256:`` of a file's bytes (hashing releases the GIL: it runs beside the load)."""
     with path.open("rb") as stream:
-        while chunk := stream.read(1 << 24):
-            digest.update(chunk)
-    return "sha256:" + digest.hexdigest()
+        return "sha256:" + hashlib.file_digest(stream, "sha256").hexdigest()
 
 
 def ingest_day(entry: ContractEntry, day: str, step: Step) -> Ingested:
@@ -157,15 +154,16 @@ def _ingest(
     wh = step.warehouse
     with (
         ThreadPoolExecutor(1) as hasher,
+        ThreadPoolExecutor(1) as parquet,
         wh.writing(
             RECORDS, contract=entry.key, target=day, run_id=step.run_id, recorded_at=step.at
         ) as append,
     ):
         digest = hasher.submit(file_digest, path)
-        writer = RecordsWriter(spec, keys, digest, append)
+        writer = RecordsWriter(spec, keys, digest, append, parquet)
         data = load_records(path, spec, **loader_options(loaded), sink=writer, hashed=digest)
         _check_segments(data, loaded)
-        writer.flush()
+        writer.finish()
     data = dataclasses.replace(data, path=where)
     counts = np.bincount(data.columns.selected, minlength=len(spec.labels))
     by_label = {label: int(count) for label, count in zip(spec.labels, counts, strict=False)}

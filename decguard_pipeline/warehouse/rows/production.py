@@ -3,7 +3,6 @@ set and a check report, and back: stored, inbox and golden rows as JSON records.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +25,6 @@ from decguard_pipeline.core.production.segments import shown
 from decguard_pipeline.warehouse.rows import golden as T
 from decguard_pipeline.warehouse.store import read_file
 
-RECORDS = "production_records"
 SOURCE = "production"  # ``production_checks.source``
 BATCH = 50_000
 
@@ -177,6 +175,7 @@ def check_rows(
     first: dict[str, Any],
     contract_hash: str,
     report_path: Path,
+    report_sha256: str,
     sidecar: Path,
 ) -> dict[str, list[dict[str, Any]]]:
     """Every table's rows of one check: ``doc`` the report (records apart), ``ext`` its
@@ -229,7 +228,7 @@ def check_rows(
         "baseline_n_records": None if base is None else base["n_records"],
         "contract_hash": contract_hash,
         "report_path": str(report_path),
-        "report_sha256": _file_sha256(report_path),
+        "report_sha256": report_sha256,
         "sidecar_path": str(sidecar),
     }
     return {
@@ -240,14 +239,6 @@ def check_rows(
         "production_extensions": extension_rows(ext, keys),
         "production_checks": checks_rows(doc, keys, ref),
     }
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(1 << 24):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def segment_rows(

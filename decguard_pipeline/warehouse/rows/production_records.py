@@ -10,8 +10,9 @@ value, exactly as the record-by-record path encodes every record it reads.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
 
@@ -187,11 +188,6 @@ def items_rows(items: list[Item], spec: DecisionSpec) -> tuple[pa.Table, np.ndar
     return table, matrix
 
 
-def _lists(values: np.ndarray, width: int, kind: pa.DataType) -> pa.Array:
-    offsets = pa.array(np.arange(0, values.size + 1, width, dtype=np.int32))
-    return pa.ListArray.from_arrays(offsets, pa.array(values.ravel(), kind))
-
-
 def stored_rows(
     rows: pa.Table, probs: np.ndarray, spec: DecisionSpec, first: int, keys: dict[str, Any]
 ) -> pa.Table:
@@ -199,30 +195,31 @@ def stored_rows(
     position of its first record; ``keys``: contract, target, run_id, recorded_at, source,
     source_path, dataset_hash)."""
     n, k = rows.num_rows, len(spec.labels)
-    labels = np.array(spec.labels, dtype=object)
     offsets = pa.array(np.arange(0, n * k + 1, k, dtype=np.int32))
-    names = pa.array(np.tile(labels, n), pa.string())
+    names = pa.array(spec.labels, pa.string()).take(pa.array(np.tile(np.arange(k), n)))
+    values = pa.array(probs.ravel(), pa.float64())
     columns = {
         **{name: rows.column(name) for name in rows.column_names},
         "position": pa.array(np.arange(first, first + n, dtype=np.int64)),
         "labels": pa.ListArray.from_arrays(offsets, names),
-        "probs": _lists(probs, k, pa.float64()),
-        "probabilities": pa.MapArray.from_arrays(offsets, names, pa.array(probs.ravel())),
+        "probs": pa.ListArray.from_arrays(offsets, values),
+        "probabilities": pa.MapArray.from_arrays(offsets, names, values),
     }
     schema = TABLES[RECORDS]
-    out = {}
-    for f in schema:
-        if f.name in columns:
-            out[f.name] = columns[f.name]
-        else:
-            out[f.name] = pa.array([keys[f.name]] * n, type=f.type)
-    return pa.table(out, schema=schema)
+    out = [
+        columns[f.name] if f.name in columns else pa.repeat(pa.scalar(keys[f.name], f.type), n)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(out, schema=schema)
 
 
 class RecordsWriter:
     """The loader's sink while a day is ingested: each accepted stretch becomes
     ``production_records`` rows, handed to ``write`` once the source's hash is known (the
-    rows carry it; it is computed beside the load)."""
+    rows carry it; it is computed beside the load). ``pool``: a thread to write on, so the
+    Parquet encoding overlaps the next stretch's parsing (at most ``AHEAD`` wait)."""
+
+    AHEAD = 2
 
     def __init__(
         self,
@@ -230,15 +227,17 @@ class RecordsWriter:
         keys: dict[str, Any],
         digest: Future[str] | None,
         write: Callable[[pa.Table], None],
+        pool: Executor | None = None,
     ) -> None:
         self.spec = spec
         self.keys = keys
         self.digest = digest
         self.write = write
+        self.pool = pool
         self.count = 0
         self.pending: list[tuple[pa.Table, np.ndarray, int]] = []
+        self.writing: deque[Future[None]] = deque()
         self.shown: pa.Table | None = None
-        self.label_counts = np.zeros(len(spec.labels), dtype=np.int64)
 
     def arrow(self, table: pa.Table, batch: Batch, block: Any, starts: np.ndarray) -> None:
         rows, probs = arrow_rows(table, batch, block, starts, self.spec, self.count + 1)
@@ -251,7 +250,8 @@ class RecordsWriter:
     def _add(self, rows: pa.Table, probs: np.ndarray) -> None:
         self.pending.append((rows, probs, self.count))
         self.count += rows.num_rows
-        if self.digest is None or self.digest.done():
+        # wait for the hash rather than hold more than a few stretches
+        if self.digest is None or self.digest.done() or len(self.pending) > self.AHEAD:
             self.flush()
 
     def flush(self) -> None:
@@ -263,8 +263,19 @@ class RecordsWriter:
             if self.shown is None or self.shown.num_rows < SHOWN:
                 head = table.slice(0, SHOWN)
                 self.shown = head if self.shown is None else pa.concat_tables([self.shown, head])
-            self.write(table)
+            if self.pool is None:
+                self.write(table)
+                continue
+            self.writing.append(self.pool.submit(self.write, table))
+            while len(self.writing) > self.AHEAD:
+                self.writing.popleft().result()
         self.pending = []
+
+    def finish(self) -> None:
+        """Everything written (errors of a write raised here)."""
+        self.flush()
+        while self.writing:
+            self.writing.popleft().result()
 
 
 def read_batches(path: Path, columns: list[str], size: int = 1 << 16) -> Iterator[pa.RecordBatch]:
