@@ -341,9 +341,11 @@ def load_stretches(
     (N the record's position). ``items`` streams every record again for the report."""
     loader = _Loader(path, spec, tolerance, segment_keys)
     locate = lambda position: f"{word} {position}"  # noqa: E731
-    for table, parsed in stretches:
+    for index, (table, parsed) in enumerate(stretches):
         if not loader.add_table(table):
             loader.add_items(parsed(loader.count + 1), locate)
+        if index % 8 == 7:  # what reading and checking each stretch freed
+            release_free_memory()
     columns = loader.finish(locate)
     return RecordSet(path, hash, columns, spec, items, loader.columnar)
 

@@ -37,16 +37,15 @@ from decguard_pipeline.core.production import schema
 from decguard_pipeline.core.production.arrow_batches import table_batch
 from decguard_pipeline.core.production.columns import ColumnsBuilder, first_repeat
 from decguard_pipeline.core.production.jsonl_blocks import record_schemas
-from decguard_pipeline.core.production.loader import (
-    TRIM_EVERY,
-    release_free_memory,
-    release_pages,
-)
+from decguard_pipeline.core.production.loader import release_free_memory, release_pages
 from decguard_pipeline.core.production.verify import Invalid, compare
 
 BLOCK_BYTES = 16 << 20
 PARSERS = 2  # threads parsing blocks
 AHEAD = 3  # blocks parsed ahead of the checks (bounds memory to a few blocks)
+# blocks between returns of freed memory: the parsing threads' heaps would otherwise keep
+# what every block freed
+TRIM_BLOCKS = 4
 _OPEN = b'\n  "records": [\n'
 _CLOSE = b"\n  ]"
 _FIRST, _LAST = b"    {\n", b"\n    }"
@@ -203,7 +202,7 @@ def _verify(data: Any) -> bool:
             if index + AHEAD < len(blocks):
                 pending.append(parsers.submit(prepare, *blocks[index + AHEAD]))
             release_pages(data, b)
-            if index % TRIM_EVERY == TRIM_EVERY - 1:
+            if index % TRIM_BLOCKS == TRIM_BLOCKS - 1:
                 release_free_memory()
             if not _fits(table, records):
                 for future in pending:
@@ -219,12 +218,15 @@ def _verify(data: Any) -> bool:
                     future.cancel()
                 return False
             builder.add(batch)
+    release_free_memory()  # what the parsing threads freed, before the columns are joined
     ids = pa.chunked_array(builder.parts.get("ids", []), type=pa.string())
     hashes = builder.parts.get("id_hashes")
     if not builder.n or first_repeat(np.concatenate(hashes), ids) is not None:
         return False
+    columns = builder.build()
+    release_free_memory()
     try:
-        compare(document, builder.build())
+        compare(document, columns)
     except (Invalid, DecGuardError):
         return False
     return True
