@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from decguard_pipeline.core.contract import LoadedContract
+from decguard_pipeline.core.contract import LoadedContract, Regression
 from decguard_pipeline.core.contract.baseline import BaselineSettings
 from decguard_pipeline.core.diff import BaselineChoice, Diff, choose_baseline, diff_reports
 from decguard_pipeline.core.diff import sidecar_path as statistics_path
@@ -204,10 +204,14 @@ def diff_target(entry: ContractEntry, target: str, step: steps.Step) -> DiffOutc
     choice = resolved.choice
     if choice is None:
         outcome = DiffOutcome(target, resolved, None, {})
-        outcome.row = _diffs_row(base, outcome, evaluated.run, None)
+        outcome.row = _diffs_row(
+            base, resolved=resolved, status=outcome.status, run=evaluated.run, base_run=None
+        )
         outcome.rows = {
             "diffs": [outcome.row],
-            "regression_checks": _no_baseline_checks(base, loaded, resolved.reason),
+            "regression_checks": _no_baseline_checks(
+                base, loaded.contract.regression, resolved.reason
+            ),
         }
     else:
         baseline_target = str(choice.target["target"])
@@ -228,7 +232,16 @@ def diff_target(entry: ContractEntry, target: str, step: steps.Step) -> DiffOutc
         if diff.statistics is not None:
             outcome.sidecar = statistics_path(outcome.diff_path)
             write_document(outcome.sidecar, diff.statistics, what="statistics")
-        outcome.row = _diffs_row(base, outcome, evaluated.run, base_eval.run)
+        outcome.row = _diffs_row(
+            base,
+            resolved=resolved,
+            status=outcome.status,
+            run=evaluated.run,
+            base_run=base_eval.run,
+            diff=diff,
+            diff_path=outcome.diff_path,
+            sidecar=outcome.sidecar,
+        )
         outcome.rows = {
             "diffs": [outcome.row],
             "diff_changes": _change_rows(base, diff),
@@ -261,11 +274,17 @@ def _moment(value: Any) -> datetime | None:
 
 def _diffs_row(
     base: dict[str, Any],
-    outcome: DiffOutcome,
+    *,
+    resolved: Resolved,
+    status: str,
     run: dict[str, Any],
     base_run: dict[str, Any] | None,
+    diff: Diff | None = None,
+    diff_path: Path | None = None,
+    sidecar: Path | None = None,
 ) -> dict[str, Any]:
-    resolved, diff = outcome.resolved, outcome.diff
+    """The ``diffs`` row: the candidate run, the baseline run (None: no baseline) and how it
+    was chosen, then the diff's counts, shift, metrics and worst segment when there is one."""
     choice = resolved.choice
     row: dict[str, Any] = {
         **base,
@@ -277,11 +296,11 @@ def _diffs_row(
         "baseline_reason": resolved.reason,
         "baseline_created_at": None if choice is None else _moment(choice.target["created_at"]),
         "candidate_created_at": _moment(resolved.candidate["created_at"]),
-        "status": outcome.status,
+        "status": status,
         "candidate_dataset_hash": run["dataset_hash"],
         "has_statistics": False,
-        "diff_path": None if outcome.diff_path is None else str(outcome.diff_path),
-        "sidecar_path": None if outcome.sidecar is None else str(outcome.sidecar),
+        "diff_path": None if diff_path is None else str(diff_path),
+        "sidecar_path": None if sidecar is None else str(sidecar),
     }
     if diff is None:
         return row
@@ -384,10 +403,9 @@ def no_baseline_message(reason: str) -> str:
 
 
 def _no_baseline_checks(
-    base: dict[str, Any], loaded: LoadedContract, reason: str
+    base: dict[str, Any], regression: Regression, reason: str
 ) -> list[dict[str, Any]]:
     """Every regression gate passes when there is nothing to compare against."""
-    limits = {(g, lvl): limit for g, limit, lvl in configured_gates(loaded.contract.regression)}
     return [
         {
             **base,
@@ -396,13 +414,13 @@ def _no_baseline_checks(
             "level": level,
             "metric": REGRESSION_GATES[gate],
             "comparison": "<=",
-            "threshold": limits[(gate, level)],
+            "threshold": limit,
             "value": None,
             "status": PASS,
             "message": no_baseline_message(reason),
             "mode": None,
         }
-        for gate, level in regression_gates(loaded)
+        for gate, limit, level in configured_gates(regression)
     ]
 
 

@@ -146,7 +146,7 @@ def run_target(
         "section_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
     }
     done = PropertyRun(section, checks, outcome.pipeline, run)
-    done.rows = _rows(done, {**base, **who})
+    done.rows = _rows(section, checks, outcome.pipeline, {**base, **who})
     where = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
     for table in TABLES:
         wh.write(table, done.rows[table], **where)
@@ -234,11 +234,17 @@ def _property_of(gate: str) -> str:
     return gate.split(".", 1)[0]
 
 
-def _rows(done: PropertyRun, base: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    section, pipeline = done.section, done.pipeline
+def _rows(
+    section: dict[str, Any],
+    checks: list[dict[str, Any]],
+    pipeline: dict[str, Any],
+    base: dict[str, Any],
+) -> dict[str, list[dict[str, Any]]]:
+    """Rows of ``property_pairs``, ``property_skips``, ``property_summaries`` and
+    ``property_checks`` from DecGuard's section and checks and the sidecar section."""
     extensions = {e["property"]: e for e in pipeline["summaries"]}
     by_property: dict[str, list[dict[str, Any]]] = {}
-    for check in done.checks:
+    for check in checks:
         by_property.setdefault(_property_of(check["gate"]), []).append(check)
     return {
         "property_pairs": [
@@ -261,8 +267,7 @@ def _rows(done: PropertyRun, base: dict[str, Any]) -> dict[str, list[dict[str, A
             for i, s in enumerate(section["summaries"])
         ],
         "property_checks": [
-            {**base, "source": SOURCE, **c, "property": _property_of(c["gate"])}
-            for c in done.checks
+            {**base, "source": SOURCE, **c, "property": _property_of(c["gate"])} for c in checks
         ],
     }
 
