@@ -11,32 +11,34 @@ compared exactly as ``decguard-pipeline diff BASELINE CANDIDATE -c CONTRACT`` co
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from decguard_pipeline.core.contract import LoadedContract, Regression
+from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.contract.baseline import BaselineSettings
 from decguard_pipeline.core.diff import BaselineChoice, Diff, choose_baseline, diff_reports
 from decguard_pipeline.core.diff import sidecar_path as statistics_path
 from decguard_pipeline.core.diff.baseline import DEFAULT_BACKEND
-from decguard_pipeline.core.diff.gates import REGRESSION_GATES, configured_gates
+from decguard_pipeline.core.diff.gates import configured_gates
 from decguard_pipeline.core.errors import DecGuardError
-from decguard_pipeline.core.gates import PASS
 from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.report.jsonio import write_document
-from decguard_pipeline.core.report.render import preview
 from decguard_pipeline.steps import golden as steps
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.rows import golden as T
-from decguard_pipeline.warehouse.schema.diff import COUNTS, DIFF_METRICS, SHIFT
+from decguard_pipeline.warehouse.rows.diff import (
+    change_rows,
+    diffs_row,
+    interval_rows,
+    no_baseline_check_rows,
+    regression_check_rows,
+    segment_rows,
+    statistical_test_rows,
+)
 from decguard_pipeline.warehouse.store import read_file
 
 NO_BASELINE = "no_baseline"  # the ``diffs.status`` of a candidate with nothing to compare to
-SOURCE = "regression"  # ``regression_checks.source``
-PREVIEW_WIDTH = 70  # DecGuard's preview of an input in the diff's changes
 
 
 def regression_gates(loaded: LoadedContract) -> list[tuple[str, str]]:
@@ -204,12 +206,18 @@ def diff_target(entry: ContractEntry, target: str, step: steps.Step) -> DiffOutc
     choice = resolved.choice
     if choice is None:
         outcome = DiffOutcome(target, resolved, None, {})
-        outcome.row = _diffs_row(
-            base, resolved=resolved, status=outcome.status, run=evaluated.run, base_run=None
+        outcome.row = diffs_row(
+            base,
+            choice=None,
+            reason=resolved.reason,
+            candidate_created_at=resolved.candidate["created_at"],
+            status=outcome.status,
+            run=evaluated.run,
+            base_run=None,
         )
         outcome.rows = {
             "diffs": [outcome.row],
-            "regression_checks": _no_baseline_checks(
+            "regression_checks": no_baseline_check_rows(
                 base, loaded.contract.regression, resolved.reason
             ),
         }
@@ -232,9 +240,11 @@ def diff_target(entry: ContractEntry, target: str, step: steps.Step) -> DiffOutc
         if diff.statistics is not None:
             outcome.sidecar = statistics_path(outcome.diff_path)
             write_document(outcome.sidecar, diff.statistics, what="statistics")
-        outcome.row = _diffs_row(
+        outcome.row = diffs_row(
             base,
-            resolved=resolved,
+            choice=choice,
+            reason=resolved.reason,
+            candidate_created_at=resolved.candidate["created_at"],
             status=outcome.status,
             run=evaluated.run,
             base_run=base_eval.run,
@@ -244,13 +254,13 @@ def diff_target(entry: ContractEntry, target: str, step: steps.Step) -> DiffOutc
         )
         outcome.rows = {
             "diffs": [outcome.row],
-            "diff_changes": _change_rows(base, diff),
-            "diff_segments": _segment_rows(base, diff),
-            "regression_checks": _check_rows(base, diff),
+            "diff_changes": change_rows(base, diff),
+            "diff_segments": segment_rows(base, diff),
+            "regression_checks": regression_check_rows(base, diff),
         }
         if diff.statistics is not None:
-            outcome.rows["diff_intervals"] = _interval_rows(base, diff.statistics)
-            outcome.rows["diff_tests"] = _test_rows(base, diff.statistics)
+            outcome.rows["diff_intervals"] = interval_rows(base, diff.statistics)
+            outcome.rows["diff_tests"] = statistical_test_rows(base, diff.statistics)
     where = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
     for table, rows in outcome.rows.items():
         wh.write(table, rows, **where)
@@ -266,240 +276,6 @@ def as_evaluated(report: Report, evaluated: steps.Evaluated) -> Report:
     document["contract"] = {**document["contract"], "hash": run["contract_hash"]}
     document["created_at"] = run["started_at"].isoformat(timespec="seconds")
     return Report(document, report.results, report.extensions)
-
-
-def _moment(value: Any) -> datetime | None:
-    return value if isinstance(value, datetime) else None
-
-
-def _diffs_row(
-    base: dict[str, Any],
-    *,
-    resolved: Resolved,
-    status: str,
-    run: dict[str, Any],
-    base_run: dict[str, Any] | None,
-    diff: Diff | None = None,
-    diff_path: Path | None = None,
-    sidecar: Path | None = None,
-) -> dict[str, Any]:
-    """The ``diffs`` row: the candidate run, the baseline run (None: no baseline) and how it
-    was chosen, then the diff's counts, shift, metrics and worst segment when there is one."""
-    choice = resolved.choice
-    row: dict[str, Any] = {
-        **base,
-        "candidate_run_id": run["run_id"],
-        "baseline_backend": None if base_run is None else base_run["backend"],
-        "baseline_model_version": None if base_run is None else base_run["model_version"],
-        "baseline_run_id": None if base_run is None else base_run["run_id"],
-        "baseline_rule": None if choice is None else choice.rule,
-        "baseline_reason": resolved.reason,
-        "baseline_created_at": None if choice is None else _moment(choice.target["created_at"]),
-        "candidate_created_at": _moment(resolved.candidate["created_at"]),
-        "status": status,
-        "candidate_dataset_hash": run["dataset_hash"],
-        "has_statistics": False,
-        "diff_path": None if diff_path is None else str(diff_path),
-        "sidecar_path": None if sidecar is None else str(sidecar),
-    }
-    if diff is None:
-        return row
-    doc = diff.document
-    worst = diff.worst_segment
-    row.update(
-        {
-            "exit_code": doc["exit_code"],
-            "same_dataset": doc["same_dataset"],
-            "baseline_dataset_hash": doc["baseline"]["dataset"]["hash"],
-            "candidate_dataset_hash": doc["candidate"]["dataset"]["hash"],
-            "segment_by": list(diff.regression.segment_by),
-            **{name: doc["counts"][name] for name in COUNTS},
-            **{name: doc["shift"][name] for name in SHIFT},
-            **{
-                f"{metric}_{side}": doc["metrics"][metric][side]
-                for metric in DIFF_METRICS
-                for side in ("baseline", "candidate", "delta")
-            },
-            "worst_segment_key": None if worst is None else worst["key"],
-            "worst_segment_value": None if worst is None else worst["value"],
-            "worst_segment_accuracy_drop": None if worst is None else worst["accuracy_drop"],
-            "n_changes": len(doc["changes"]),
-            "has_statistics": diff.statistics is not None,
-        }
-    )
-    return row
-
-
-def _change_rows(base: dict[str, Any], diff: Diff) -> list[dict[str, Any]]:
-    return [
-        {
-            **base,
-            "position": i,
-            "case_id": c["case_id"],
-            "kind": c["kind"],
-            "input_preview": preview(c["input"], PREVIEW_WIDTH),
-            "input_json": T.to_json(c["input"]),
-            "expected": c["expected"],
-            "baseline_selected": c["baseline_selected"],
-            "candidate_selected": c["candidate_selected"],
-            "baseline_confidence": c["baseline_confidence"],
-            "candidate_confidence": c["candidate_confidence"],
-            "tv_distance": c["tv_distance"],
-            "error": c["error"],
-        }
-        for i, c in enumerate(diff.document["changes"])
-    ]
-
-
-_SEGMENT_FIELDS = (
-    "matched", "compared", "baseline_accuracy", "candidate_accuracy", "accuracy_drop",
-    "answer_flip_rate", "gated",
-)  # fmt: skip
-
-
-def _segment_rows(base: dict[str, Any], diff: Diff) -> list[dict[str, Any]]:
-    worst = diff.worst_segment
-    return [
-        {
-            **base,
-            "position": i,
-            "segment_key": s["key"],
-            "segment_value": s["value"],
-            **{k: s[k] for k in _SEGMENT_FIELDS},
-            "is_worst": s is worst,
-        }
-        for i, s in enumerate(diff.document["segments"])
-    ]
-
-
-def _check_rows(base: dict[str, Any], diff: Diff) -> list[dict[str, Any]]:
-    """The diff's checks (as the gate modes decided them), with how each was judged."""
-    records = diff.statistics["gates"] if diff.statistics is not None else None
-    rows = []
-    for i, check in enumerate(diff.document["checks"]):
-        rec = records[i] if records is not None else None
-        segment = rec.get("segment") if rec is not None else None
-        rows.append(
-            {
-                **base,
-                "source": SOURCE,
-                **check,
-                "mode": "point" if rec is None else rec["mode"],
-                "p_value": None if rec is None else rec["p_value"],
-                "alpha": None if rec is None else rec["alpha"],
-                "ci_low": None if rec is None else rec["low"],
-                "ci_high": None if rec is None else rec["high"],
-                "confidence": None if rec is None else rec["confidence"],
-                "test": None if rec is None else rec["test"],
-                "segment_key": None if segment is None else segment["key"],
-                "segment_value": None if segment is None else segment["value"],
-            }
-        )
-    return rows
-
-
-def no_baseline_message(reason: str) -> str:
-    return f"no baseline: {reason}; nothing to compare, the gate holds"
-
-
-def _no_baseline_checks(
-    base: dict[str, Any], regression: Regression, reason: str
-) -> list[dict[str, Any]]:
-    """Every regression gate passes when there is nothing to compare against."""
-    return [
-        {
-            **base,
-            "source": SOURCE,
-            "gate": gate,
-            "level": level,
-            "metric": REGRESSION_GATES[gate],
-            "comparison": "<=",
-            "threshold": limit,
-            "value": None,
-            "status": PASS,
-            "message": no_baseline_message(reason),
-            "mode": None,
-        }
-        for gate, limit, level in configured_gates(regression)
-    ]
-
-
-def _blocks(statistics: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """``(segment columns, block)``: the whole diff, then every segment."""
-    out = [({"segment_key": None, "segment_value": None, "gated": None}, statistics["overall"])]
-    out += [
-        ({"segment_key": s["key"], "segment_value": s["value"], "gated": s["gated"]}, s)
-        for s in statistics["segments"]
-    ]
-    return out
-
-
-def _interval_rows(base: dict[str, Any], statistics: dict[str, Any]) -> list[dict[str, Any]]:
-    confidence = statistics["settings"]["confidence"]
-    rows = []
-    for where, block in _blocks(statistics):
-        common = {**base, **where, "matched": block["matched"], "confidence": confidence}
-        for metric, sides in block["metrics"].items():
-            for side in ("baseline", "candidate", "delta"):
-                entry = sides[side]
-                rows.append(
-                    {
-                        **common,
-                        "metric": metric,
-                        "side": side,
-                        "value": entry["value"],
-                        "low": entry["low"],
-                        "high": entry["high"],
-                        "method": entry["method"],
-                        "p_value_candidate_worse": entry.get("p_value_candidate_worse"),
-                        "test": entry.get("test"),
-                    }
-                )
-        for metric, entry in block["shift"].items():
-            rows.append(
-                {
-                    **common,
-                    "metric": metric,
-                    "side": "shift",
-                    "value": entry["value"],
-                    "low": entry["low"],
-                    "high": entry["high"],
-                    "method": entry["method"],
-                    "p_value_candidate_worse": None,
-                    "test": None,
-                }
-            )
-    return rows
-
-
-def _test_rows(base: dict[str, Any], statistics: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
-    for where, block in _blocks(statistics):
-        common = {**base, **where, "matched": block["matched"], "compared": block["compared"]}
-        mc, err = block["mcnemar"], block["errors"]
-        rows.append(
-            {
-                **common,
-                "test": "mcnemar_exact",
-                "n_pairs": mc["n_pairs"],
-                "baseline_only": mc["baseline_only_correct"],
-                "candidate_only": mc["candidate_only_correct"],
-                "p_value": mc["p_value"],
-                "p_value_candidate_worse": mc["p_value_candidate_worse"],
-            }
-        )
-        rows.append(
-            {
-                **common,
-                "test": "sign_test_exact",
-                "n_pairs": err["newly_errored"] + err["recovered"],
-                "baseline_only": err["newly_errored"],
-                "candidate_only": err["recovered"],
-                "p_value": err["p_value"],
-                "p_value_candidate_worse": err["p_value_candidate_worse"],
-            }
-        )
-    return rows
 
 
 # -- what the checks report -----------------------------------------------------------------
