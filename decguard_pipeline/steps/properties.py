@@ -26,7 +26,7 @@ from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.dataset import gc_paused
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.gates import overall_status
-from decguard_pipeline.core.properties.summary import is_failed, property_checks
+from decguard_pipeline.core.properties.summary import property_checks
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.steps import base as steps
 from decguard_pipeline.steps.contracts import ContractEntry
@@ -224,18 +224,3 @@ def stored_for_report(
             f"for target {target!r}; materialise property_results again"
         )
     return StoredProperties(section, stored["checks"], stored["pipeline"], path)
-
-
-def worst_pairs(section: dict[str, Any], limit: int = 20) -> list[dict[str, Any]]:
-    """Failed pairs first (violations, then errors), then by TV distance, largest first."""
-
-    def badness(pair: dict[str, Any]) -> tuple[int, int, float]:
-        comparison = pair["comparison"] or {}
-        return (
-            len(pair["violations"]),
-            int(is_failed(pair)),
-            comparison.get("tv_distance") or 0.0,
-        )
-
-    ranked = sorted(section["pairs"], key=badness, reverse=True)  # stable: section order
-    return ranked[:limit]
