@@ -83,11 +83,11 @@ def main() -> None:
     from decguard_pipeline.defs.jobs import job_name
     from decguard_pipeline.defs.main_job import QUIET
     from decguard_pipeline.runs.golden import run_test
-    from decguard_pipeline.steps import diff as diff_steps
     from decguard_pipeline.steps import golden as steps
     from decguard_pipeline.steps import guard as guard_steps
-    from decguard_pipeline.steps import properties as property_steps
     from decguard_pipeline.steps.contracts import discover_contracts
+    from decguard_pipeline.steps.diff import diff_target
+    from decguard_pipeline.steps.properties import has_properties, run_target
     from decguard_pipeline.steps.targets import backend_of
     from decguard_pipeline.warehouse import Warehouse
 
@@ -107,7 +107,7 @@ def main() -> None:
                 instance.add_dynamic_partitions(f"{entry.key}_targets", keys)
             loaded = entry.require()
             for key in keys:
-                mode = "all" if property_steps.enabled(loaded) else "test"
+                mode = "all" if has_properties(loaded) else "test"
 
                 def core(key=key, loaded=loaded, mode=mode) -> None:
                     run_test(loaded, backend=backend_of(key), mode=mode)
@@ -118,9 +118,9 @@ def main() -> None:
                     steps.record_dataset(entry, step)
                     steps.evaluate_target(entry, key, step)
                     steps.score_target(entry, key, step)
-                    if property_steps.enabled(loaded):
-                        property_steps.run_target(entry, key, step)
-                    diff_steps.diff_target(entry, key, step)
+                    if has_properties(loaded):
+                        run_target(entry, key, step)
+                    diff_target(entry, key, step)
                     if loaded.contract.pipeline is not None and loaded.contract.pipeline.guard:
                         guard_steps.measure_target(entry, key, step)
                     steps.write_report(entry, key, step)

@@ -4,7 +4,7 @@ checks call. No Dagster here.
 The candidate is a target's newest evaluation; the baseline is another target of the same
 contract chosen by ``core.diff.choose_baseline`` from what the warehouse knows (every evaluated
 target, when it was first registered or evaluated, whether its newest golden requirement gates
-passed). Both DecGuard reports are rebuilt from the warehouse (``steps.report_for``) and
+passed). Both DecGuard reports are rebuilt from the warehouse (``report_for``) and
 compared exactly as ``decguard-pipeline diff BASELINE CANDIDATE -c CONTRACT`` compares them.
 """
 
@@ -23,8 +23,9 @@ from decguard_pipeline.core.diff.gates import configured_gates
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.report.jsonio import write_document
-from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.golden import report_for
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.diff import (
@@ -185,7 +186,7 @@ class DiffOutcome:
         return NO_BASELINE if self.diff is None else self.diff.status
 
 
-def diff_target(entry: ContractEntry, target: str, step: steps.Step) -> DiffOutcome:
+def diff_target(entry: ContractEntry, target: str, step: Step) -> DiffOutcome:
     """Diff a target's newest evaluation against its baseline; the diff document (and the
     statistics sidecar) under ``report_files``, rows in ``diffs``, ``diff_changes``,
     ``diff_segments``, ``regression_checks`` and, with statistics, ``diff_intervals`` and
@@ -193,7 +194,7 @@ def diff_target(entry: ContractEntry, target: str, step: steps.Step) -> DiffOutc
     loaded = entry.require()
     wh = step.warehouse
     resolved = resolve_baseline(entry, target, wh)
-    evaluated = steps.load_evaluated(entry, target, wh, step.run_id)
+    evaluated = load_evaluated(entry, target, wh, step.run_id)
     base = {
         "contract": entry.key,
         "target": target,
@@ -224,10 +225,10 @@ def diff_target(entry: ContractEntry, target: str, step: steps.Step) -> DiffOutc
     else:
         baseline_target = str(choice.target["target"])
         base["baseline_target"] = baseline_target
-        base_eval = steps.load_evaluated(entry, baseline_target, wh)
+        base_eval = load_evaluated(entry, baseline_target, wh)
         diff = diff_reports(
-            as_evaluated(steps.report_for(entry, baseline_target, wh, base_eval), base_eval),
-            as_evaluated(steps.report_for(entry, target, wh, evaluated), evaluated),
+            as_evaluated(report_for(entry, baseline_target, wh, base_eval), base_eval),
+            as_evaluated(report_for(entry, target, wh, evaluated), evaluated),
             contract=loaded,
             baseline_path=evaluation_ref(entry.key, baseline_target, base_eval.run["run_id"]),
             candidate_path=evaluation_ref(entry.key, target, evaluated.run["run_id"]),
@@ -267,7 +268,7 @@ def diff_target(entry: ContractEntry, target: str, step: steps.Step) -> DiffOutc
     return outcome
 
 
-def as_evaluated(report: Report, evaluated: steps.Evaluated) -> Report:
+def as_evaluated(report: Report, evaluated: Evaluated) -> Report:
     """A report rebuilt from the warehouse, stamped as its evaluation ran: the hash of the
     contract it was evaluated under and the time it started (what the report file ``test``
     wrote then says; a diff shows both for each run)."""
@@ -286,7 +287,7 @@ def check_rows(
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """The regression checks of a target by (gate, level): those the diff of run ``run_id``
     wrote (the checks run in the same run as the asset), else the newest."""
-    rows = steps.run_rows(warehouse, "regression_checks", entry.key, target, run_id)
+    rows = run_rows(warehouse, "regression_checks", entry.key, target, run_id)
     if rows is None:
         raise DecGuardError(f"{entry.key}: target {target!r} has no regression diff yet")
     return {(r["gate"], r["level"]): r for r in rows}

@@ -28,7 +28,7 @@ from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.gates import overall_status
 from decguard_pipeline.core.properties.summary import property_checks
 from decguard_pipeline.core.report.jsonio import write_document
-from decguard_pipeline.steps import base as steps
+from decguard_pipeline.steps.base import Step, load_evaluated, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse import Warehouse
@@ -39,7 +39,7 @@ SECTION_SUFFIX = ".properties.json"
 TABLES = ("property_pairs", "property_skips", "property_summaries", "property_checks")
 
 
-def enabled(loaded: LoadedContract) -> bool:
+def has_properties(loaded: LoadedContract) -> bool:
     """The contract enables at least one property."""
     return bool(loaded.contract.properties.enabled())
 
@@ -49,12 +49,6 @@ def gate_list(loaded: LoadedContract) -> list[tuple[str, str]]:
     ``<p>.max_error_rate`` (always a requirement), ``<p>.max_violation_rate`` and
     ``<p>.max_flip_rate`` at the property's level, when configured."""
     return [(c["gate"], c["level"]) for c in property_checks([], loaded.contract.properties)]
-
-
-def check_name(gate: str) -> str:
-    """A Dagster check name (an identifier): ``option_order.max_error_rate`` ->
-    ``option_order__max_error_rate``."""
-    return gate.replace(".", "__")
 
 
 def _plan(loaded: LoadedContract) -> Any:
@@ -79,7 +73,7 @@ class PropertyRun:
 
 
 def run_target(
-    entry: ContractEntry, target: str, step: steps.Step, *, max_concurrency: int | None = None
+    entry: ContractEntry, target: str, step: Step, *, max_concurrency: int | None = None
 ) -> PropertyRun:
     """Every enabled property of the contract against the target's backend, the newest golden
     results of the target as originals; the stored section and the warehouse rows."""
@@ -89,7 +83,7 @@ def run_target(
     loaded = entry.require()
     plan = _plan(loaded)  # a ContractError before any backend call
     wh = step.warehouse
-    evaluated = steps.load_evaluated(entry, target, wh, step.run_id)
+    evaluated = load_evaluated(entry, target, wh, step.run_id)
     started = now()
     clock = time.perf_counter()
     backend = make_backend(loaded, backend_of(target))
@@ -161,7 +155,7 @@ def check_rows(
 ) -> dict[str, dict]:
     """The property checks of a target by gate (what the asset checks report): those of run
     ``run_id`` when it wrote any, else the newest."""
-    rows = steps.run_rows(warehouse, "property_checks", entry.key, target, run_id)
+    rows = run_rows(warehouse, "property_checks", entry.key, target, run_id)
     if rows is None:
         raise DecGuardError(f"{entry.key}: target {target!r} has no property checks yet")
     return {r["gate"]: r for r in rows}
@@ -189,7 +183,7 @@ def stored_for_report(
     property. Raises when they were judged against other originals or other property
     settings than the report's (the report would not verify)."""
     loaded = entry.require()
-    if not enabled(loaded):
+    if not has_properties(loaded):
         return None
     table = "property_runs"
     runs = None if run_id is None else warehouse.read_run(table, entry.key, target, run_id)

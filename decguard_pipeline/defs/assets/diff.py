@@ -20,9 +20,9 @@ import dagster as dg
 from decguard_pipeline.defs.assets.base import asset_key, target_asset
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
-from decguard_pipeline.defs.metadata.diff import _fmt, materialisation_metadata
-from decguard_pipeline.steps import diff as diff_steps
+from decguard_pipeline.defs.metadata.diff import check_metadata, materialisation_metadata
 from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.diff import check_rows, diff_target, regression_gates
 
 NAME = "regression_diff"
 
@@ -47,7 +47,7 @@ def _regression_diff(entry: ContractEntry) -> dg.AssetsDefinition:
     return target_asset(
         entry,
         NAME,
-        run=diff_steps.diff_target,
+        run=diff_target,
         metadata=materialisation_metadata,
         kinds=frozenset({"python", "parquet", "json"}),
         description=(
@@ -67,7 +67,7 @@ def _regression_checks(entry: ContractEntry) -> dg.AssetChecksDefinition:
             (gate, level),
             f"regression {level} {gate} (against the chosen baseline)",
         )
-        for gate, level in diff_steps.regression_gates(entry.require())
+        for gate, level in regression_gates(entry.require())
     ]
     return gate_checks(
         entry,
@@ -75,29 +75,12 @@ def _regression_checks(entry: ContractEntry) -> dg.AssetChecksDefinition:
         gates,
         name=f"{entry.key}_regression_gates",
         description="DecGuard's regression gates: requirements block (ERROR), warnings warn.",
-        load=diff_steps.check_rows,
+        load=check_rows,
         result=check_result,
     )
 
 
 def check_result(row: Mapping[str, Any], asset: dg.AssetKey, name: str) -> dg.AssetCheckResult:
-    """A stored regression check: value, threshold, DecGuard's message (with the statistics
-    verdict when the gate's mode is not ``point``), the baseline and how it was judged."""
-    meta: dict[str, Any] = {"baseline": row["baseline_target"] or "none"}
-    if row["mode"] is not None:
-        meta["mode"] = row["mode"]
-    if row["mode"] not in (None, "point"):
-        meta["statistics"] = (
-            f"{row['mode']}: p={_fmt(row['p_value'])} (alpha {_fmt(row['alpha'])}), "
-            f"{_fmt(row['confidence'], pct=True)} CI [{_fmt(row['ci_low'])}, "
-            f"{_fmt(row['ci_high'])}] ({row['test'] or 'n/a'})"
-            + (
-                f", segment {row['segment_key']}={row['segment_value']}"
-                if row["segment_key"] is not None
-                else ""
-            )
-        )
-        for key in ("p_value", "ci_low", "ci_high"):
-            if row[key] is not None:
-                meta[key] = dg.MetadataValue.float(row[key])
-    return gate_result(row, asset, name, meta)
+    """A stored regression check: value, threshold, DecGuard's message, the baseline and how
+    the gate was judged."""
+    return gate_result(row, asset, name, check_metadata(row))

@@ -22,14 +22,14 @@ from decguard_pipeline.defs.assets.base import asset_key, target_asset
 from decguard_pipeline.defs.gate_checks import Gate, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.metadata.properties import materialisation_metadata
-from decguard_pipeline.steps import properties as property_steps
 from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.properties import check_rows, gate_list, has_properties, run_target
 
 NAME = "property_results"
 
 
 def enabled(entry: ContractEntry) -> bool:
-    return entry.ok and property_steps.enabled(entry.require())
+    return entry.ok and has_properties(entry.require())
 
 
 def assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
@@ -39,7 +39,7 @@ def assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
 def checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
     if not enabled(entry):
         return []
-    return [_property_checks(entry, property_steps.gate_list(entry.require()))]
+    return [_property_checks(entry, gate_list(entry.require()))]
 
 
 def report_inputs(entry: ContractEntry) -> list[dg.AssetKey]:
@@ -57,7 +57,7 @@ def _property_results(entry: ContractEntry) -> dg.AssetsDefinition:
     return target_asset(
         entry,
         NAME,
-        run=property_steps.run_target,
+        run=run_target,
         metadata=materialisation_metadata,
         description=(
             f"Metamorphic properties ({', '.join(names)}) through the target's backend; the "
@@ -66,25 +66,27 @@ def _property_results(entry: ContractEntry) -> dg.AssetsDefinition:
     )
 
 
-def _with_property(row: Mapping[str, Any], asset: dg.AssetKey, name: str) -> dg.AssetCheckResult:
+def check_name(gate: str) -> str:
+    """A Dagster check name (an identifier): ``option_order.max_error_rate`` ->
+    ``option_order__max_error_rate``."""
+    return gate.replace(".", "__")
+
+
+def check_result(row: Mapping[str, Any], asset: dg.AssetKey, name: str) -> dg.AssetCheckResult:
+    """A stored property check, with the property it belongs to."""
     return gate_result(row, asset, name, {"property": row["property"]})
 
 
 def _property_checks(
     entry: ContractEntry, gates: list[tuple[str, str]]
 ) -> dg.AssetChecksDefinition:
-    specs = [
-        Gate(property_steps.check_name(gate), level, gate, f"{level} {gate}")
-        for gate, level in gates
-    ]
+    specs = [Gate(check_name(gate), level, gate, f"{level} {gate}") for gate, level in gates]
     return gate_checks(
         entry,
         asset_key(entry, NAME),
         specs,
         name=f"{entry.key}_property_gates",
         description="DecGuard's property checks: requirements block the report, warnings warn.",
-        load=property_steps.check_rows,
-        result=lambda row, asset, name: gate_result(
-            row, asset, name, {"property": row["property"]}
-        ),
+        load=check_rows,
+        result=check_result,
     )

@@ -3,6 +3,7 @@ layout and the statistics), the flip matrix, metrics, segments, changes and chec
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
@@ -18,6 +19,30 @@ def _fmt(value: float | None, *, pct: bool = False) -> str:
     if value is None:
         return "n/a"
     return f"{value * 100:g}%" if pct else f"{value:.4g}"
+
+
+def check_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
+    """What a stored regression check shows beside the gate's own fields: the baseline, the
+    gate's mode and, when that is not ``point``, the statistics verdict (p-value, interval,
+    test, segment)."""
+    meta: dict[str, Any] = {"baseline": row["baseline_target"] or "none"}
+    if row["mode"] is not None:
+        meta["mode"] = row["mode"]
+    if row["mode"] not in (None, "point"):
+        meta["statistics"] = (
+            f"{row['mode']}: p={_fmt(row['p_value'])} (alpha {_fmt(row['alpha'])}), "
+            f"{_fmt(row['confidence'], pct=True)} CI [{_fmt(row['ci_low'])}, "
+            f"{_fmt(row['ci_high'])}] ({row['test'] or 'n/a'})"
+            + (
+                f", segment {row['segment_key']}={row['segment_value']}"
+                if row["segment_key"] is not None
+                else ""
+            )
+        )
+        for key in ("p_value", "ci_low", "ci_high"):
+            if row[key] is not None:
+                meta[key] = dg.MetadataValue.float(row[key])
+    return meta
 
 
 def flip_matrix_markdown(labels: list[str], matrix: list[list[int]]) -> str:
