@@ -72,9 +72,7 @@ class PropertyRun:
         return overall_status(self.checks)
 
 
-def run_target(
-    entry: ContractEntry, target: str, step: Step, *, max_concurrency: int | None = None
-) -> PropertyRun:
+def run_target(entry: ContractEntry, target: str, step: Step) -> PropertyRun:
     """Every enabled property of the contract against the target's backend, the newest golden
     results of the target as originals; the stored section and the warehouse rows."""
     from decguard_pipeline.runs.golden import check_health, make_backend
@@ -89,10 +87,7 @@ def run_target(
     backend = make_backend(loaded, backend_of(target))
     try:
         health = check_health(backend)
-        outcome = run_properties(
-            plan, loaded, backend, evaluated.results,
-            max_concurrency=max_concurrency or loaded.contract.evaluation.max_concurrency,
-        )  # fmt: skip
+        outcome = run_properties(plan, loaded, backend, evaluated.results)
     finally:
         backend.close()
     wall = time.perf_counter() - clock
