@@ -18,7 +18,7 @@ from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.contract.baseline import BaselineSettings
 from decguard_pipeline.core.diff import BaselineChoice, Diff, choose_baseline, diff_reports
 from decguard_pipeline.core.diff import sidecar_path as statistics_path
-from decguard_pipeline.core.diff.baseline import DEFAULT_BACKEND
+from decguard_pipeline.core.diff.baseline import no_baseline_reason
 from decguard_pipeline.core.diff.gates import configured_gates
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.report.golden import Report
@@ -67,11 +67,6 @@ def evaluation_ref(contract: str, target: str, run_id: str) -> str:
 # -- which targets the warehouse knows ------------------------------------------------------
 
 
-def _partitions(warehouse: Warehouse, table: str, contract: str) -> dict[str, list[Path]]:
-    """A contract's files of ``table`` by target, oldest first."""
-    return warehouse.partitions(table, contract)
-
-
 def _first_row(path: Path) -> dict[str, Any]:
     return read_file(path).slice(0, 1).to_pylist()[0]
 
@@ -89,10 +84,10 @@ def known_targets(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]:
     Reads only the first and newest files of each target's ``runs``, ``targets`` and
     ``gate_results`` partitions, so the cost grows with the contract's targets, not with the
     warehouse."""
-    registered = _partitions(warehouse, "targets", contract)
-    gates = _partitions(warehouse, "gate_results", contract)
+    registered = warehouse.partitions("targets", contract)
+    gates = warehouse.partitions("gate_results", contract)
     known = []
-    for directory, files in _partitions(warehouse, "runs", contract).items():
+    for directory, files in warehouse.partitions("runs", contract).items():
         newest = _first_row(files[-1])
         first_seen = [_first_row(files[0])["recorded_at"]]
         if directory in registered:
@@ -116,22 +111,6 @@ def known_targets(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]:
     return sorted(known, key=lambda k: (k["created_at"], k["target"]))
 
 
-def _why_none(settings: BaselineSettings | None, target: str) -> str:
-    backend = backend_of(target)
-    if settings is not None and settings.target == target:
-        return f"the pinned baseline target {target} is the candidate itself"
-    if settings is not None and settings.target is not None:
-        return f"pinned baseline target {settings.target} has not been evaluated yet"
-    if settings is not None and settings.backend is not None:
-        return f"backend {settings.backend!r} has no evaluated target whose requirements passed"
-    if backend == DEFAULT_BACKEND:
-        return f"no earlier version of backend {backend!r} whose requirements passed"
-    return (
-        f"no earlier version of backend {backend!r} and no target of the "
-        f"{DEFAULT_BACKEND!r} backend whose requirements passed"
-    )
-
-
 @dataclass
 class Resolved:
     candidate: dict[str, Any]  # the candidate's entry in ``known``
@@ -147,15 +126,13 @@ def resolve_baseline(entry: ContractEntry, target: str, warehouse: Warehouse) ->
     if candidate is None:
         raise DecGuardError(f"{entry.key}: target {target!r} has not been evaluated yet")
     settings = baseline_settings(loaded)
+    backend = backend_of(target)
     choice = choose_baseline(
-        backend_of(target),
-        version_of(target),
-        known,
-        settings=settings,
-        created_at=candidate["created_at"],
+        backend, version_of(target), known, settings=settings, created_at=candidate["created_at"]
     )
-    reason = choice.reason if choice is not None else _why_none(settings, target)
-    return Resolved(candidate, choice, reason, known)
+    if choice is None:
+        return Resolved(candidate, None, no_baseline_reason(backend, target, settings), known)
+    return Resolved(candidate, choice, choice.reason, known)
 
 
 # -- the diff -------------------------------------------------------------------------------
