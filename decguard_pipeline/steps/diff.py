@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from decguard_pipeline.core.contract import LoadedContract
+from decguard_pipeline.core.contract import LoadedContract, Regression
 from decguard_pipeline.core.contract.baseline import BaselineSettings
 from decguard_pipeline.core.diff import BaselineChoice, Diff, choose_baseline, diff_reports
 from decguard_pipeline.core.diff import sidecar_path as statistics_path
@@ -144,8 +144,7 @@ class DiffOutcome:
 
     target: str
     resolved: Resolved
-    diff: Diff | None  # None: no baseline
-    row: dict[str, Any]  # the ``diffs`` row
+    diff: Diff | None = None  # None: no baseline
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # table -> rows
     diff_path: Path | None = None
     sidecar: Path | None = None
@@ -162,6 +161,11 @@ class DiffOutcome:
     def status(self) -> str:
         return NO_BASELINE if self.diff is None else self.diff.status
 
+    @property
+    def row(self) -> dict[str, Any]:
+        """The ``diffs`` row."""
+        return self.rows["diffs"][0]
+
 
 def diff_target(entry: ContractEntry, target: str, step: Step) -> DiffOutcome:
     """Diff a target's newest evaluation against its baseline; the diff document (and the
@@ -170,79 +174,83 @@ def diff_target(entry: ContractEntry, target: str, step: Step) -> DiffOutcome:
     ``diff_tests``. Without a baseline: a ``no_baseline`` row and passing check rows."""
     loaded = entry.require()
     wh = step.warehouse
-    resolved = resolve_baseline(entry, target, wh)
+    outcome = DiffOutcome(target, resolve_baseline(entry, target, wh))
     evaluated = load_evaluated(entry, target, wh, step.run_id)
-    base = {
-        "contract": entry.key,
-        "target": target,
-        "run_id": step.run_id,
-        "recorded_at": step.at,
-        "backend": evaluated.run["backend"],
-        "model_version": evaluated.run["model_version"],
-        "baseline_target": None,
-    }
-    choice = resolved.choice
-    if choice is None:
-        outcome = DiffOutcome(target, resolved, None, {})
-        outcome.row = diffs_row(
-            base,
-            choice=None,
-            reason=resolved.reason,
-            candidate_created_at=resolved.candidate["created_at"],
-            status=outcome.status,
-            run=evaluated.run,
-            base_run=None,
-        )
-        outcome.rows = {
-            "diffs": [outcome.row],
-            "regression_checks": no_baseline_check_rows(
-                base, loaded.contract.regression, resolved.reason
-            ),
-        }
-    else:
-        baseline_target = str(choice.target["target"])
-        base["baseline_target"] = baseline_target
-        base_eval = load_evaluated(entry, baseline_target, wh)
-        diff = diff_reports(
-            as_evaluated(report_for(entry, baseline_target, wh, base_eval), base_eval),
+    baseline_target = outcome.baseline_target
+    baseline = None
+    if baseline_target is not None:
+        baseline = load_evaluated(entry, baseline_target, wh)
+        outcome.diff = diff_reports(
+            as_evaluated(report_for(entry, baseline_target, wh, baseline), baseline),
             as_evaluated(report_for(entry, target, wh, evaluated), evaluated),
             contract=loaded,
-            baseline_path=evaluation_ref(entry.key, baseline_target, base_eval.run["run_id"]),
+            baseline_path=evaluation_ref(entry.key, baseline_target, baseline.run["run_id"]),
             candidate_path=evaluation_ref(entry.key, target, evaluated.run["run_id"]),
             created_at=step.at.isoformat(timespec="seconds"),
         )
-        outcome = DiffOutcome(target, resolved, diff, {})
-        directory = wh.partition_dir("report_files", entry.key, target)
-        outcome.diff_path = directory / f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}.diff.json"
-        write_document(outcome.diff_path, diff.document, what="diff")
-        if diff.statistics is not None:
-            outcome.sidecar = statistics_path(outcome.diff_path)
-            write_document(outcome.sidecar, diff.statistics, what="statistics")
-        outcome.row = diffs_row(
-            base,
-            choice=choice,
-            reason=resolved.reason,
-            candidate_created_at=resolved.candidate["created_at"],
-            status=outcome.status,
-            run=evaluated.run,
-            base_run=base_eval.run,
-            diff=diff,
-            diff_path=outcome.diff_path,
-            sidecar=outcome.sidecar,
-        )
-        outcome.rows = {
-            "diffs": [outcome.row],
-            "diff_changes": change_rows(base, diff),
-            "diff_segments": segment_rows(base, diff),
-            "regression_checks": regression_check_rows(base, diff),
-        }
-        if diff.statistics is not None:
-            outcome.rows["diff_intervals"] = interval_rows(base, diff.statistics)
-            outcome.rows["diff_tests"] = statistical_test_rows(base, diff.statistics)
+        _write_documents(outcome, wh.partition_dir("report_files", entry.key, target), step)
     where = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
+    base = {
+        **where,
+        "backend": evaluated.run["backend"],
+        "model_version": evaluated.run["model_version"],
+        "baseline_target": baseline_target,
+    }
+    base_run = None if baseline is None else baseline.run
+    outcome.rows = _tables(base, outcome, loaded.contract.regression, evaluated.run, base_run)
     for table, rows in outcome.rows.items():
         wh.write(table, rows, **where)
     return outcome
+
+
+def _write_documents(outcome: DiffOutcome, directory: Path, step: Step) -> None:
+    """The diff document and, with ``pipeline.statistics``, its sidecar next to the run's
+    report files."""
+    diff = outcome.diff
+    assert diff is not None
+    outcome.diff_path = directory / f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}.diff.json"
+    write_document(outcome.diff_path, diff.document, what="diff")
+    if diff.statistics is not None:
+        outcome.sidecar = statistics_path(outcome.diff_path)
+        write_document(outcome.sidecar, diff.statistics, what="statistics")
+
+
+def _tables(
+    base: dict[str, Any],
+    outcome: DiffOutcome,
+    regression: Regression,
+    run: dict[str, Any],
+    base_run: dict[str, Any] | None,
+) -> dict[str, list[dict[str, Any]]]:
+    """The rows of every table the outcome writes, by table."""
+    resolved, diff = outcome.resolved, outcome.diff
+    row = diffs_row(
+        base,
+        choice=resolved.choice,
+        reason=resolved.reason,
+        candidate_created_at=resolved.candidate["created_at"],
+        status=outcome.status,
+        run=run,
+        base_run=base_run,
+        diff=diff,
+        diff_path=outcome.diff_path,
+        sidecar=outcome.sidecar,
+    )
+    if diff is None:
+        return {
+            "diffs": [row],
+            "regression_checks": no_baseline_check_rows(base, regression, resolved.reason),
+        }
+    tables = {
+        "diffs": [row],
+        "diff_changes": change_rows(base, diff),
+        "diff_segments": segment_rows(base, diff),
+        "regression_checks": regression_check_rows(base, diff),
+    }
+    if diff.statistics is not None:
+        tables["diff_intervals"] = interval_rows(base, diff.statistics)
+        tables["diff_tests"] = statistical_test_rows(base, diff.statistics)
+    return tables
 
 
 def as_evaluated(report: Report, evaluated: Evaluated) -> Report:
