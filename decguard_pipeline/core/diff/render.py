@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from decguard_pipeline.core.formatting import num, pct
+from decguard_pipeline.core.formatting import check_line, num, pct, signed
 from decguard_pipeline.core.report.render import MAX_SHOWN, model_label, preview
 
 VERDICTS = {
@@ -12,10 +12,6 @@ VERDICTS = {
     "warn": "WARN: requirements hold, some warning gates do not",
     "fail": "FAIL: the candidate regresses beyond the contract's limits",
 }
-
-
-def _signed(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.3f}"
 
 
 def render_diff(doc: dict[str, Any]) -> str:
@@ -55,8 +51,7 @@ def render_diff(doc: dict[str, Any]) -> str:
         if m["baseline"] is None and m["candidate"] is None:
             continue
         lines.append(
-            f"  {name:<16}{num(m['baseline']):>10}{num(m['candidate']):>11}"
-            f"{_signed(m['delta']):>10}"
+            f"  {name:<16}{num(m['baseline']):>10}{num(m['candidate']):>11}{signed(m['delta']):>10}"
         )
     if doc["segments"]:
         lines += ["", "  Segments"]
@@ -68,11 +63,10 @@ def render_diff(doc: dict[str, Any]) -> str:
                 + ("" if seg["gated"] else "   (not gated: small)")
             )
     lines += ["", "  Checks"]
-    for check in doc["checks"]:
-        tag = "" if check["level"] == "requirement" else " (warning)"
-        lines.append(
-            f"    {check['status'].upper():<4}  {check['gate']:<30} {check['message']}{tag}"
-        )
+    lines += [
+        check_line(c["status"], c["gate"], c["message"], width=30, level=c["level"])
+        for c in doc["checks"]
+    ]
     changes = doc["changes"]
     if changes:
         shown = changes[:MAX_SHOWN]
