@@ -55,13 +55,14 @@ def render_diff(doc: dict[str, Any]) -> str:
         )
     if doc["segments"]:
         lines += ["", "  Segments"]
-        for seg in doc["segments"]:
-            lines.append(
-                f"    {seg['key']}={seg['value']:<14} n={seg['matched']:<4}"
-                f" accuracy {num(seg['baseline_accuracy'])} -> {num(seg['candidate_accuracy'])}"
-                f"   flips {pct(seg['answer_flip_rate'])}"
-                + ("" if seg["gated"] else "   (not gated: small)")
+        lines += [
+            segment_line(
+                seg,
+                f"accuracy {num(seg['baseline_accuracy'])} -> {num(seg['candidate_accuracy'])}"
+                f"   flips {pct(seg['answer_flip_rate'])}",
             )
+            for seg in doc["segments"]
+        ]
     lines += ["", "  Checks"]
     lines += [
         check_line(c["status"], c["gate"], c["message"], width=30, level=c["level"])
@@ -76,6 +77,14 @@ def render_diff(doc: dict[str, Any]) -> str:
             lines.append(f"    {'':<12} input: {preview(change['input'])}")
     lines += ["", VERDICTS[doc["status"]]]
     return "\n".join(lines)
+
+
+def segment_line(seg: dict[str, Any], text: str) -> str:
+    """One segment in the diff's layouts: its key, value and size, what is said about it, and
+    a note when it is too small to be gated."""
+    return f"    {seg['key']}={seg['value']:<14} n={seg['matched']:<4} {text}" + (
+        "" if seg["gated"] else "   (not gated: small)"
+    )
 
 
 def _describe(change: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ import numpy as np
 
 from decguard_pipeline.core.contract.statistics import StatisticsSettings
 from decguard_pipeline.core.diff.modes import judged_checks, level_label
+from decguard_pipeline.core.diff.render import segment_line
 from decguard_pipeline.core.diff.statistics import block_statistics, paired_columns
 from decguard_pipeline.core.formatting import check_line, num, signed
 from decguard_pipeline.core.gates import Check
@@ -112,13 +113,14 @@ def render_statistics(doc: dict[str, Any]) -> str:
     ]
     if doc["segments"]:
         lines += ["", f"  Segments     accuracy delta [{ci}], McNemar p (two-sided)"]
-        for seg in doc["segments"]:
-            delta = seg["metrics"]["accuracy"]["delta"]
-            lines.append(
-                f"    {seg['key']}={seg['value']:<14} n={seg['matched']:<4}"
-                f" {_ci(delta, change=True):<26} p {_p(seg['mcnemar']['p_value'])}"
-                + ("" if seg["gated"] else "   (not gated: small)")
+        lines += [
+            segment_line(
+                seg,
+                f"{_ci(seg['metrics']['accuracy']['delta'], change=True):<26}"
+                f" p {_p(seg['mcnemar']['p_value'])}",
             )
+            for seg in doc["segments"]
+        ]
     lines += ["", "  Gate modes"]
     lines += [
         check_line(g["status"], g["gate"], g["mode"], width=30, level=g["level"])
