@@ -106,12 +106,15 @@ def run_target(entry: ContractEntry, target: str, step: Step) -> PropertyRun:
     # the pairs encoded a batch at a time (the same bytes): never one string of the section
     write_document(path, stored, chunked=(("section", "pairs"),), what="property results")
 
-    who = {"backend": evaluated.run["backend"], "model_version": evaluated.run["model_version"]}
-    base = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
+    where = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
+    base = {
+        **where,
+        "backend": evaluated.run["backend"],
+        "model_version": evaluated.run["model_version"],
+    }
     summaries = section["summaries"]
     run = {
         **base,
-        **who,
         "golden_run_id": golden_run_id,
         "contract_hash": loaded.hash,
         "seed": plan.seed,
@@ -134,8 +137,7 @@ def run_target(entry: ContractEntry, target: str, step: Step) -> PropertyRun:
         "section_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
     }
     done = PropertyRun(section, checks, outcome.pipeline, run)
-    done.rows = property_rows(section, checks, outcome.pipeline, {**base, **who})
-    where = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
+    done.rows = property_rows(section, checks, outcome.pipeline, base)
     for table in TABLES:
         wh.write(table, done.rows[table], **where)
     wh.write("property_runs", [run], **where)  # last: it points at everything else
