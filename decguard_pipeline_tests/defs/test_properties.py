@@ -32,7 +32,7 @@ from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.steps.properties import check_rows, gate_list
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES
-from decguard_pipeline_tests.support.evaluations import call_asset, evaluate
+from decguard_pipeline_tests.support.evaluations import call_asset, evaluate, refund_over_http
 from decguard_pipeline_tests.support.fuzz_scenarios import first_difference, normalised
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -352,19 +352,14 @@ def test_originals_are_sent_once_over_http(tmp_path, loopback, ref):
     original case exactly once; every other request is a pair (counted per property)."""
     server = loopback({"seed": 1, "position_bias": 0.2}, labels=("refund", "reject", "review"))
     folder = tmp_path / "contracts" / "loop"
-    folder.mkdir(parents=True)
-    shutil.copy(EXAMPLES / "refund" / "cases.jsonl", folder / "cases.jsonl")
-    contract = folder / "decguard.yaml"
-    contract.write_text(
-        'schema_version: "0.1"\n'
-        "decision: {name: refund_request, type: choice, options: [refund, reject, review]}\n"
-        f"backend: {{provider: http, url: '{server.url}', health_url: '{server.health_url}'}}\n"
-        "dataset: cases.jsonl\n"
+    contract = refund_over_http(
+        folder,
+        server,
         "evaluation: {max_concurrency: 8}\n"
         "fuzz: {seed: 42, max_minimize_calls: 4}\n"
         "properties:\n"
         "  option_order: {samples: 3, max_tv_distance: 0.03, level: warning}\n"
-        "  whitespace: {max_tv_distance: 0.0, level: warning}\n"
+        "  whitespace: {max_tv_distance: 0.0, level: warning}\n",
     )
     wh = Warehouse(tmp_path / "wh")
     target = "default@loop-v1"

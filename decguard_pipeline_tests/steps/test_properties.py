@@ -3,34 +3,14 @@ backend calls it keeps in flight, measured at a real model server on loopback.""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.steps.golden import evaluate_target
 from decguard_pipeline.steps.properties import run_target
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline_tests.conftest import EXAMPLES
+from decguard_pipeline_tests.support.evaluations import refund_over_http
 
 TARGET = "default@loop-v1"
-
-
-def _contract(folder: Path, url: str, health_url: str) -> Path:
-    folder.mkdir(parents=True)
-    shutil.copy(EXAMPLES / "refund" / "cases.jsonl", folder / "cases.jsonl")
-    path = folder / "decguard.yaml"
-    path.write_text(
-        'schema_version: "0.1"\n'
-        "decision: {name: refund_request, type: choice, options: [refund, reject, review]}\n"
-        f"backend: {{provider: http, url: '{url}', health_url: '{health_url}'}}\n"
-        "dataset: cases.jsonl\n"
-        "evaluation: {max_concurrency: 3}\n"
-        "fuzz: {seed: 42, minimize: false}\n"
-        "properties:\n"
-        "  option_order: {samples: 3, max_tv_distance: 0.03, level: warning}\n"
-    )
-    return path
 
 
 def test_the_contract_decides_how_many_property_calls_are_in_flight(tmp_path, loopback, ours):
@@ -38,7 +18,14 @@ def test_the_contract_decides_how_many_property_calls_are_in_flight(tmp_path, lo
     bounds the pairs as it bounds the golden cases, and the CLI's ``--max-concurrency``
     overrides both."""
     server = loopback(delay_ms=15, labels=("refund", "reject", "review"))
-    contract = _contract(tmp_path / "contracts" / "loop", server.url, server.health_url)
+    contract = refund_over_http(
+        tmp_path / "contracts" / "loop",
+        server,
+        "evaluation: {max_concurrency: 3}\n"
+        "fuzz: {seed: 42, minimize: false}\n"
+        "properties:\n"
+        "  option_order: {samples: 3, max_tv_distance: 0.03, level: warning}\n",
+    )
     [entry] = discover_contracts(str(contract))
     step = Step(Warehouse(tmp_path / "wh"), "run-1")
     evaluate_target(entry, TARGET, step)
