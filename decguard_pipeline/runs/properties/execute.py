@@ -19,7 +19,7 @@ from decguard_pipeline.backends.runner import decide_all
 from decguard_pipeline.core.contract import DecisionSpec
 from decguard_pipeline.core.decision import DecisionInput, DecisionRequest
 from decguard_pipeline.core.errors import ReportError
-from decguard_pipeline.core.properties.transforms import Presentation
+from decguard_pipeline.core.properties.transform import Presentation
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ from decguard_pipeline.core.properties.summary import (
     property_checks,
     summarize_columns,
 )
-from decguard_pipeline.core.properties.transforms import Transform
+from decguard_pipeline.core.properties.transform import Transform
 from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.runs.properties.execute import Decided, decide_columns
 from decguard_pipeline.runs.properties.extension import properties_extension
