@@ -41,6 +41,7 @@ from decguard_pipeline.core.guard.suites import suite_summary
 from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.report.sidecar import sidecar_path
+from decguard_pipeline.runs.cache import CacheOptions
 from decguard_pipeline.runs.golden import make_backend, run_test
 
 
@@ -155,6 +156,7 @@ def run_guarded_test(
     seed: int | None = None,
     properties: Sequence[str] | None = None,
     minimize: bool | None = None,
+    cache: CacheOptions | None = None,
 ) -> tuple[Report, GuardedRun | None]:
     """``run_test`` plus the guard extension; the run is None for contracts without it (and
     in fuzz mode, which has no golden metrics)."""
@@ -170,6 +172,7 @@ def run_guarded_test(
             max_concurrency=max_concurrency,
             check_health_first=check_health_first,
             mode=mode,
+            cache=cache,
             **fuzz_args,
         )
         return report, None
@@ -180,7 +183,7 @@ def run_guarded_test(
         if path is not None:
             load_dataset(path, loaded.contract.spec())
     owned = not isinstance(backend, Backend)
-    instance = make_backend(loaded, backend) if owned else backend  # type: ignore[arg-type]
+    instance = make_backend(loaded, backend, cache=cache) if owned else backend  # type: ignore[arg-type]
     assert isinstance(instance, Backend)
     runs = []
     try:

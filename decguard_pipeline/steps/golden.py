@@ -137,12 +137,13 @@ def evaluate_target(
 ) -> Evaluated:
     """Decide every golden case with the target's backend; write ``case_results`` and ``runs``."""
     from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend
+    from decguard_pipeline.steps.cache import target_cache
 
     loaded = entry.require()
     data = load_golden(entry)
     started = now()
     clock = time.perf_counter()
-    backend = make_backend(loaded, backend_of(target))
+    backend = make_backend(loaded, backend_of(target), cache=target_cache(entry, target, step))
     try:
         health = check_health(backend)
         results = decide_dataset(loaded, data, backend, max_concurrency=max_concurrency)
