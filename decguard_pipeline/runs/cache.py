@@ -43,6 +43,7 @@ class CacheOptions:
     target: str | None = None
     version: str | None = None
     max_age_days: float | None = None
+    sample: int = 0  # nondeterministic scoring: the index of the draw this run makes
     stats: CacheStats = field(default_factory=CacheStats)
 
     def __post_init__(self) -> None:
@@ -123,5 +124,6 @@ def attach_cache(backend: Backend, loaded: LoadedContract, options: CacheOptions
         version=options.version,
         sources=[options.retry] if options.retry is not None else [],
         stats=options.stats,
+        sample=options.sample,
     )
     return backend
