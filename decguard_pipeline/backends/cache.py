@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from decguard_pipeline.backends.runner import ask_one
 from decguard_pipeline.core.cache.answers import Answers, Hits
 from decguard_pipeline.core.cache.key import Identity, request_keys
 from decguard_pipeline.core.cache.summary import CacheStats
@@ -43,7 +44,7 @@ MAX_PROBES = 3
 class AnswerStore(Protocol):
     """Where a cache keeps the answers of one model version."""
 
-    def lookup(self, keys: Sequence[str], k: int) -> Hits:
+    def lookup(self, keys: Sequence[bytes], k: int) -> Hits:
         """The stored answers of ``keys`` (``Hits.rows`` index into ``keys``)."""
         ...
 
@@ -118,13 +119,13 @@ class ResponseCache:
             rows = np.flatnonzero(pending)
             found = source.lookup_requests([requests[i] for i in rows.tolist()], out.k)
             self._replay(backend, out, found, rows, pending)
-        store, probed = None, 0
+        store, probed = None, []
         if self.open_store is not None:
             probed = self._resolve_version(backend, requests, out, pending)
             store = self.store()
         if store is None:
             asked = np.flatnonzero(pending).tolist()
-            self.stats.asked += len(asked)
+            self.stats.asked += len(asked) + len(probed)
             return asked
         keys = request_keys(
             self.prefix(), requests, sample=self.sample if self.nondeterministic else None
@@ -134,8 +135,11 @@ class ResponseCache:
             self._replay(backend, out, store.lookup([keys[i] for i in rows.tolist()], out.k),
                          rows, pending)  # fmt: skip
         out.sink = Recorder(store, requests, keys, self.stats, journaling=not backend.inline)
+        if probed:  # an answer the cache holds already is not stored twice
+            known = store.lookup([keys[i] for i in probed], out.k)
+            out.sink.skip = {probed[r] for r in known.rows.tolist()}
         asked = np.flatnonzero(pending).tolist()
-        self.stats.asked += len(asked) + probed
+        self.stats.asked += len(asked) + len(probed)
         return asked
 
     def finish(self) -> None:
@@ -186,26 +190,24 @@ class ResponseCache:
         requests: Sequence[DecisionRequest],
         out: Collector,
         pending: np.ndarray,
-    ) -> int:
+    ) -> list[int]:
         """Find the model version when nobody said it: the backend's hint, else the answer of
-        the first pending requests, asked one at a time. Returns how many were asked."""
+        the first pending requests, asked one at a time. Returns the rows asked."""
         if self.version is not None:
-            return 0
+            return []
         hint = backend.version_hint()
         if hint is not None:
             self._set_version(hint, "hint")
-            return 0
-        asked = 0
+            return []
+        asked: list[int] = []
         for i in np.flatnonzero(pending)[:MAX_PROBES].tolist():
             pending[i] = False
-            asked += 1
-            start = time.perf_counter()
+            asked.append(i)
             try:
-                prediction = backend.predict(requests[i])
+                prediction, latency = ask_one(backend, requests[i])
             except Exception as exc:
                 out.failed(i, exc)  # a configuration error propagates, as in any run
                 continue
-            latency = (time.perf_counter() - start) * 1000.0 - prediction.queued_ms
             # validated and recorded with the batch (the recorder is attached before it ends)
             out.answer(i, prediction, latency, backend.model)
             self._set_version(out.model_version[i] or "", "probe")
@@ -225,7 +227,7 @@ class Recorder:
         self,
         store: AnswerStore,
         requests: Sequence[DecisionRequest],
-        keys: list[str],
+        keys: list[bytes],
         stats: CacheStats,
         *,
         journaling: bool,
@@ -235,11 +237,12 @@ class Recorder:
         self.keys = keys
         self.stats = stats
         self.journaling = journaling
+        self.skip: set[int] = set()  # rows asked although the cache holds their answer
 
     def journal(self, out: Collector, i: int, raw: Any) -> None:
         """Answer ``i`` just arrived: keep it now if it is valid (the same rules as the batch
         validation that follows)."""
-        if i in out.unstorable:
+        if i in out.unstorable or i in self.skip:
             return
         labels = self.requests[i].decision.labels
         try:
@@ -249,7 +252,7 @@ class Recorder:
         tokens = out.tokens(i)
         self.store.journal(
             {
-                "key": self.keys[i],
+                "key": self.keys[i].hex(),
                 "case_id": self.requests[i].case_id,
                 "labels": list(labels),
                 "probabilities": list(values.values()),
@@ -265,24 +268,37 @@ class Recorder:
 
     def keep(self, out: Collector, rows: list[int]) -> None:
         """Rows that passed validation."""
+        if self.skip:
+            rows = [i for i in rows if i not in self.skip]
         if not rows:
             return
         index = np.asarray(rows, dtype=np.intp)
         nan = np.full(len(rows), np.nan)
+        first, last = rows[0], rows[-1]
+        if last - first == len(rows) - 1:  # consecutive rows (an in-process run): slices
+
+            def pick(column: Sequence[Any]) -> list[Any]:
+                return list(column[first : last + 1])
+        else:
+
+            def pick(column: Sequence[Any]) -> list[Any]:
+                return [column[i] for i in rows]
+
+        asked = pick(self.requests)
         self.stats.stored += self.store.keep(
             Answers(
-                keys=[self.keys[i] for i in rows],
-                case_ids=[self.requests[i].case_id for i in rows],
-                labels=[self.requests[i].decision.labels for i in rows],
+                keys=pick(self.keys),
+                case_ids=[request.case_id for request in asked],
+                labels=[request.decision.labels for request in asked],
                 probs=out.probs[index],
-                model=[out.model[i] for i in rows],
-                model_version=[out.model_version[i] for i in rows],
+                model=pick(out.model),
+                model_version=pick(out.model_version),
                 latency_ms=out.latency[index],
                 prompt_tokens=nan if out.prompt_tokens is None else out.prompt_tokens[index],
                 completion_tokens=(
                     nan if out.completion_tokens is None else out.completion_tokens[index]
                 ),
-                metadata=[out.metadata[i] for i in rows],
+                metadata=pick(out.metadata),
                 answered_at=time.time(),
             )
         )

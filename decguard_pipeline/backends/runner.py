@@ -344,6 +344,28 @@ async def _run_async(
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+def ask_one(backend: Backend, request: DecisionRequest) -> tuple[Prediction, float]:
+    """One request on its own, the way a batch would send it (the native async client for
+    network backends, so no second HTTP stack is loaded); (prediction, latency in ms).
+    Raises what the backend raises."""
+    clock = time.perf_counter
+    if backend.inline or not backend.has_native_async:
+        start = clock()
+        prediction = backend.predict(request)
+        return prediction, (clock() - start) * 1000.0 - prediction.queued_ms
+    import asyncio
+
+    async def one() -> tuple[Prediction, float]:
+        try:
+            start = clock()
+            prediction = await backend.apredict(request)
+            return prediction, (clock() - start) * 1000.0 - prediction.queued_ms
+        finally:
+            await backend.aclose()
+
+    return asyncio.run(one())
+
+
 def decide_all(
     backend: Backend,
     requests: Sequence[DecisionRequest],

@@ -38,18 +38,19 @@ from urllib.parse import unquote
 import numpy as np
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from decguard_pipeline.core.cache.answers import Answers, Hits
 from decguard_pipeline.warehouse.rows.cache import (
     LOOKUP_COLUMNS,
+    Stored,
     answers_table,
-    hits_from,
-    journal_table,
+    datetime_us,
+    journal_answers,
+    storable,
 )
 from decguard_pipeline.warehouse.schema import NO_TARGET
-from decguard_pipeline.warehouse.store import STALE_AFTER_S, Warehouse, published_files
+from decguard_pipeline.warehouse.store import STALE_AFTER_S, Warehouse, now, published_files
 
 try:  # POSIX; elsewhere there is no journal, only the files published every few seconds
     import fcntl
@@ -58,8 +59,25 @@ except ImportError:  # pragma: no cover
 
 TABLE = "responses"
 PUBLISH_EVERY_S = 2.0
+# random digests do not compress: lz4 writes and reads them several times faster than zstd,
+# for files about 10% larger; a dictionary is tried only for the columns that repeat, and no
+# statistics are written (a lookup reads whole partitions)
+COMPRESSION = "lz4"
+WRITER = {
+    "use_dictionary": [
+        "contract", "target", "run_id", "backend", "provider", "keyed_version", "labels",
+        "model", "model_version", "metadata_json",
+    ],
+    "write_statistics": False,
+}  # fmt: skip
 JOURNAL_GLOB = ".journal-*.jsonl"
 NEW_JOURNAL = ".jnew-"  # a journal being created (renamed once locked)
+
+
+def _read(path: Path) -> pa.Table:
+    """The lookup columns of a published file (``ParquetFile``: ``pq.read_table`` would
+    import Arrow's dataset module, and pandas with it)."""
+    return pq.ParquetFile(path).read(columns=LOOKUP_COLUMNS, use_threads=False)
 
 
 def _lock(fd: int, *, wait: bool) -> bool:
@@ -124,41 +142,47 @@ class ResponseTable:
         self.publish_every_s = publish_every_s
         self.directory = warehouse.partition_dir(TABLE, contract, target)
         self.recovered = 0  # answers of dead runs' journals this store published
-        self._segments: list[pa.Table] = []
-        self._starts: list[int] = []
-        self._index: dict[str, int] | None = None
-        self._size = 0
-        self._pending: list[pa.Table] = []
+        self._stored: Stored | None = None  # the partition's answers, read once
+        self._index: dict[bytes, int] | None = None  # key -> row of _stored
+        self._recorded_at = now()
+        self._pending: list[Answers] = []
         self._last_publish = time.monotonic()
         self._journal: int | None = None  # fd, locked
         self._journal_path: Path | None = None
 
     # -- reading -------------------------------------------------------------------------
 
-    def _load(self) -> dict[str, int]:
+    def _load(self) -> dict[bytes, int]:
         if self._index is not None:
             return self._index
         self._index = {}
         tables = []
         for path in published_files(self.directory):
             try:
-                tables.append(pq.read_table(path, columns=LOOKUP_COLUMNS))
+                tables.append(_read(path))
             except FileNotFoundError:  # removed by a concurrent prune
                 continue
-        published = set()
-        for table in tables:
-            published.update(table.column("key").to_pylist())
-        recovered = self._recover_journals(published)
+        recovered = self._recover_journals(tables)
         self.recovered = recovered.published
         tables += recovered.tables
         if tables:
-            self._add(pa.concat_tables(tables, promote_options="permissive"))
+            self._stored = Stored(pa.concat_tables(tables))
+            keys = self._stored.keys
+            if self.max_age_days is None:
+                self._index = dict(zip(keys, range(len(keys)), strict=True))
+            else:
+                cutoff = datetime_us(now() - timedelta(days=self.max_age_days))
+                fresh = np.flatnonzero(self._stored.answered_us >= cutoff).tolist()
+                self._index = {keys[i]: i for i in fresh}
         return self._index
 
-    def _recover_journals(self, published: set[str]) -> Recovered:
+    def _recover_journals(self, tables: list[pa.Table]) -> Recovered:
+        """The answers of the partition's journals; those of dead writers that no file of
+        ``tables`` holds are published, and the journal deleted."""
         out = Recovered([])
         if not self.directory.is_dir():
             return out
+        published: set[bytes] | None = None
         for path in sorted(self.directory.glob(JOURNAL_GLOB)):
             if path == self._journal_path:
                 continue
@@ -173,18 +197,24 @@ class ResponseTable:
                     if dead:
                         path.unlink(missing_ok=True)
                     continue
-                table = self._journal_rows(header, rows)
+                answers = journal_answers(rows)
+                run_id = str(header.get("run_id") or "recovered")
+                table = self._table(answers, run_id, header)
                 out.tables.append(table.select(LOOKUP_COLUMNS))
                 if dead:
-                    keys = table.column("key").to_pylist()
-                    fresh = [i for i, key in enumerate(keys) if key not in published]
+                    if published is None:
+                        published = {k for t in tables for k in t.column("key").to_pylist()}
+                    fresh = [i for i, key in enumerate(answers.keys) if key not in published]
                     if fresh:
-                        self.warehouse.write(
+                        self.warehouse.write_built(
                             TABLE,
                             table.take(pa.array(fresh, type=pa.int64())),
                             contract=self.contract,
                             target=self.target,
-                            run_id=str(header.get("run_id") or "recovered"),
+                            run_id=run_id,
+                            recorded_at=self._recorded_at,
+                            compression=COMPRESSION,
+                            **WRITER,
                         )
                         out.published += len(fresh)
                     path.unlink(missing_ok=True)
@@ -192,54 +222,48 @@ class ResponseTable:
                 os.close(fd)
         return out
 
-    def _journal_rows(self, header: dict[str, Any], rows: list[dict[str, Any]]) -> pa.Table:
-        return journal_table(
-            rows,
+    def _table(
+        self,
+        answers: Answers,
+        run_id: str,
+        header: dict[str, Any] | None = None,
+        *,
+        at: datetime | None = None,
+    ) -> pa.Table:
+        header = header or {}
+        self._recorded_at = at or now()
+        table, _ = answers_table(
+            answers,
+            contract=self.contract,
+            target=self.target,
+            run_id=run_id,
+            recorded_at=self._recorded_at,
             backend=str(header.get("backend") or self.backend),
             provider=str(header.get("provider") or self.provider),
             keyed_version=str(header.get("keyed_version", self.version)),
         )
+        return table
 
-    def _add(self, table: pa.Table) -> None:
-        """Make ``table``'s answers findable (later rows of a key win)."""
-        assert self._index is not None
-        if self.max_age_days is not None and table.num_rows:
-            cutoff = datetime.now(UTC) - timedelta(days=self.max_age_days)
-            table = table.filter(pc.greater_equal(table.column("answered_at"), cutoff))
-        if not table.num_rows:
-            return
-        start = self._size
-        keys = table.column("key").to_pylist()
-        self._index.update(zip(keys, range(start, start + len(keys)), strict=True))
-        self._segments.append(table)
-        self._starts.append(start)
-        self._size += len(keys)
-
-    def lookup(self, keys: Sequence[str], k: int) -> Hits:
+    def lookup(self, keys: Sequence[bytes], k: int) -> Hits:
         index = self._load()
+        if not index:  # a cold cache: nothing to look for
+            return Hits.empty(k)
         get = index.get
         found = np.fromiter((get(key, -1) for key in keys), dtype=np.int64, count=len(keys))
         rows = np.flatnonzero(found >= 0)
         if not len(rows):
             return Hits.empty(k)
-        where = found[rows]
-        segment = np.searchsorted(np.asarray(self._starts), where, side="right") - 1
-        parts = []
-        for s in np.unique(segment).tolist():
-            mine = segment == s
-            parts.append(hits_from(self._segments[s], where[mine] - self._starts[s], rows[mine], k))
-        return parts[0] if len(parts) == 1 else _concat(parts)
+        assert self._stored is not None
+        return self._stored.hits(found[rows], rows, k)
 
     # -- writing -------------------------------------------------------------------------
 
     def keep(self, answers: Answers) -> int:
-        self._load()
-        table, n = answers_table(
-            answers, backend=self.backend, provider=self.provider, keyed_version=self.version
-        )
-        if n:
-            self._pending.append(table)
-            self._add(table.select(LOOKUP_COLUMNS))
+        """Held until published (a run finds the answers it asked in files of earlier runs,
+        not its own: it asks each request once anyway)."""
+        n = storable(answers)
+        if len(answers):
+            self._pending.append(answers)
         if self.due():
             self.publish()
         return n
@@ -252,9 +276,19 @@ class ResponseTable:
     def publish(self) -> None:
         """Write the kept answers as one file (atomically)."""
         if self._pending:
-            table = pa.concat_tables(self._pending)
-            self.warehouse.write(
-                TABLE, table, contract=self.contract, target=self.target, run_id=self.run_id
+            # a table per batch kept, concatenated without copying
+            self._recorded_at = now()
+            table = pa.concat_tables([self._table(a, self.run_id, at=self._recorded_at)
+                                      for a in self._pending])  # fmt: skip
+            self.warehouse.write_built(
+                TABLE,
+                table,
+                contract=self.contract,
+                target=self.target,
+                run_id=self.run_id,
+                recorded_at=self._recorded_at,
+                compression=COMPRESSION,
+                **WRITER,
             )
             self._pending = []
         self._last_publish = time.monotonic()
@@ -299,19 +333,6 @@ class ResponseTable:
             self._journal = self._journal_path = None
 
 
-def _concat(parts: list[Hits]) -> Hits:
-    return Hits(
-        rows=np.concatenate([p.rows for p in parts]),
-        probs=np.concatenate([p.probs for p in parts]),
-        latency_ms=np.concatenate([p.latency_ms for p in parts]),
-        model=[m for p in parts for m in p.model],
-        model_version=[v for p in parts for v in p.model_version],
-        metadata=[m for p in parts for m in p.metadata],
-        prompt_tokens=np.concatenate([p.prompt_tokens for p in parts]),
-        completion_tokens=np.concatenate([p.completion_tokens for p in parts]),
-    )
-
-
 # -- maintenance: `decguard-pipeline cache stats` and `cache prune` ---------------------------
 
 
@@ -333,11 +354,13 @@ def response_stats(warehouse: Warehouse) -> list[dict[str, Any]]:
     """Per contract and target: answers stored (rows and distinct keys), files, bytes, the
     oldest and newest answer, tokens, and journals of runs still going (or dead, until the
     next run of that target publishes them)."""
+    import pyarrow.compute as pc
+
     out = []
     for contract, target, folder in partitions(warehouse):
         files = published_files(folder)
         columns = ["key", "answered_at", "prompt_tokens", "completion_tokens"]
-        tables = [pq.read_table(p, columns=columns) for p in files]
+        tables = [pq.ParquetFile(p).read(columns=columns) for p in files]
         table = pa.concat_tables(tables) if tables else None
         journals = list(folder.glob(JOURNAL_GLOB))
         rows = table.num_rows if table is not None else 0
@@ -379,6 +402,8 @@ def prune(warehouse: Warehouse, *, older_than_days: float, run_id: str) -> Prune
     (atomically) before the old files are deleted, so a reader or a run going on meanwhile
     always finds every answer kept (and a run's files published meanwhile are not touched).
     Dead runs' journals are published first."""
+    import pyarrow.compute as pc
+
     cutoff = datetime.now(UTC) - timedelta(days=older_than_days)
     done = Pruned()
     for contract, target, folder in partitions(warehouse):
@@ -397,7 +422,7 @@ def prune(warehouse: Warehouse, *, older_than_days: float, run_id: str) -> Prune
         files = published_files(folder)
         if not files:
             continue
-        table = pa.concat_tables([pq.read_table(p) for p in files], promote_options="permissive")
+        table = pa.concat_tables([pq.ParquetFile(p).read() for p in files])
         newest = _newest_per_key(table)
         kept = newest.filter(pc.greater_equal(newest.column("answered_at"), cutoff))
         removed = table.num_rows - kept.num_rows
@@ -405,7 +430,10 @@ def prune(warehouse: Warehouse, *, older_than_days: float, run_id: str) -> Prune
             done.kept += kept.num_rows
             continue
         if kept.num_rows:
-            warehouse.write(TABLE, kept, contract=contract, target=target, run_id=run_id)
+            warehouse.write(
+                TABLE, kept, contract=contract, target=target, run_id=run_id,
+                compression=COMPRESSION,
+            )  # fmt: skip
         for path in files:
             path.unlink(missing_ok=True)
         done.partitions += 1

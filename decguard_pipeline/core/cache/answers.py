@@ -17,7 +17,7 @@ import numpy as np
 class Answers:
     """Successful answers: one row per request."""
 
-    keys: list[str]
+    keys: list[bytes]  # core.cache.key digests
     case_ids: list[str]
     labels: list[tuple[str, ...]]  # shown, per row
     probs: np.ndarray  # (n, k) in shown order
@@ -27,10 +27,30 @@ class Answers:
     prompt_tokens: np.ndarray  # NaN where the backend did not say
     completion_tokens: np.ndarray
     metadata: list[dict[str, Any]]
-    answered_at: float  # epoch seconds (one value per batch)
+    answered_at: float | np.ndarray  # epoch seconds: one per batch, or one per row
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    @classmethod
+    def concat(cls, parts: list[Answers]) -> Answers:
+        if len(parts) == 1:
+            return parts[0]
+        return cls(
+            keys=[key for part in parts for key in part.keys],
+            case_ids=[case_id for part in parts for case_id in part.case_ids],
+            labels=[shown for part in parts for shown in part.labels],
+            probs=np.concatenate([part.probs for part in parts]),
+            model=[model for part in parts for model in part.model],
+            model_version=[version for part in parts for version in part.model_version],
+            latency_ms=np.concatenate([part.latency_ms for part in parts]),
+            prompt_tokens=np.concatenate([part.prompt_tokens for part in parts]),
+            completion_tokens=np.concatenate([part.completion_tokens for part in parts]),
+            metadata=[meta for part in parts for meta in part.metadata],
+            answered_at=np.concatenate(
+                [np.broadcast_to(np.asarray(part.answered_at, float), len(part)) for part in parts]
+            ),
+        )
 
 
 @dataclass

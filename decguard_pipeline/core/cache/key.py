@@ -1,6 +1,6 @@
 """What identifies an answer: everything that determines it, and nothing secret.
 
-A cache key is a 128-bit BLAKE2b digest (hex) over
+A cache key is a 128-bit BLAKE2b digest (16 bytes) over
 
 * the backend's identity (:class:`Identity`): provider, configured model, its settings with
   secrets removed and with the settings that only change how a server is reached or waited
@@ -130,34 +130,40 @@ def _shown(spec: DecisionSpec) -> bytes:
 
 def request_keys(
     prefix: bytes, requests: Sequence[DecisionRequest], *, sample: int | None = None
-) -> list[str]:
+) -> list[bytes]:
     """One key per request under ``prefix`` (an identity's digest, or any other namespace).
 
     ``sample`` (nondeterministic scoring): the index of the first draw; a request repeated
     within ``requests`` gets the next indices, in order, so each repetition is its own
     answer."""
     blake = hashlib.blake2b
-    shown: dict[int, Any] = {}  # per decision object (a run shows a few, many times)
+    heads: dict[int, tuple[DecisionSpec, Any]] = {}  # a run shows a few decisions, often
+    last: DecisionSpec | None = None
+    head: Any = None
+    tail = "" if sample is None else f"#{sample}"
     keys = []
+    append = keys.append
     for case_id, decision, value in requests:
-        base = shown.get(id(decision))
-        if base is None or base[0] is not decision:
-            digest = blake(prefix, digest_size=DIGEST_BYTES)
-            digest.update(_shown(decision))
-            base = shown[id(decision)] = (decision, digest)
-        h = base[1].copy()
-        name = case_id.encode("utf-8", "surrogatepass")
-        h.update(len(name).to_bytes(4, "big") + name)
-        h.update(input_bytes(value))
-        if sample is not None:
-            h.update(b"#" + str(sample).encode())
-        keys.append(h.hexdigest())
+        if decision is not last:
+            found = heads.get(id(decision))
+            if found is None or found[0] is not decision:
+                state = blake(prefix + _shown(decision), digest_size=DIGEST_BYTES)
+                found = heads[id(decision)] = (decision, state)
+            last, head = decision, found[1]
+        h = head.copy()  # cheaper than hashing the prefix again
+        # the case id's length in characters makes the concatenation unambiguous
+        if type(value) is str:
+            h.update(f"{len(case_id)}:{case_id}s{value}{tail}".encode("utf-8", "surrogatepass"))
+        else:
+            h.update(f"{len(case_id)}:{case_id}".encode("utf-8", "surrogatepass"))
+            h.update(input_bytes(value) + tail.encode())
+        append(h.digest())
     if sample is not None and len(set(keys)) != len(keys):
-        seen: Counter[str] = Counter()
+        seen: Counter[bytes] = Counter()
         for i, key in enumerate(keys):
             seen[key] += 1
             if seen[key] > 1:  # the n-th repetition: a draw of its own
                 keys[i] = blake(
-                    f"{key}#{seen[key] - 1}".encode(), digest_size=DIGEST_BYTES
-                ).hexdigest()
+                    key + b"#" + str(seen[key] - 1).encode(), digest_size=DIGEST_BYTES
+                ).digest()
     return keys

@@ -10,7 +10,7 @@ from decguard_pipeline.warehouse.columns import DOUBLE, INT, STRING, TIMESTAMP, 
 RESPONSES = pa.schema(
     keyed(
         [
-            ("key", STRING),
+            ("key", pa.binary(16)),
             ("case_id", STRING),
             ("backend", STRING),
             ("provider", STRING),
