@@ -96,7 +96,7 @@ def constant(value: str, n: int) -> pa.Array:
     )
 
 
-def _numbers(kind: pa.DataType, values: np.ndarray, present: np.ndarray | None = None):  # type: ignore[no-untyped-def]
+def _numbers(kind: pa.DataType, values: np.ndarray, present: np.ndarray | None = None) -> pa.Array:
     n = len(values)
     validity = None if present is None else _validity(present)
     return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(np.ascontiguousarray(values))])
