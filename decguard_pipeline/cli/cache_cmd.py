@@ -41,12 +41,21 @@ def run_cache_options(
     loaded here (and handed to the run) to check a ``--retry-errors`` report against it
     before anything is asked."""
     from decguard_pipeline.core.contract import DEFAULT_BACKEND, load_contract
+    from decguard_pipeline.core.errors import DecGuardError
     from decguard_pipeline.runs.cache import CacheOptions, cache_directory
     from decguard_pipeline.steps.contracts import contract_key
 
     directory = cache_directory(cache, no_cache=no_cache)
     if directory is None and retry_errors is None:
         return None
+    if directory is not None:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DecGuardError(
+                f"--cache {directory}: cannot be used as a cache directory: "
+                f"{exc.strerror or exc}"
+            ) from exc
     loaded = load_contract(contract)
     retry = None
     if retry_errors is not None:
