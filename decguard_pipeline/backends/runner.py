@@ -161,8 +161,14 @@ class Collector:
         self.probs[rows] = probs
         self.latency[rows] = hits.latency_ms
         pick = rows.tolist()
-        for i, model, version in zip(pick, hits.model, hits.model_version, strict=True):
-            self.model[i], self.model_version[i] = model or default_model, version
+        models = [model or default_model for model in hits.model]
+        first, last = pick[0], pick[-1]
+        if last - first == len(pick) - 1:  # consecutive rows: slice writes
+            self.model[first : last + 1] = models
+            self.model_version[first : last + 1] = hits.model_version
+        else:
+            for i, model, version in zip(pick, models, hits.model_version, strict=True):
+                self.model[i], self.model_version[i] = model, version
         for p in (p for p, meta in enumerate(hits.metadata) if meta):
             i = pick[p]
             self._keep_metadata(i, hits.metadata[p])

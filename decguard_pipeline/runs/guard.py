@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from decguard_pipeline.backends import Backend
 from decguard_pipeline.core.contract import LoadedContract, load_contract
@@ -41,8 +41,10 @@ from decguard_pipeline.core.guard.suites import suite_summary
 from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.report.sidecar import sidecar_path
-from decguard_pipeline.runs.cache import CacheOptions
 from decguard_pipeline.runs.golden import make_backend, run_test
+
+if TYPE_CHECKING:  # the cache's modules (Arrow, the warehouse) only for runs that use it
+    from decguard_pipeline.runs.cache import CacheOptions
 
 
 @dataclass

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from decguard_pipeline.core.usage import Pricing, case_cost
+if TYPE_CHECKING:
+    from decguard_pipeline.core.usage import Pricing
 
 
 @dataclass
@@ -50,6 +51,8 @@ class CacheStats:
     def saved_cost(self) -> float | None:
         if self.pricing is None:
             return None
+        from decguard_pipeline.core.usage import case_cost
+
         return case_cost(self.saved_prompt_tokens, self.saved_completion_tokens, self.pricing)
 
     def section(self) -> dict[str, Any]:

@@ -33,6 +33,7 @@ LOOKUP_COLUMNS = [
     "answered_at",
 ]
 _US = pa.timestamp("us", "UTC")
+_NO_METADATA: dict[str, Any] = {}  # shared by every answer without metadata (never mutated)
 
 
 def metadata_json(metadata: dict[str, Any]) -> str | None:
@@ -318,9 +319,13 @@ class Stored:
             positions, rows = positions[fits], rows[fits]
         probs = flat[starts[positions][:, None] + np.arange(k)]
         pick = positions.tolist()
+        first, last = (pick[0], pick[-1]) if pick else (0, -1)
+        consecutive = last - first == len(pick) - 1  # a rerun of the same cases, in order
 
         def listed(name: str) -> list[Any]:
             values = self._column(name)
+            if consecutive:
+                return list(values[first : last + 1])
             return [values[p] for p in pick]
 
         return Hits(
@@ -330,7 +335,7 @@ class Stored:
             model=listed("model"),
             model_version=listed("model_version"),
             metadata=[
-                {} if t == EMPTY_JSON or t is None else json.loads(t)
+                _NO_METADATA if t == EMPTY_JSON or t is None else json.loads(t)
                 for t in listed("metadata_json")
             ],
             prompt_tokens=self._column("prompt_tokens")[positions],
