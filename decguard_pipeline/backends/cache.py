@@ -195,7 +195,10 @@ class ResponseCache:
         the first pending requests, asked one at a time. Returns the rows asked."""
         if self.version is not None:
             return []
-        hint = backend.version_hint()
+        try:
+            hint = backend.version_hint()
+        except Exception:  # a plugin's hint that fails says nothing: the answer will
+            hint = None
         if hint is not None:
             self._set_version(hint, "hint")
             return []
