@@ -1,17 +1,17 @@
 """What the response cache costs and saves (issue 13), as child processes of our CLI:
 
-  (a) 100,000 mock cases, ``test -o report.json``: without the cache, with a cold cache (a new
-      directory: every answer recorded) and with a warm one (every answer replayed). Prints
-      the requests asked, the wall time of each and the cold cache's overhead as a share of
-      the uncached run (target < 20%); the warm run must beat asking the mock. Then the same
-      three in-process, timing only the decisions (the cache's own cost, without start-up,
-      dataset loading and report writing).
-  (b) 10,000 cases against the loopback HTTP model answering in 20 ms at 64 in flight: the
-      cold cache journals every answer as it arrives; its throughput next to the uncached
-      run's, and the warm run, which asks nothing.
+(a) 100,000 mock cases, ``test -o report.json``: without the cache, with a cold cache (a new
+    directory: every answer recorded) and with a warm one (every answer replayed). Prints
+    the requests asked, the wall time of each and the cold cache's overhead as a share of
+    the uncached run (target < 20%); the warm run must beat asking the mock. Then the same
+    three in-process, timing only the decisions (the cache's own cost, without start-up,
+    dataset loading and report writing).
+(b) 10,000 cases against the loopback HTTP model answering in 20 ms at 64 in flight: the
+    cold cache journals every answer as it arrives; its throughput next to the uncached
+    run's, and the warm run, which asks nothing.
 
-    .venv/bin/python bench/resume.py                # both parts
-    .venv/bin/python bench/resume.py --only a --repeat 3
+  .venv/bin/python bench/resume.py                # both parts
+  .venv/bin/python bench/resume.py --only a --repeat 3
 """
 
 from __future__ import annotations
@@ -77,9 +77,7 @@ def part_a(root: Path, n: int, repeat: int) -> None:
         f"    cold cache   {cold.seconds:6.2f} s  cpu {cold.cpu_seconds:5.2f} s   "
         f"asked {cold_stats['asked']:,}, stored {cold_stats['stored']:,}"
     )
-    print(
-        f"                 overhead {overhead:+.1%} wall, {cpu_overhead:+.1%} CPU (target < 20%)"
-    )
+    print(f"                 overhead {overhead:+.1%} wall, {cpu_overhead:+.1%} CPU (target < 20%)")
     print(
         f"    warm cache   {warm.seconds:6.2f} s  cpu {warm.cpu_seconds:5.2f} s   "
         f"asked {warm_stats['asked']:,}, from cache {warm_stats['answers_from_cache']:,}"

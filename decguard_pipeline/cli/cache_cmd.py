@@ -53,8 +53,7 @@ def run_cache_options(
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise DecGuardError(
-                f"--cache {directory}: cannot be used as a cache directory: "
-                f"{exc.strerror or exc}"
+                f"--cache {directory}: cannot be used as a cache directory: {exc.strerror or exc}"
             ) from exc
     loaded = load_contract(contract)
     retry = None
@@ -139,9 +138,7 @@ def cache_prune(cache: Path | None, older_than: float) -> None:
         from decguard_pipeline.warehouse.responses import prune
 
         warehouse = _directory(cache)
-        done = prune(
-            warehouse, older_than_days=older_than, run_id=f"prune-{uuid.uuid4().hex[:12]}"
-        )
+        done = prune(warehouse, older_than_days=older_than, run_id=f"prune-{uuid.uuid4().hex[:12]}")
         click.echo(
             f"pruned {warehouse.root}: {done.removed:,} rows dropped, {done.kept:,} kept"
             f" ({done.partitions} partition(s) rewritten, {done.files_removed} files removed"

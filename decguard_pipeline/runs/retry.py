@@ -163,8 +163,7 @@ def run_dataset(loaded: LoadedContract, *, suite: str | None, dataset: Path | No
     if path is None:
         if loaded.contract.dataset is None:
             raise ContractError(
-                f"{loaded.path}: no dataset given; set 'dataset' in the contract or pass "
-                "--dataset"
+                f"{loaded.path}: no dataset given; set 'dataset' in the contract or pass --dataset"
             )
         path = loaded.resolve(loaded.contract.dataset)
     return path
