@@ -117,12 +117,13 @@ def evaluate_target(entry: ContractEntry, target: str, step: Step) -> Evaluated:
     contract's ``evaluation.max_concurrency`` (the project has no other setting for it);
     write ``case_results`` and ``runs``."""
     from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend
+    from decguard_pipeline.steps.cache import target_cache
 
     loaded = entry.require()
     data = load_golden(entry)
     started = now()
     clock = time.perf_counter()
-    backend = make_backend(loaded, backend_of(target))
+    backend = make_backend(loaded, backend_of(target), cache=target_cache(entry, target, step))
     try:
         health = check_health(backend)
         results = decide_dataset(loaded, data, backend)
