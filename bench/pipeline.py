@@ -5,7 +5,7 @@
 1. end to end: `decguard-pipeline evaluate` as a fresh process (fresh instance and warehouse);
 2. per target of the examples, three ways of doing the same evaluation:
    * core: `run_test` (golden, plus properties when the contract has them) — no warehouse;
-   * steps: the functions the assets call (steps.golden and the feature steps) in job order,
+   * steps: the functions the assets call (steps/golden.py and the feature steps) in job order,
      without Dagster — core plus the warehouse's Parquet writes and reads;
    * dagster: the target's job through `execute_in_process` on a persistent instance;
    the difference dagster - steps is Dagster's own bookkeeping (run and event storage, step
@@ -57,6 +57,28 @@ def scaled_refund(directory: Path, n: int) -> Path:
     return directory
 
 
+def run_steps(wh, entry, key: str) -> None:
+    """One target's evaluation through the steps the assets call, in asset order, without
+    Dagster (what a run costs beyond its steps is Dagster's own)."""
+    from decguard_pipeline.steps import golden, guard
+    from decguard_pipeline.steps.base import Step
+    from decguard_pipeline.steps.diff import diff_target
+    from decguard_pipeline.steps.properties import has_properties, run_target
+
+    loaded = entry.require()
+    step = Step(wh, f"steps-{time.perf_counter_ns()}")
+    golden.record_contract(entry, step)
+    golden.record_dataset(entry, step)
+    golden.evaluate_target(entry, key, step)
+    golden.score_target(entry, key, step)
+    if has_properties(loaded):
+        run_target(entry, key, step)
+    diff_target(entry, key, step)
+    if loaded.contract.pipeline is not None and loaded.contract.pipeline.guard:
+        guard.measure_target(entry, key, step)
+    golden.write_report(entry, key, step)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=2)
@@ -80,14 +102,11 @@ def main() -> None:
     import dagster as dg
 
     from decguard_pipeline.definitions import build_definitions
+    from decguard_pipeline.defs.job_runs import QUIET
     from decguard_pipeline.defs.jobs import job_name
-    from decguard_pipeline.defs.main_job import QUIET
     from decguard_pipeline.runs.golden import run_test
-    from decguard_pipeline.steps import diff as diff_steps
-    from decguard_pipeline.steps import golden as steps
-    from decguard_pipeline.steps import guard as guard_steps
-    from decguard_pipeline.steps import properties as property_steps
     from decguard_pipeline.steps.contracts import discover_contracts
+    from decguard_pipeline.steps.properties import has_properties
     from decguard_pipeline.steps.targets import backend_of
     from decguard_pipeline.warehouse import Warehouse
 
@@ -107,23 +126,13 @@ def main() -> None:
                 instance.add_dynamic_partitions(f"{entry.key}_targets", keys)
             loaded = entry.require()
             for key in keys:
-                mode = "all" if property_steps.enabled(loaded) else "test"
+                mode = "all" if has_properties(loaded) else "test"
 
                 def core(key=key, loaded=loaded, mode=mode) -> None:
                     run_test(loaded, backend=backend_of(key), mode=mode)
 
-                def by_steps(entry=entry, key=key, loaded=loaded) -> None:
-                    step = steps.Step(wh, f"steps-{time.perf_counter_ns()}")
-                    steps.record_contract(entry, step)
-                    steps.record_dataset(entry, step)
-                    steps.evaluate_target(entry, key, step)
-                    steps.score_target(entry, key, step)
-                    if property_steps.enabled(loaded):
-                        property_steps.run_target(entry, key, step)
-                    diff_steps.diff_target(entry, key, step)
-                    if loaded.contract.pipeline is not None and loaded.contract.pipeline.guard:
-                        guard_steps.measure_target(entry, key, step)
-                    steps.write_report(entry, key, step)
+                def by_steps(entry=entry, key=key) -> None:
+                    run_steps(wh, entry, key)
 
                 def by_dagster(entry=entry, key=key) -> None:
                     defs.resolve_job_def(job_name(entry)).execute_in_process(

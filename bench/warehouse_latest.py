@@ -9,7 +9,9 @@ each query runs on the catalog opened read-only, as ``decguard-pipeline sql`` an
 open it (a fresh connection per query): best of ``--repeat``.
 
 Run it once with the code to compare (e.g. ``PYTHONPATH=<old checkout>``) and once as is;
-only ``metrics`` files are written, since the queries read no other table.
+only ``metrics`` files are written, since the queries read no other table. With
+``--compact``, each size is measured again after ``warehouse compact`` (its default settings,
+a half-second grace period).
 """
 
 from __future__ import annotations
@@ -85,10 +87,19 @@ def best_ms(wh: Warehouse, sql: str, repeat: int) -> tuple[float, int]:
     return min(times) * 1000, rows
 
 
+def measure(wh: Warehouse, repeat: int) -> str:
+    cells = []
+    for sql in QUERIES.values():
+        ms, rows = best_ms(wh, sql, repeat)
+        cells.append(f"{ms:>10.1f} ms {rows:>5} rows")
+    return "  ".join(cells)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evaluations", type=int, nargs="+", default=[1, 100, 1000])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--compact", action="store_true", help="measure after compaction too")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f}; best of {args.repeat}")
     print(f"{'evaluations':>11} {'files':>6}  " + "  ".join(f"{q:>22}" for q in QUERIES))
@@ -97,11 +108,13 @@ def main() -> None:
             wh = Warehouse(Path(tmp) / "wh")
             files = fill(wh.root, evaluations)
             wh.ensure_catalog()  # seeds the empty tables, as the first write would
-            cells = []
-            for sql in QUERIES.values():
-                ms, rows = best_ms(wh, sql, args.repeat)
-                cells.append(f"{ms:>10.1f} ms {rows:>5} rows")
-            print(f"{evaluations:>11} {files:>6}  " + "  ".join(cells))
+            print(f"{evaluations:>11} {files:>6}  " + measure(wh, args.repeat))
+            if args.compact:
+                from decguard_pipeline.warehouse.compaction import Settings, compact
+
+                compact(wh, Settings(grace_s=0.5), log=lambda line: None)
+                left = sum(1 for _ in (wh.root / "metrics").glob("contract=[!_]*/*/*.parquet"))
+                print(f"{'compacted':>11} {left:>6}  " + measure(wh, args.repeat))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from decguard_pipeline.defs.assets.golden import contract_assets
 from decguard_pipeline.defs.checks import contract_checks
 from decguard_pipeline.defs.instance import dead_runs_sensor
 from decguard_pipeline.defs.jobs import evaluate_job
+from decguard_pipeline.defs.maintenance import with_maintenance
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.defs.schedules import nightly_schedule
 from decguard_pipeline.defs.sensors import model_versions_sensor
@@ -48,4 +49,4 @@ def build_definitions(
     )
 
 
-defs = build_definitions()
+defs = with_maintenance(build_definitions())

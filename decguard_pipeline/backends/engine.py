@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import random
 import threading
-from collections.abc import Generator
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -346,6 +346,13 @@ class EngineBackend(HttpTransport):
 
     def run_stats(self) -> dict[str, Any]:
         return self.pacer.snapshot()
+
+    def note_replayed(
+        self, model_versions: Sequence[str | None], metadata: Sequence[Mapping[str, Any]]
+    ) -> None:
+        for version in set(model_versions):
+            if version is not None:
+                self._served.add(version)
 
 
 def _usage(raw: Any) -> tuple[int, int] | None:

@@ -13,20 +13,23 @@ order. A configuration error (say, an unset credential variable) aborts the whol
 
 This is where answers leave the backend: metadata too large or too deep to store becomes an
 ``invalid_response`` (after the probability checks, whose error wins), and metadata, model
-names and error messages are scrubbed of registered secrets (``core.secrets``).
+names and error messages are scrubbed of registered secrets (``core.secrets``). So it is also
+where the response cache (``backend.response_cache``, ``backends/cache.py``) replays known
+answers before a batch is sent and records the new ones as they arrive.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from decguard_pipeline.backends.base import Backend
+from decguard_pipeline.core.cache.answers import Hits
 from decguard_pipeline.core.contract import DecisionSpec
 from decguard_pipeline.core.dataset import gc_paused
 from decguard_pipeline.core.decision import (
@@ -35,9 +38,11 @@ from decguard_pipeline.core.decision import (
     Prediction,
     metadata_problem,
     select_many,
+    sum_message,
     validate_many,
 )
 from decguard_pipeline.core.errors import BackendError, DecGuardError, InvalidResponse
+from decguard_pipeline.core.exact import row_fsum
 from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.core.secrets import scrub_optional, scrub_text
 from decguard_pipeline.core.validation import redact
@@ -68,6 +73,7 @@ class Collector:
         max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES,
     ) -> None:
         self.labels_of = labels_of
+        self.k = k
         self.tolerance = tolerance
         self.max_metadata_bytes = max_metadata_bytes
         # metadata that cannot be stored, by row: the error unless the probabilities fail
@@ -90,6 +96,9 @@ class Collector:
         # (a property run shows a few orders many times)
         self.label_slots: np.ndarray | None = None
         self.label_sets: list[tuple[str, ...]] = []
+        # the response cache's recorder of this batch (``backends.cache.Recorder``): every
+        # answer that passes validation
+        self.sink: Any = None
 
     def answer(
         self, i: int, prediction: Prediction, latency_ms: float, default_model: str | None
@@ -103,7 +112,10 @@ class Collector:
             self.spent(i, prediction.usage)
         self._rows.append(i)
         self._raws.append(prediction.probabilities)
-        if len(self._rows) >= FLUSH_EVERY:
+        sink = self.sink
+        if sink is not None and sink.journaling:  # a paid answer is kept the moment it arrives
+            sink.journal(self, i, prediction.probabilities)
+        if len(self._rows) >= FLUSH_EVERY or (sink is not None and sink.store.due()):
             self.flush()
 
     def answer_many(
@@ -135,6 +147,58 @@ class Collector:
         self._raws.extend([p.probabilities for p in predictions])
         self.flush()
 
+    def replay(self, hits: Hits, default_model: str | None) -> None:
+        """Answers known without asking (the response cache, a stored report), as the model
+        gave them: validated as answers are (the stored values are finite and non-negative;
+        the sum is checked against this run's tolerance, metadata against its limits)."""
+        rows = hits.rows
+        if not len(rows):
+            return
+        probs = hits.probs
+        totals = row_fsum(probs)
+        outside = np.abs(totals - 1.0) > self.tolerance
+        outside |= ~np.isfinite(probs).all(axis=1) | (probs < 0.0).any(axis=1)
+        self.probs[rows] = probs
+        self.latency[rows] = hits.latency_ms
+        pick = rows.tolist()
+        models = [model or default_model for model in hits.model]
+        first, last = pick[0], pick[-1]
+        if last - first == len(pick) - 1:  # consecutive rows: slice writes
+            self.model[first : last + 1] = models
+            self.model_version[first : last + 1] = hits.model_version
+        else:
+            for i, model, version in zip(pick, models, hits.model_version, strict=True):
+                self.model[i], self.model_version[i] = model, version
+        for p in (p for p, meta in enumerate(hits.metadata) if meta):
+            i = pick[p]
+            self._keep_metadata(i, hits.metadata[p])
+            problem = self.unstorable.pop(i, None)
+            if problem is not None and not outside[p]:
+                self._void(i, InvalidResponse.kind, problem)
+        known = ~(np.isnan(hits.prompt_tokens) | np.isnan(hits.completion_tokens))
+        if known.any():
+            for p in np.flatnonzero(known).tolist():
+                self.spent(pick[p], (hits.prompt_tokens[p], hits.completion_tokens[p]))
+        for p in np.flatnonzero(outside).tolist():
+            self._void(pick[p], InvalidResponse.kind, sum_message(float(totals[p]), self.tolerance))
+
+    def _void(self, i: int, kind: str, message: str) -> None:
+        """Row ``i`` ends in an error after all: no decision, no latency, no model."""
+        self.fail(i, kind, message)
+        self.probs[i] = np.nan
+        self.latency[i] = np.nan
+        self.model[i] = self.model_version[i] = None
+        self.metadata[i] = _EMPTY
+
+    def tokens(self, i: int) -> tuple[int | None, int | None]:
+        """The tokens case ``i`` cost, when known."""
+        if self.prompt_tokens is None or self.completion_tokens is None:
+            return None, None
+        prompt, completion = self.prompt_tokens[i], self.completion_tokens[i]
+        if np.isnan(prompt) or np.isnan(completion):
+            return None, None
+        return int(prompt), int(completion)
+
     def spent(self, i: int, usage: tuple[int, int]) -> None:
         """Tokens case ``i`` cost; kept even when its answer then fails validation (the
         tokens were paid for)."""
@@ -161,6 +225,24 @@ class Collector:
     def fail(self, i: int, kind: str, message: str) -> None:
         self.error_kind[i] = kind
         self.error_message[i] = scrub_text(message)
+
+    def decided(self, backend: Backend, probs: np.ndarray) -> dict[str, Any]:
+        """The decided columns every result type holds, as its keyword arguments: DecGuard's
+        selection over ``probs`` (these probabilities, or the caller's reordering of them)
+        with the latencies, models and errors collected here."""
+        selected, confidence = select_many(probs)
+        return {
+            "backend": backend.name,
+            "provider": backend.provider,
+            "probs": probs,
+            "selected": selected,
+            "confidence": confidence,
+            "latency_ms": self.latency,
+            "model": self.model,
+            "model_version": self.model_version,
+            "error_kind": self.error_kind,
+            "error_message": self.error_message,
+        }
 
     def _groups(self, rows: list[int]) -> list[tuple[tuple[str, ...], list[int]]]:
         """Positions in ``rows`` by presented label order, in order of first appearance."""
@@ -200,22 +282,22 @@ class Collector:
                         batch.errors[p], batch.kinds[p] = problem, InvalidResponse.kind
                         bad[p] = True
             for p in np.flatnonzero(bad).tolist():
-                i = group_rows[p]
-                self.fail(i, batch.kinds[p] or "invalid_response", batch.errors[p])  # type: ignore[arg-type]
-                self.probs[i] = np.nan
-                self.latency[i] = np.nan
-                self.model[i] = self.model_version[i] = None
-                self.metadata[i] = _EMPTY
+                self._void(group_rows[p], batch.kinds[p] or "invalid_response", batch.errors[p])  # type: ignore[arg-type]
+            if self.sink is not None:
+                self.sink.keep(self, [group_rows[p] for p in np.flatnonzero(~bad).tolist()])
 
 
-def _run_inline(backend: Backend, requests: Sequence[DecisionRequest], out: Collector) -> None:
+def _run_inline(
+    backend: Backend, requests: Sequence[DecisionRequest], out: Collector, ask: Sequence[int]
+) -> None:
     clock = time.perf_counter
     predict = backend.predict
     model = backend.model
     rows: list[int] = []
     answers: list[Prediction] = []
     latencies: list[float] = []
-    for i, request in enumerate(requests):
+    for i in ask:
+        request = requests[i]
         start = clock()
         try:
             prediction = predict(request)
@@ -232,7 +314,11 @@ def _run_inline(backend: Backend, requests: Sequence[DecisionRequest], out: Coll
 
 
 async def _run_async(
-    backend: Backend, requests: Sequence[DecisionRequest], out: Collector, concurrency: int
+    backend: Backend,
+    requests: Sequence[DecisionRequest],
+    out: Collector,
+    concurrency: int,
+    ask: Sequence[int],
 ) -> None:
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
@@ -242,7 +328,7 @@ async def _run_async(
     native = backend.has_native_async
     pool = None if native else ThreadPoolExecutor(max_workers=concurrency)
     loop = asyncio.get_running_loop()
-    next_index = iter(range(len(requests)))
+    next_index = iter(ask)
 
     def timed_predict(request: DecisionRequest) -> tuple[Prediction, float]:
         start = clock()
@@ -268,7 +354,7 @@ async def _run_async(
         open_session = getattr(backend, "open_session", None)
         if open_session is not None:
             open_session(concurrency)
-        workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(requests)))]
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(ask)))]
         try:
             await asyncio.gather(*workers)
         except BaseException:
@@ -280,6 +366,28 @@ async def _run_async(
         await backend.aclose()
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def ask_one(backend: Backend, request: DecisionRequest) -> tuple[Prediction, float]:
+    """One request on its own, the way a batch would send it (the native async client for
+    network backends, so no second HTTP stack is loaded); (prediction, latency in ms).
+    Raises what the backend raises."""
+    clock = time.perf_counter
+    if backend.inline or not backend.has_native_async:
+        start = clock()
+        prediction = backend.predict(request)
+        return prediction, (clock() - start) * 1000.0 - prediction.queued_ms
+    import asyncio
+
+    async def one() -> tuple[Prediction, float]:
+        try:
+            start = clock()
+            prediction = await backend.apredict(request)
+            return prediction, (clock() - start) * 1000.0 - prediction.queued_ms
+        finally:
+            await backend.aclose()
+
+    return asyncio.run(one())
 
 
 def decide_all(
@@ -305,13 +413,23 @@ def decide_all(
         out.label_slots, out.label_sets = label_slots
     elif requests and all(r.decision is requests[0].decision for r in requests):
         out.same_labels = requests[0].decision.labels
-    if backend.inline or not requests:
-        _run_inline(backend, requests, out)
-    else:
-        import asyncio  # imported here: in-process runs never need an event loop
+    cache = backend.response_cache
+    ask: Sequence[int] = range(len(requests))
+    try:
+        if cache is not None and requests:
+            ask = cache.prepare(backend, requests, out)
+        if backend.inline or not ask:
+            _run_inline(backend, requests, out, ask)
+        else:
+            import asyncio  # imported here: in-process runs never need an event loop
 
-        asyncio.run(_run_async(backend, requests, out, max_concurrency))
-    out.flush()
+            asyncio.run(_run_async(backend, requests, out, max_concurrency, ask))
+        out.flush()
+    finally:
+        if cache is not None:  # also when the run aborts: what was answered is kept
+            with suppress(Exception):
+                out.flush()
+            cache.finish()
     return out
 
 
@@ -351,24 +469,14 @@ def _run_cases(
         backend, requests, k=len(spec.labels), max_concurrency=max_concurrency, tolerance=tolerance
     )
     del requests
-    selected, confidence = select_many(out.probs)
     return CaseResults(
         spec=spec,
-        backend=backend.name,
-        provider=backend.provider,
         case_ids=cases.ids,
         inputs=cases.inputs,
         expected=cases.expected,
         metadata=cases.metadata,
-        probs=out.probs,
-        selected=selected,
-        confidence=confidence,
-        latency_ms=out.latency,
-        model=out.model,
-        model_version=out.model_version,
         result_metadata=out.metadata,
-        error_kind=out.error_kind,
-        error_message=out.error_message,
         prompt_tokens=out.prompt_tokens,
         completion_tokens=out.completion_tokens,
+        **out.decided(backend, out.probs),
     )

@@ -13,6 +13,7 @@ from decguard_pipeline.cli.options import (
     PathArg,
     argument,
     backend_option,
+    cache_options,
     concurrency_option,
     contract_argument,
     dataset_option,
@@ -37,7 +38,7 @@ def emit_report(
     sidecar: dict[str, Any] | None = None,
 ) -> None:
     """Write/print a test/fuzz report and exit with its gate status. ``guarded`` (a
-    runs.guard.GuardedRun) adds the sidecar, pictures and text sections after DecGuard's.
+    core.guard.evaluation.GuardedRun) adds the sidecar, pictures and text sections after DecGuard's.
     ``html`` also writes the HTML page (with ``sidecar``, else the sidecar sections of this
     run); nothing else changes with it."""
     from decguard_pipeline.core.report.golden import CHUNKED_LISTS, result_records
@@ -50,8 +51,9 @@ def emit_report(
             items=lambda: result_records(report.results), chunked=CHUNKED_LISTS,
         )  # fmt: skip
         click.echo(f"report written to {output}", err=True)
-        for path in guarded.write_files(output) if guarded is not None else ():
-            click.echo(f"pipeline results written to {path}", err=True)
+        if guarded is not None:  # the pictures and the sidecar next to the report
+            for path in guarded.write_files(output.parent, output.stem, report=output.name):
+                click.echo(f"pipeline results written to {path}", err=True)
         if report.extensions:  # after the guard's sidecar: sections are merged into it
             from decguard_pipeline.core.report.sidecar import write_section
 
@@ -75,6 +77,10 @@ def emit_report(
             from decguard_pipeline.core.golden.statistics import render_golden_statistics
 
             click.echo("\n" + render_golden_statistics(report.extensions["statistics"]))
+        if "cache" in report.extensions:
+            from decguard_pipeline.core.cache.summary import render_cache
+
+            click.echo("\n" + render_cache(report.extensions["cache"]))
     _exit_for(report.status if guarded is None else guarded.status, fail_on_warn)
 
 
@@ -108,7 +114,8 @@ def _run(
     mode: str, contract: Path, dataset: Path | None, backend: str | None, output: Path | None,
     fmt: str, max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool,
     seed: int | None, properties: tuple[str, ...], minimize: bool | None,
-    suite: str | None = None, html: Path | None = None,
+    suite: str | None = None, html: Path | None = None, cache: Path | None = None,
+    no_cache: bool = False, retry_errors: Path | None = None,
 ) -> None:  # fmt: skip
     with handled():
         import gc
@@ -130,8 +137,18 @@ def _run(
                     gc.freeze()
                     gc.unfreeze()
                 gc.enable()
+        import os
+
+        options = None
+        if cache or retry_errors or (os.environ.get("DECGUARD_CACHE") and not no_cache):
+            from decguard_pipeline.cli.cache_cmd import run_cache_options
+
+            options = run_cache_options(
+                contract, cache=cache, no_cache=no_cache, retry_errors=retry_errors,
+                backend=backend, suite=suite, dataset=dataset,
+            )  # fmt: skip
         report, guarded = run_guarded_test(
-            contract,
+            contract if options is None else options.loaded,
             suite=suite,
             dataset=dataset,
             backend=backend,
@@ -141,7 +158,10 @@ def _run(
             seed=seed,
             properties=list(properties) or None,
             minimize=minimize,
+            cache=None if options is None else options.cache,
         )
+        if options is not None:  # the sidecar section and the text block
+            report.extensions["cache"] = options.cache.stats.section()
         emit_report(report, fmt, output, fail_on_warn, guarded, html=html)
 
 
@@ -160,16 +180,17 @@ def _run(
 @click.option("--suite", default=None,
               help="Only this suite of the contract's pipeline.suites (default: all).")  # fmt: skip
 @html_option
+@cache_options
 def test_command(
     contract: Path, dataset: Path | None, backend: str | None, output: Path | None, fmt: str,
     max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool, all_checks: bool,
     seed: int | None, properties: tuple[str, ...], minimize: bool | None, suite: str | None,
-    html: Path | None,
+    html: Path | None, cache: Path | None, no_cache: bool, retry_errors: Path | None,
 ) -> None:  # fmt: skip
     """Run the golden dataset through a backend and check the contract's gates."""
     _run("all" if all_checks else "test", contract, dataset, backend, output, fmt,
          max_concurrency, fail_on_warn, healthcheck, seed, properties, minimize, suite,
-         html)  # fmt: skip
+         html, cache, no_cache, retry_errors)  # fmt: skip
 
 
 @cli.command()
@@ -183,16 +204,19 @@ def test_command(
 @fail_on_warn_option
 @healthcheck_option
 @html_option
+@cache_options
 def fuzz(
     contract: Path, dataset: Path | None, backend: str | None, seed: int | None,
     properties: tuple[str, ...], minimize: bool | None, output: Path | None, fmt: str,
     max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool, html: Path | None,
+    cache: Path | None, no_cache: bool, retry_errors: Path | None,
 ) -> None:  # fmt: skip
     """Check the contract's metamorphic properties: every case is changed in controlled
     ways (option order, formatting, irrelevant context, paraphrases, ...) and the decision
     distributions before and after are compared. The same seed gives the same run."""
     _run("fuzz", contract, dataset, backend, output, fmt, max_concurrency, fail_on_warn,
-         healthcheck, seed, properties, minimize, html=html)  # fmt: skip
+         healthcheck, seed, properties, minimize, html=html, cache=cache, no_cache=no_cache,
+         retry_errors=retry_errors)  # fmt: skip
 
 
 @cli.command()
@@ -232,12 +256,14 @@ def report(
 def _register_commands() -> None:
     """Commands defined in their own modules (each decorates ``cli`` on import)."""
     from decguard_pipeline.cli import (  # noqa: F401
+        cache_cmd,
         check_cmd,
         diff_cmd,
         list_cmd,
         project_cmd,
         replay_cmd,
         run_cmd,
+        warehouse_cmd,
     )
 
 

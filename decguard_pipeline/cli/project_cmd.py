@@ -34,13 +34,28 @@ from decguard_pipeline.cli.group import cli
     help="Warehouse directory (default data/warehouse or $DECGUARD_WAREHOUSE).",
 )
 @click.option(
+    "--workers",
+    "-j",
+    type=click.IntRange(min=1),
+    envvar="DECGUARD_WORKERS",
+    default=1,
+    show_default=True,
+    help="Evaluate targets in this many worker processes (or $DECGUARD_WORKERS); runs on "
+    "one model server stay "
+    "within the instance's per-server limit (run_queue.tag_concurrency_limits, default 1).",
+)
+@click.option(
     "--fail-on-gate",
     is_flag=True,
     default=False,
     help="Exit 1 when a requirement gate (regression and production gates included) fails.",
 )
 def evaluate(
-    contracts: str | None, backends: tuple[str, ...], warehouse: Path | None, fail_on_gate: bool
+    contracts: str | None,
+    backends: tuple[str, ...],
+    warehouse: Path | None,
+    workers: int,
+    fail_on_gate: bool,
 ) -> None:
     """Register every contract's current targets and materialise all their assets and checks
     through Dagster (persistent instance in $DAGSTER_HOME, default .dagster_home), then print
@@ -64,14 +79,14 @@ def evaluate(
                 f"no contracts found in {where} (give --contracts a decguard.yaml file or a "
                 "folder of <name>/decguard.yaml; several separated by os.pathsep)"
             )
-        from decguard_pipeline.defs.instance import fail_dead_runs, open_instance
+        from decguard_pipeline.defs.instance import fail_dead_runs, open_instance, storage_kind
 
         with open_instance() as instance:
             from decguard_pipeline.definitions import build_definitions
             from decguard_pipeline.defs.main_job import evaluate_all
             from decguard_pipeline.warehouse import Warehouse
 
-            home = instance.root_directory
+            home = f"{instance.root_directory} ({storage_kind(instance)})"
             recovered = fail_dead_runs(instance)
             if recovered:
                 click.echo(
@@ -81,7 +96,15 @@ def evaluate(
                 )
             wh = Warehouse()
             defs = build_definitions(entries, warehouse_root=str(wh.root))
-            result = evaluate_all(defs, entries, instance, wh, backends=list(backends) or None)
+            result = evaluate_all(
+                defs,
+                entries,
+                instance,
+                wh,
+                backends=list(backends) or None,
+                workers=workers,
+                build=build_definitions,
+            )
         raise SystemExit(_report(result, wh, home, fail_on_gate))
 
 
@@ -131,18 +154,23 @@ def sql(query: str, warehouse: Path | None, fmt: str, max_rows: int) -> None:
 
         from decguard_pipeline.core.errors import DecGuardError
         from decguard_pipeline.warehouse import Warehouse
+        from decguard_pipeline.warehouse.store import retrying
 
         wh = Warehouse(warehouse)
-        con = wh.open_catalog()
-        try:
-            relation = con.sql(query)
-            if relation is None:
-                return
-            frame = relation.limit(max_rows).df() if fmt == "table" else relation.df()
+
+        def run() -> Any:
+            with wh.open_catalog() as con:
+                relation = con.sql(query)
+                if relation is None:
+                    return None
+                return relation.limit(max_rows).df() if fmt == "table" else relation.df()
+
+        try:  # again when a compaction deleted a listed file meanwhile
+            frame = retrying(run)
         except duckdb.Error as exc:
             raise DecGuardError(f"query failed: {exc}") from exc
-        finally:
-            con.close()
+        if frame is None:
+            return
         if fmt == "csv":
             frame.to_csv(sys.stdout, index=False)
         elif fmt == "json":

@@ -9,28 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from decguard_pipeline.core.contract.gates import Gates
-
 Comparison = Literal[">=", "<="]
 Check = dict[str, Any]
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
 EXIT_CODES = {PASS: 0, WARN: 0, FAIL: 1}
-
-# golden gate -> (metric, comparison that must hold)
-GOLDEN_GATES: dict[str, tuple[str, Comparison]] = {
-    "min_accuracy": ("accuracy", ">="),
-    "min_macro_f1": ("macro_f1", ">="),
-    "max_nll": ("nll", "<="),
-    "max_brier": ("brier", "<="),
-    "max_ece": ("ece", "<="),
-    "min_coverage": ("coverage", ">="),
-    "max_abstention_rate": ("abstention_rate", "<="),
-    "min_selective_accuracy": ("selective_accuracy", ">="),
-    "max_error_rate": ("error_rate", "<="),
-    "max_latency_p95_ms": ("latency_p95_ms", "<="),
-    "max_ordinal_mae": ("ordinal_mae", "<="),
-}
 
 
 def make_check(
@@ -79,23 +62,6 @@ def overall_status(checks: list[Check]) -> str:
 def exit_code(status: str, *, fail_on_warn: bool = False) -> int:
     """0 for pass (and warn unless ``fail_on_warn``), 1 for fail."""
     return 1 if status == FAIL or (fail_on_warn and status == WARN) else 0
-
-
-def golden_checks(
-    requirements: Gates, warnings: Gates, values: dict[str, float | None]
-) -> list[Check]:
-    """Requirements in field order (``max_error_rate`` appended at 0 unless set), then
-    warnings."""
-    required = requirements.configured()
-    required.setdefault("max_error_rate", 0.0)
-    checks = []
-    for level, gates in (("requirement", required), ("warning", warnings.configured())):
-        for gate, threshold in gates.items():
-            metric, comparison = GOLDEN_GATES[gate]
-            checks.append(
-                make_check(gate, metric, comparison, threshold, values[metric], level=level)
-            )
-    return checks
 
 
 STATUS_RANK = {PASS: 0, WARN: 1, FAIL: 2}

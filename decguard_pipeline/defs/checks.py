@@ -3,29 +3,20 @@ blocking ERROR checks (a failure stops the report), warnings are WARN checks."""
 
 import dagster as dg
 
+from decguard_pipeline.core.golden.gates import configured_gates
 from decguard_pipeline.defs.assets.base import asset_key
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
-from decguard_pipeline.steps import golden as steps
 from decguard_pipeline.steps.contracts import ContractEntry
-
-
-def golden_gates(entry: ContractEntry) -> list[tuple[str, str]]:
-    """(gate, level) of every golden check, in DecGuard's order (implicit max_error_rate)."""
-    contract = entry.require().contract
-    required = list(contract.requirements.configured())
-    if "max_error_rate" not in required:
-        required.append("max_error_rate")
-    return [(g, "requirement") for g in required] + [
-        (g, "warning") for g in contract.warnings.configured()
-    ]
+from decguard_pipeline.steps.golden import gate_results
 
 
 def contract_checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
     if not entry.ok:
         return []
+    contract = entry.require().contract
     gates = [
         Gate(check_name(gate, level), level, ("golden", gate, level), f"{level} {gate}")
-        for gate, level in golden_gates(entry)
+        for gate, level, _ in configured_gates(contract.requirements, contract.warnings)
     ]
     return [
         gate_checks(
@@ -34,6 +25,6 @@ def contract_checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
             gates,
             name=f"{entry.key}_golden_gates",
             description="DecGuard's golden gates: requirements block the report, warnings warn.",
-            load=steps.gate_results,
+            load=gate_results,
         )
     ]

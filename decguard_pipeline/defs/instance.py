@@ -15,40 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
+import yaml
 
+from decguard_pipeline.defs import instance_config
+from decguard_pipeline.defs.instance_config import HEADER  # noqa: F401  (re-exported)
 from decguard_pipeline.steps.contracts import project_root
-
-# The first line of every dagster.yaml we write: a file without it is the user's, never touched.
-HEADER = "# Written by decguard-pipeline: a local instance inside the project."
-
-# One SQLite event log for all runs: the default keeps a database per run and reconnects on
-# every event, which made each evaluation of a small contract ~3x slower.
-BASE_YAML = """\
-event_log_storage:
-  module: dagster.core.storage.event_log
-  class: ConsolidatedSqliteEventLogStorage
-  config:
-    base_dir: {home}/history
-telemetry:
-  enabled: false
-run_queue:
-  max_concurrent_runs: 4
-"""
-
-# Keys checked against dagster 1.13.27's instance schema (dagster/_core/instance/config.py).
-# The default run launcher cannot health-check a run worker, so monitoring fails runs stuck
-# STARTING or CANCELING; runs of `evaluate` whose process died are failed by fail_dead_runs;
-# runs the daemon launched are failed by their code server when their process dies.
-MONITORING_YAML = """\
-run_monitoring:
-  enabled: true
-  start_timeout_seconds: 180
-  cancel_timeout_seconds: 180
-  max_resume_run_attempts: 0
-  poll_interval_seconds: 60
-"""
-
-DAGSTER_YAML = f"{HEADER}\n{BASE_YAML}{MONITORING_YAML}"
 
 LOCK = ".decguard-instance.lock"
 
@@ -73,16 +44,19 @@ def _replace_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def upgrade_config(config: Path) -> bool:
-    """Add run monitoring to a ``dagster.yaml`` that we generated without it; True if changed.
-    A file not starting with our header is the user's and is left alone."""
+def upgrade_config(config: Path, home: Path) -> bool:
+    """Bring a ``dagster.yaml`` that we generated up to date (instance_config.upgraded);
+    True if changed. A file not starting with our header is the user's and is left alone."""
     text = config.read_text()
-    lines = text.splitlines()
-    if not lines or lines[0] != HEADER:
+    if not instance_config.is_ours(text):
         return False
-    if any(line.startswith("run_monitoring:") for line in lines):
+    current = yaml.safe_load(text) or {}
+    if not isinstance(current, dict):
         return False
-    _replace_text(config, text.rstrip("\n") + "\n" + MONITORING_YAML)
+    new = instance_config.upgraded(current, home)
+    if new == current:
+        return False
+    _replace_text(config, instance_config.render(new))
     return True
 
 
@@ -92,17 +66,23 @@ def dagster_home() -> Path:
 
 def ensure_dagster_home() -> Path:
     """``$DAGSTER_HOME``, defaulting to ``.dagster_home`` in the project, created with a
-    ``dagster.yaml`` when missing (and ours upgraded when it lacks run monitoring)."""
+    ``dagster.yaml`` when missing (SQLite, or PostgreSQL when ``DAGSTER_PG_*`` say so), and
+    ours brought up to date (instance_config)."""
     home = dagster_home()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     with _locked(home):
         if not config.exists():
-            _replace_text(config, DAGSTER_YAML.format(home=home))
+            _replace_text(config, instance_config.render(instance_config.generated(home)))
         else:
-            upgrade_config(config)
+            upgrade_config(config, home)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
+
+
+def storage_kind(instance: dg.DagsterInstance) -> str:
+    """``postgres`` or ``sqlite``: where an instance keeps its runs (never the URL)."""
+    return "postgres" if "postgres" in type(instance.run_storage).__module__ else "sqlite"
 
 
 @contextlib.contextmanager

@@ -3,41 +3,21 @@ and checks through Dagster on a persistent instance (what ``decguard-pipeline ev
 ``make run`` do)."""
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import dagster as dg
 
-from decguard_pipeline.defs.instance import owner_tags
+from decguard_pipeline.core.contract.model import DEFAULT_BACKEND
+from decguard_pipeline.defs import parallel
+from decguard_pipeline.defs.job_runs import Outcome
 from decguard_pipeline.defs.jobs import job_name
+from decguard_pipeline.defs.limits import backend_tags
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.registration import discover_and_record
+from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse import Warehouse
-
-# Blocked reports after a failing requirement are expected results, not errors to print.
-QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-
-# What a blocking asset check raises when a requirement gate fails: a verdict, not a crash.
-GATE_FAILURE = "DagsterAssetCheckFailedError"
-
-
-@dataclass
-class Outcome:
-    """One run of the main job. ``failed_steps``: every step that failed, a blocking gate
-    included (a verdict); ``errors``: the steps that broke, with their error (the pipeline
-    failed; ``evaluate`` exits 2). ``run_id`` is None when no run could be started."""
-
-    contract: str
-    target: str
-    success: bool
-    run_id: str | None
-    failed_steps: list[str] = field(default_factory=list)
-    errors: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def broken(self) -> bool:
-        return bool(self.errors) or self.run_id is None
 
 
 @dataclass
@@ -46,47 +26,6 @@ class MainJobResult:
     skipped: list[tuple[str, str, str]] = field(default_factory=list)  # contract, backend, why
     broken: list[tuple[str, str]] = field(default_factory=list)  # contract, error
     production: list[Outcome] = field(default_factory=list)  # target = the day checked
-
-
-def _error_text(error: Any) -> str:
-    """The innermost cause of a step's error (the exception our code raised), one line."""
-    while getattr(error, "cause", None) is not None:
-        error = error.cause
-    message = (error.message or "").strip().splitlines()
-    text = message[0] if message else error.cls_name
-    name = f"{error.cls_name}: "
-    return text.split(name, 1)[1] if name in text else text
-
-
-def run_job(
-    job: Any, instance: dg.DagsterInstance, contract: str, key: str, tags: dict[str, str]
-) -> Outcome:
-    """Execute one partition of a job in this process; a step failing on a blocking gate is
-    a verdict, any other failure (or no run at all) an error of the outcome."""
-    try:
-        result = job.execute_in_process(
-            instance=instance,
-            partition_key=key,
-            raise_on_error=False,
-            run_config=QUIET,
-            tags={**tags, **owner_tags()},
-        )
-    except Exception as exc:  # the run could not even start (e.g. an unknown partition)
-        return Outcome(contract, key, False, None, errors={"run": f"{type(exc).__name__}: {exc}"})
-    failed, errors = [], {}
-    for event in result.all_events:
-        if not (event.is_step_failure and event.step_key):
-            continue
-        failed.append(event.step_key)
-        error = event.step_failure_data.error
-        if error is not None and error.cls_name != GATE_FAILURE:
-            errors[event.step_key] = _error_text(error)
-        elif error is None:
-            errors[event.step_key] = "failed without an error"
-    if not result.success and not failed:  # the run failed outside any step
-        failure = result.get_run_failure_event()
-        errors["run"] = failure.message if failure is not None else "the run failed"
-    return Outcome(contract, key, result.success, result.run_id, failed, errors)
 
 
 def _problem(exc: Exception) -> str:
@@ -102,30 +41,53 @@ def evaluate_all(
     warehouse: Warehouse,
     *,
     backends: list[str] | None = None,
+    workers: int = 1,
+    build: Callable[..., dg.Definitions] | None = None,
 ) -> MainJobResult:
-    """Every contract in turn; a contract that cannot be evaluated (broken file, missing
-    dataset, ...) is reported in ``broken`` and the others still run."""
+    """Every contract: its targets registered, then their runs (and its production days) in
+    ``workers`` processes within the per-server run limits (defs/parallel.py). A contract
+    that cannot be evaluated (broken file, missing dataset, ...) is reported in ``broken``
+    and the others still run. ``build`` (``definitions.build_definitions``) makes each worker
+    process's definitions when ``workers`` > 1."""
     out = MainJobResult()
+    items: list[parallel.Item] = []
+    production: list[bool] = []  # per item: a production chain, else a target
     for entry in entries:
         if not entry.ok:
             out.broken.append((entry.key, entry.error or ""))
             continue
         try:
-            evaluate_contract(defs, entry, instance, warehouse, out, backends=backends)
+            first = len(items)
+            keys = register_targets(entry, instance, warehouse, out, backends=backends)
+            items += target_items(entry, keys, first)
+            days = production_item(entry, after=set(range(first, len(items))))
         except Exception as exc:
+            del items[first:]
             out.broken.append((entry.key, _problem(exc)))
+            continue
+        production += [False] * (len(items) - first)
+        if days is not None:
+            items.append(days)
+            production.append(True)
+    results = parallel.run_items(
+        items, instance, workers=workers, defs=defs, build=build, entries=entries,
+        warehouse_root=str(warehouse.root),
+    )  # fmt: skip
+    for is_production, outcomes in zip(production, results, strict=True):
+        (out.production if is_production else out.outcomes).extend(outcomes)
     return out
 
 
-def evaluate_contract(
-    defs: dg.Definitions,
+def register_targets(
     entry: ContractEntry,
     instance: dg.DagsterInstance,
     warehouse: Warehouse,
     out: MainJobResult,
     *,
     backends: list[str] | None = None,
-) -> None:
+) -> list[str]:
+    """Discover and record the contract's current targets, add the new ones as partitions;
+    their keys."""
     names = [b for b in entry.require().contract.backend_names() if not backends or b in backends]
     found = discover_and_record(
         entry, warehouse, run_id=f"register-{uuid.uuid4().hex[:12]}", backends=names
@@ -137,23 +99,39 @@ def evaluate_contract(
     new = [k for k in keys if k not in known]
     if new:
         instance.add_dynamic_partitions(partitions, new)
-    job = defs.resolve_job_def(job_name(entry))
+    return keys
+
+
+def target_items(entry: ContractEntry, keys: list[str], first: int) -> list[parallel.Item]:
+    """One item per target (``first``: the index of the first one). The other backends wait
+    for the default backend's target: it is their regression baseline, and a diff must not
+    depend on which worker finished first."""
+    items = []
+    baseline = {first + i for i, key in enumerate(keys) if backend_of(key) == DEFAULT_BACKEND}
     for key in keys:
-        tags = {"decguard/target": key, "decguard/trigger": "evaluate"}
-        out.outcomes.append(run_job(job, instance, entry.key, key, tags))
-    out.production += run_production_days(defs, entry, instance)
+        tags = {"decguard/target": key, "decguard/trigger": "evaluate", **backend_tags(entry, key)}
+        after = set() if backend_of(key) == DEFAULT_BACKEND else baseline
+        items.append(parallel.Item(entry.key, [parallel.Run(job_name(entry), key, tags)], after))
+    return items
+
+
+def production_item(entry: ContractEntry, after: set[int]) -> parallel.Item | None:
+    """The contract's production job for every day that has a records file, oldest first
+    (so each day's baseline, the day before, is ingested first), after its targets."""
+    from decguard_pipeline.defs.assets import production as production_assets
+
+    days = production_assets.production_days(entry)
+    if not days:
+        return None
+    job = production_assets.job_name(entry)
+    runs = [parallel.Run(job, day, {"decguard/trigger": "evaluate", "decguard/day": day})
+            for day in days]  # fmt: skip
+    return parallel.Item(entry.key, runs, after)
 
 
 def run_production_days(
     defs: dg.Definitions, entry: ContractEntry, instance: dg.DagsterInstance
 ) -> list[Outcome]:
-    """The contract's production job for every day that has a records file, oldest first
-    (so each day's baseline, the day before, is ingested first)."""
-    from decguard_pipeline.defs.assets import production as production_assets
-
-    days = production_assets.production_days(entry)
-    if not days:
-        return []
-    job = defs.resolve_job_def(production_assets.job_name(entry))
-    tags = {"decguard/trigger": "evaluate"}
-    return [run_job(job, instance, entry.key, day, {**tags, "decguard/day": day}) for day in days]
+    """The contract's production days, run in this process (oldest first)."""
+    item = production_item(entry, set())
+    return [] if item is None else parallel.run_item(item, defs, instance)

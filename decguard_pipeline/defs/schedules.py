@@ -5,6 +5,7 @@ import os
 import dagster as dg
 
 from decguard_pipeline.defs.jobs import AssetJob, job_name
+from decguard_pipeline.defs.limits import backend_tags
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import backend_of
@@ -39,7 +40,11 @@ def nightly_schedule(entry: ContractEntry, job: AssetJob) -> dg.ScheduleDefiniti
                 job_name=job_name(entry),
                 partition_key=key,
                 run_key=f"nightly|{key}|{stamp}",
-                tags={"decguard/target": key, "decguard/trigger": "nightly"},
+                tags={
+                    "decguard/target": key,
+                    "decguard/trigger": "nightly",
+                    **backend_tags(entry, key),
+                },
             )
             for key in latest_per_backend(keys)
         ]

@@ -6,10 +6,11 @@ import uuid
 import dagster as dg
 
 from decguard_pipeline.defs.jobs import AssetJob, job_name
+from decguard_pipeline.defs.limits import backend_tags
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
-from decguard_pipeline.steps import golden as steps
 from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.golden import dataset_hash
 from decguard_pipeline.steps.registration import current_inputs, discover_and_record, evaluated
 from decguard_pipeline.warehouse.store import now
 
@@ -26,7 +27,7 @@ def run_key(entry: ContractEntry, target: str) -> str:
     """Same target, contract and dataset: same key, so Dagster runs it once. A new model
     version, an edited contract or an edited dataset gives a new key and a new run."""
     loaded = entry.require()
-    return f"{entry.key}|{target}|{loaded.hash}|{steps.dataset_hash(entry)}"
+    return f"{entry.key}|{target}|{loaded.hash}|{dataset_hash(entry)}"
 
 
 def model_versions_sensor(
@@ -73,7 +74,11 @@ def model_versions_sensor(
                         job_name=job_name(entry),
                         partition_key=target.key,
                         run_key=run_key(entry, target.key),
-                        tags={"decguard/target": target.key, "decguard/trigger": "sensor"},
+                        tags={
+                            "decguard/target": target.key,
+                            "decguard/trigger": "sensor",
+                            **backend_tags(entry, target.key),
+                        },
                     )
                 )
         return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=additions)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from decguard_pipeline.backends import Backend, create_backend
 from decguard_pipeline.backends.runner import run_cases
@@ -17,6 +17,9 @@ from decguard_pipeline.core.dataset import Dataset, load_dataset
 from decguard_pipeline.core.errors import ContractError, DecGuardError
 from decguard_pipeline.core.report.golden import Report, build_report, dataset_info
 from decguard_pipeline.core.results import CaseResults
+
+if TYPE_CHECKING:
+    from decguard_pipeline.runs.cache import CacheOptions
 
 
 def resolve_dataset(loaded: LoadedContract, dataset: str | Path | None) -> Dataset:
@@ -33,11 +36,20 @@ def resolve_dataset(loaded: LoadedContract, dataset: str | Path | None) -> Datas
     return load_dataset(path, loaded.contract.spec())
 
 
-def make_backend(loaded: LoadedContract, name: str | None) -> Backend:
+def make_backend(
+    loaded: LoadedContract, name: str | None, *, cache: CacheOptions | None = None
+) -> Backend:
+    """The contract's backend ``name``; with ``cache``, its answers go through the response
+    cache (``runs/cache.py``)."""
     contract = loaded.contract
-    return create_backend(
+    backend = create_backend(
         contract.backend_config(name), decision=contract.spec(), name=name or DEFAULT_BACKEND
     )
+    if cache is not None:
+        from decguard_pipeline.runs.cache import attach_cache
+
+        attach_cache(backend, loaded, cache)
+    return backend
 
 
 def check_health(backend: Backend) -> dict[str, str]:
@@ -78,8 +90,10 @@ def run_test(
     seed: int | None = None,
     properties: Sequence[str] | None = None,
     minimize: bool | None = None,
+    cache: CacheOptions | None = None,
 ) -> Report:
-    """The ``decguard test`` / ``fuzz`` / ``test --all`` pipeline."""
+    """The ``decguard test`` / ``fuzz`` / ``test --all`` pipeline (``cache``: the response
+    cache of a backend this function makes; a backend passed in brings its own)."""
     loaded = contract if isinstance(contract, LoadedContract) else load_contract(contract)
     fuzz_plan: Any = None
     if mode != "test":
@@ -88,7 +102,7 @@ def run_test(
         fuzz_plan = plan_properties(loaded, properties, seed=seed, minimize=minimize)
     data = resolve_dataset(loaded, dataset)
     owned = not isinstance(backend, Backend)
-    instance = make_backend(loaded, backend) if owned else backend  # type: ignore[arg-type]
+    instance = make_backend(loaded, backend, cache=cache) if owned else backend  # type: ignore[arg-type]
     assert isinstance(instance, Backend)
     try:
         health = check_health(instance) if check_health_first else None
@@ -98,9 +112,8 @@ def run_test(
             from decguard_pipeline.runs.properties import run_properties
 
             outcome = run_properties(
-                fuzz_plan, loaded, instance, results,
-                max_concurrency=max_concurrency or loaded.contract.evaluation.max_concurrency,
-            )  # fmt: skip
+                fuzz_plan, loaded, instance, results, max_concurrency=max_concurrency
+            )
             property_section, property_checks = outcome
         metadata = instance.metadata()
     finally:

@@ -1,9 +1,11 @@
 """``test`` with the guard extension: suites, extension metrics and checks, the sidecar and the
-pictures. Shared by the CLI and the Dagster assets; no Dagster import.
+pictures. One flow (:func:`run_guarded`) for the CLI and the ``guard_metrics`` step; no Dagster,
+no warehouse.
 
 A contract without the extension goes straight to ``runs.golden.run_test`` (DecGuard's
-behaviour, unchanged). With it, every planned dataset is run through one backend with
-``run_test`` (so each has a DecGuard report of its own), then measured by the core modules.
+behaviour, unchanged). With it, every planned dataset is decided through one backend (so each
+has a DecGuard report of its own), then measured by the core modules (``core/guard/``); the
+step hands in the main dataset's report it read from the warehouse instead of deciding it again.
 Which datasets are planned:
 
 * ``--suite NAME``: that suite alone (its report is the command's report);
@@ -15,99 +17,21 @@ Which datasets are planned:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from decguard_pipeline.backends import Backend
 from decguard_pipeline.core.contract import LoadedContract, load_contract
 from decguard_pipeline.core.dataset import load_dataset
 from decguard_pipeline.core.errors import ContractError
-from decguard_pipeline.core.gates import Check
-from decguard_pipeline.core.guard.extension import (
-    GuardConfig,
-    extension_metrics,
-    guard_config,
-    guard_enabled,
-)
-from decguard_pipeline.core.guard.gates import guard_checks
-from decguard_pipeline.core.guard.render import render_guard
-from decguard_pipeline.core.guard.sidecar import (
-    build_sidecar,
-    evaluation_entry,
-    worst_status,
-)
+from decguard_pipeline.core.guard.evaluation import GuardedRun, measure
+from decguard_pipeline.core.guard.extension import GuardConfig, guard_config, guard_enabled
 from decguard_pipeline.core.guard.suites import suite_summary
-from decguard_pipeline.core.report.golden import Report
-from decguard_pipeline.core.report.jsonio import write_document
-from decguard_pipeline.core.report.sidecar import sidecar_path
-from decguard_pipeline.runs.golden import make_backend, run_test
+from decguard_pipeline.core.report.golden import Report, build_report, dataset_info
+from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend, run_test
 
-
-@dataclass
-class SuiteRun:
-    """One evaluated dataset: its DecGuard report and the extension's block and checks."""
-
-    suite: str | None  # None: a dataset that is not one of the contract's suites
-    report: Report
-    block: dict[str, Any]
-    checks: list[Check]
-
-    @property
-    def status(self) -> str:
-        return worst_status(self.report.status, *(c["status"] for c in self.checks))
-
-
-@dataclass
-class GuardedRun:
-    loaded: LoadedContract
-    config: GuardConfig
-    runs: list[SuiteRun]  # the main evaluation first
-    summary: dict[str, Any] | None
-    images: dict[str, dict[str, Path]] = field(default_factory=dict)  # per run index
-
-    @property
-    def report(self) -> Report:
-        return self.runs[0].report
-
-    @property
-    def status(self) -> str:
-        """Worst over every evaluation, DecGuard's gates included: what the command exits
-        with."""
-        return worst_status(*(run.status for run in self.runs))
-
-    def document(self, report_path: str | Path | None = None) -> dict[str, Any]:
-        """The sidecar document (image paths relative to the sidecar's folder)."""
-        entries = []
-        for index, run in enumerate(self.runs):
-            entry = evaluation_entry(run.suite, run.report.document, run.block, run.checks)
-            entry["images"] = {k: p.name for k, p in self.images.get(index, {}).items()}
-            entries.append(entry)
-        return build_sidecar(
-            self.loaded,
-            self.config,
-            entries,
-            self.summary,
-            created_at=self.report.document["created_at"],
-            report_path=report_path,
-        )
-
-    def render(self) -> str:
-        return render_guard(self.document())
-
-    def write_files(self, report_path: str | Path) -> list[Path]:
-        """The pictures and the sidecar next to the report at ``report_path``."""
-        from decguard_pipeline.core.report.plots import write_images
-
-        report_path = Path(report_path)
-        stem = report_path.stem
-        for index, run in enumerate(self.runs):
-            name = stem if index == 0 else f"{stem}.{run.suite}"
-            title = f"{self.loaded.contract.spec().name} · {run.suite or 'main'}"
-            self.images[index] = write_images(run.block, report_path.parent, name, title=title)
-        path = sidecar_path(report_path)
-        write_document(path, self.document(report_path.name), what="pipeline results")
-        return [*(p for images in self.images.values() for p in images.values()), path]
+if TYPE_CHECKING:  # the cache's modules (Arrow, the warehouse) only for runs that use it
+    from decguard_pipeline.runs.cache import CacheOptions
 
 
 def plan_datasets(
@@ -137,10 +61,16 @@ def plan_datasets(
     return plan + [(name, path) for name, path in suites.items() if name != same]
 
 
-def measure(report: Report, config: GuardConfig, suite: str | None = None) -> SuiteRun:
-    """The extension's metrics and checks for a DecGuard report's results."""
-    block = extension_metrics(report.results, config)
-    return SuiteRun(suite, report, block, guard_checks(block, config))
+class RunOptions(TypedDict, total=False):
+    """``run_test``'s settings besides the dataset and backend (its defaults apply)."""
+
+    max_concurrency: int | None
+    check_health_first: bool
+    mode: str  # test | fuzz | all
+    seed: int | None
+    properties: Sequence[str] | None
+    minimize: bool | None
+    cache: CacheOptions | None  # the response cache of a backend made here
 
 
 def run_guarded_test(
@@ -149,59 +79,69 @@ def run_guarded_test(
     suite: str | None = None,
     dataset: str | Path | None = None,
     backend: str | Backend | None = None,
-    max_concurrency: int | None = None,
-    check_health_first: bool = True,
-    mode: str = "test",
-    seed: int | None = None,
-    properties: Sequence[str] | None = None,
-    minimize: bool | None = None,
+    **options: Unpack[RunOptions],
 ) -> tuple[Report, GuardedRun | None]:
     """``run_test`` plus the guard extension; the run is None for contracts without it (and
     in fuzz mode, which has no golden metrics)."""
     loaded = contract if isinstance(contract, LoadedContract) else load_contract(contract)
-    fuzz_args: dict[str, Any] = {"seed": seed, "properties": properties, "minimize": minimize}
-    if mode == "fuzz" or not guard_enabled(loaded.contract):
+    if options.get("mode") == "fuzz" or not guard_enabled(loaded.contract):
         if suite is not None:
             raise ContractError(f"{loaded.path}: --suite needs pipeline.suites in the contract")
-        report = run_test(
-            loaded,
-            dataset=dataset,
-            backend=backend,
-            max_concurrency=max_concurrency,
-            check_health_first=check_health_first,
-            mode=mode,
-            **fuzz_args,
-        )
-        return report, None
+        return run_test(loaded, dataset=dataset, backend=backend, **options), None
     config = guard_config(loaded.contract, source=str(loaded.path))
     plan = plan_datasets(loaded, suite=suite, dataset=dataset)
-    for _, path in plan[1:]:
-        # a broken suite file fails now, not after the main dataset went through the model
-        if path is not None:
-            load_dataset(path, loaded.contract.spec())
-    owned = not isinstance(backend, Backend)
-    instance = make_backend(loaded, backend) if owned else backend  # type: ignore[arg-type]
-    assert isinstance(instance, Backend)
-    runs = []
-    try:
-        for index, (name, path) in enumerate(plan):
-            report = run_test(
-                loaded,
-                dataset=path,
-                backend=instance,
-                max_concurrency=max_concurrency,
-                check_health_first=check_health_first and index == 0,
-                # properties are checked once, with the main dataset
-                mode=mode if index == 0 else "test",
-                **fuzz_args,
-            )
-            runs.append(measure(report, config, name))
-    finally:
-        if owned:
-            instance.close()
+    guarded = run_guarded(loaded, config, plan, backend=backend, **options)
+    return guarded.report, guarded
+
+
+def run_guarded(
+    loaded: LoadedContract,
+    config: GuardConfig,
+    plan: list[tuple[str | None, Path | None]],
+    *,
+    backend: str | Backend | None,
+    main: Report | None = None,
+    **options: Unpack[RunOptions],
+) -> GuardedRun:
+    """Every dataset of ``plan`` (as :func:`plan_datasets` makes it) evaluated and measured
+    by the extension: what ``test`` and the ``guard_metrics`` step both run.
+
+    ``main``: the main dataset's DecGuard report when it is already built (the step reads
+    the target's evaluation from the warehouse); without it the main dataset goes through
+    ``run_test`` here with ``options`` (the mode and fuzz settings apply to it alone:
+    properties are checked once, with the main dataset). The other suites are decided through
+    the same backend instance, with ``max_concurrency``; its health is checked once, before
+    the first case it decides, unless ``check_health_first`` is false."""
+    spec = loaded.contract.spec()
+    # every suite file is loaded before the first model call: a broken one fails now, not
+    # after the main dataset went through the model (only the main entry has no path)
+    others = [(name, load_dataset(path, spec)) for name, path in plan[1:] if path is not None]
+    reports = [] if main is None else [main]
+    if main is None or others:
+        owned = not isinstance(backend, Backend)
+        cache = options.get("cache")
+        instance = make_backend(loaded, backend, cache=cache) if owned else backend  # type: ignore[arg-type]
+        assert isinstance(instance, Backend)
+        try:
+            health = None
+            if main is None:
+                reports.append(run_test(loaded, dataset=plan[0][1], backend=instance, **options))
+            elif options.get("check_health_first", True):
+                health = check_health(instance)
+            concurrency = options.get("max_concurrency")
+            for _, data in others:
+                results = decide_dataset(loaded, data, instance, max_concurrency=concurrency)
+                info = dataset_info(str(data.path), data.hash, len(data), data.n_labeled)
+                reports.append(
+                    build_report(loaded, info, instance.metadata(), results, health=health)
+                )
+        finally:
+            if owned:
+                instance.close()
+    runs = [measure(report, config, name) for (name, _), report in zip(plan, reports, strict=True)]
     summary = None
     if len(runs) > 1:
         summary = suite_summary(
-            [(r.suite or "main", r.report.results, r.block, r.status) for r in runs], config
+            [(r.label, r.report.results, r.block, r.status) for r in runs], config
         )
-    return runs[0].report, GuardedRun(loaded, config, runs, summary)
+    return GuardedRun(loaded, config, runs, summary)

@@ -11,7 +11,9 @@ from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.rows import golden as T
+from decguard_pipeline.warehouse.rows.base import row_keys
+from decguard_pipeline.warehouse.rows.golden import case_results_from_table
+from decguard_pipeline.warehouse.schema import NO_TARGET
 from decguard_pipeline.warehouse.store import now
 
 
@@ -22,6 +24,11 @@ class Step:
     warehouse: Warehouse
     run_id: str
     at: datetime = field(default_factory=now)
+
+    def keys(self, contract: str, target: str = NO_TARGET) -> dict[str, Any]:
+        """The key columns of this step's rows of one partition, which are also the partition
+        arguments of ``Warehouse.write``."""
+        return row_keys(contract, target, self.run_id, self.at)
 
 
 @dataclass
@@ -45,7 +52,7 @@ def load_evaluated(
     table = warehouse.read_run("case_results", entry.key, target, run["run_id"])
     if table is None:
         raise DecGuardError(f"{entry.key}: case results of run {run['run_id']} are missing")
-    results = T.case_results_from_table(
+    results = case_results_from_table(
         table, loaded.contract.spec(), backend=run["backend"], provider=run["provider"]
     )
     return Evaluated(results, run)

@@ -1,10 +1,10 @@
 """The guard extension as a step (issue 7): what the ``guard_metrics`` asset and its
 checks call. No Dagster here.
 
-The main golden dataset is not decided again: its results are the newest evaluation of the
-target in the warehouse (``case_results``). Every other suite of ``pipeline.suites`` is decided
-through the same target's backend, then every dataset is measured exactly as ``test`` measures
-it (``runs.guard.measure``), so the warehouse rows equal the CLI's sidecar.
+The main golden dataset is not decided again: its DecGuard report is built from the target's
+evaluation in the warehouse (``case_results``) and handed to ``runs.guard.run_guarded``, the
+flow ``test`` runs, which decides every other suite of ``pipeline.suites`` through the target's
+backend and measures every dataset; so the warehouse rows equal the CLI's sidecar.
 """
 
 from __future__ import annotations
@@ -13,23 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
 from decguard_pipeline.core.contract import LoadedContract
-from decguard_pipeline.core.dataset import load_dataset
-from decguard_pipeline.core.gates import combine_checks, overall_status
-from decguard_pipeline.core.guard.extension import GuardConfig, guard_config, metric_rows
-from decguard_pipeline.core.guard.suites import suite_summary
-from decguard_pipeline.core.report.golden import Report, build_report, dataset_info
-from decguard_pipeline.core.report.jsonio import write_document
-from decguard_pipeline.core.results import CaseResults
-from decguard_pipeline.runs.guard import GuardedRun, SuiteRun, measure, plan_datasets
-from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.core.gates import combine_checks
+from decguard_pipeline.core.guard.evaluation import MAIN, GuardedRun, SuiteRun
+from decguard_pipeline.core.guard.extension import GuardConfig, guard_config
+from decguard_pipeline.runs.guard import plan_datasets, run_guarded
+from decguard_pipeline.steps.base import Step, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.golden import golden_report
 from decguard_pipeline.steps.targets import backend_of
-from decguard_pipeline.warehouse.rows import golden as T
+from decguard_pipeline.warehouse.rows.guard import guard_rows, suite_cases_table
 
-MAIN = "main"  # suite label of the main evaluation when its dataset is not a named suite
 SUITE_GATES = "suite_gates"  # DecGuard's own gates on the other suites, as one check
 PARTIAL_RUNS = "partial_runs"
 
@@ -64,9 +58,7 @@ def gate_list(loaded: LoadedContract, config: GuardConfig) -> list[tuple[str, st
 class GuardMeasured:
     """What one materialisation measured and wrote."""
 
-    guarded: GuardedRun  # runs (main first), summary, image paths
-    labels: list[str]  # suite label per run
-    sidecar: Path
+    guarded: GuardedRun  # runs (main first), summary, image and sidecar paths
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # table -> rows
 
     @property
@@ -74,188 +66,47 @@ class GuardMeasured:
         return self.guarded.runs
 
     @property
+    def labels(self) -> list[str]:
+        """Suite label per run."""
+        return [run.label for run in self.runs]
+
+    @property
+    def sidecar(self) -> Path:
+        assert self.guarded.sidecar is not None
+        return self.guarded.sidecar
+
+    @property
     def status(self) -> str:
         return self.guarded.status
 
 
-def _served_version(meta: dict[str, Any], results: CaseResults) -> str | None:
-    """As ``steps.evaluate_target`` records it: the backend's, else the one answers report."""
-    versions = {v for v in results.model_version if v is not None}
-    return meta["model_version"] or (versions.pop() if len(versions) == 1 else None)
-
-
-def _decide_suites(
-    loaded: LoadedContract,
-    target: str,
-    planned: list[tuple[str, Any]],
-    *,
-    max_concurrency: int | None,
-) -> list[tuple[str, Report, dict[str, Any]]]:
-    """``(name, DecGuard report, backend metadata)`` per other suite, through the target's
-    backend (one instance for all, health checked once, as ``test`` does)."""
-    from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend
-
-    out = []
-    backend = make_backend(loaded, backend_of(target))
-    try:
-        health = check_health(backend)
-        for name, data in planned:
-            results = decide_dataset(loaded, data, backend, max_concurrency=max_concurrency)
-            meta = backend.metadata()
-            info = dataset_info(str(data.path), data.hash, len(data), data.n_labeled)
-            out.append((name, build_report(loaded, info, meta, results, health=health), meta))
-    finally:
-        backend.close()
-    return out
-
-
-def measure_target(
-    entry: ContractEntry, target: str, step: steps.Step, *, max_concurrency: int | None = None
-) -> GuardMeasured:
+def measure_target(entry: ContractEntry, target: str, step: Step) -> GuardMeasured:
     """Extension metrics and checks of every planned dataset of a target; pictures and the
-    sidecar under ``report_files``; rows in the ``guard_*`` and ``suite_case_results`` tables."""
+    sidecar under ``report_files``; rows in the ``guard_*`` and ``suite_case_results`` tables.
+    The main dataset is the target's evaluation in the warehouse, its DecGuard report built
+    by the golden steps; the other suites go through the target's backend."""
     loaded = entry.require()
     config = config_of(entry)
-    spec = loaded.contract.spec()
-    plan = plan_datasets(loaded, suite=None, dataset=None)
-    # every suite file is loaded before the first model call (as ``test`` does)
-    others = [(name, load_dataset(path, spec)) for name, path in plan[1:]]
     wh = step.warehouse
-    evaluated = steps.load_evaluated(entry, target, wh, step.run_id)
-    runs = [measure(steps.report_for(entry, target, wh, evaluated), config, plan[0][0])]
-    decided = (
-        _decide_suites(loaded, target, others, max_concurrency=max_concurrency) if others else []
-    )
-    runs += [measure(report, config, name) for name, report, _ in decided]
-    labels = [run.suite or MAIN for run in runs]
-    summary = None
-    if len(runs) > 1:
-        summary = suite_summary(
-            [
-                (label, r.report.results, r.block, r.status)
-                for label, r in zip(labels, runs, strict=True)
-            ],
-            config,
-        )
-    guarded = GuardedRun(loaded, config, runs, summary)
+    main = golden_report(entry, target, wh, run_id=step.run_id).report
+    plan = plan_datasets(loaded, suite=None, dataset=None)
+    from decguard_pipeline.steps.cache import target_cache
 
-    from decguard_pipeline.core.report.plots import write_images
-
+    # the other suites' answers go through the same response cache as the golden cases
+    cache = target_cache(entry, target, step)
+    guarded = run_guarded(loaded, config, plan, backend=backend_of(target), main=main, cache=cache)
     directory = wh.partition_dir("report_files", entry.key, target)
-    stem = f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}"
-    for index, (label, run) in enumerate(zip(labels, runs, strict=True)):
-        name = stem if index == 0 else f"{stem}.{run.suite}"
-        title = f"{spec.name} · {label} · {target}"
-        guarded.images[index] = write_images(run.block, directory, name, title=title)
-    sidecar = directory / f"{stem}.pipeline.json"
-    write_document(sidecar, guarded.document(), what="pipeline results")
+    guarded.write_files(directory, f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}", target=target)
 
-    measured = GuardMeasured(guarded, labels, sidecar)
-    who = {"backend": evaluated.run["backend"], "model_version": evaluated.run["model_version"]}
-    measured.rows = _rows(measured, who, step, entry.key, target)
-    where = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
+    where = step.keys(entry.key, target)
+    backend = main.document["backend"]
+    who = {"backend": backend["name"], "model_version": backend["model_version"]}
+    measured = GuardMeasured(guarded, guard_rows(guarded, {**where, **who}))
     for table, rows in measured.rows.items():
         wh.write(table, rows, **where)
-    if decided:
-        wh.write("suite_case_results", _suite_cases(decided, step, entry.key, target), **where)
+    if len(guarded.runs) > 1:
+        wh.write("suite_case_results", suite_cases_table(guarded.runs[1:], where), **where)
     return measured
-
-
-def _suite_cases(
-    decided: list[tuple[str, Report, dict[str, Any]]], step: steps.Step, key: str, target: str
-) -> pa.Table:
-    parts = []
-    for name, report, meta in decided:
-        results = report.results
-        table = T.case_results_table(
-            results,
-            contract=key,
-            target=target,
-            run_id=step.run_id,
-            recorded_at=step.at,
-            model_version=_served_version(meta, results),
-        )
-        parts.append(table.append_column("suite", pa.array([name] * len(results), pa.string())))
-    return pa.concat_tables(parts)
-
-
-def _parts(block: dict[str, Any]) -> list[tuple[str | None, str | None, dict[str, Any]]]:
-    """``(split key, split value, block)``: the whole set, then every metadata group."""
-    out: list[tuple[str | None, str | None, dict[str, Any]]] = [(None, None, block)]
-    for key, groups in block.get("splits", {}).items():
-        out += [(key, group["value"], group) for group in groups]
-    return out
-
-
-def _rows(
-    measured: GuardMeasured, who: dict[str, Any], step: steps.Step, key: str, target: str
-) -> dict[str, list[dict[str, Any]]]:
-    base = {"contract": key, "target": target, "run_id": step.run_id, "recorded_at": step.at, **who}
-    rows: dict[str, list[dict[str, Any]]] = {
-        "guard_suites": [],
-        "guard_metrics": [],
-        "guard_reliability": [],
-        "guard_risk_coverage": [],
-        "guard_checks": [],
-        "guard_summary": [],
-    }
-    for index, (label, run) in enumerate(zip(measured.labels, measured.runs, strict=True)):
-        block, doc = run.block, run.report.document
-        state = block["run"]
-        images = measured.guarded.images.get(index, {})
-        rows["guard_suites"].append(
-            {
-                **base,
-                "suite": label,
-                "position": index,
-                "is_main": index == 0,
-                "dataset_path": doc["dataset"]["path"],
-                "dataset_hash": doc["dataset"]["hash"],
-                "n_cases": state["total"],
-                "n_labeled": doc["dataset"]["n_labeled"],
-                "n_decided": state["decided"],
-                "n_errored": state["errored"],
-                "errors_by_kind_json": T.to_json(state["errors_by_kind"]),
-                "drop_rate": state["drop_rate"],
-                "run_state": state["state"],
-                "decguard_status": run.report.status,
-                "guard_status": overall_status(run.checks),
-                "status": run.status,
-                "reliability_png": str(images["reliability"]) if images else None,
-                "risk_coverage_png": str(images["risk_coverage"]) if images else None,
-                "sidecar_path": str(measured.sidecar),
-            }
-        )
-        rows["guard_metrics"] += [{**base, **r} for r in metric_rows(block, suite=label)]
-        for split_key, split_value, part in _parts(block):
-            where = {**base, "suite": label, "split_key": split_key, "split_value": split_value}
-            cal = part["calibration"]
-            for binning in ("equal_width", "equal_mass"):
-                rows["guard_reliability"] += [
-                    {**where, "binning": binning, "bin": i, **b}
-                    for i, b in enumerate(cal[f"reliability_{binning}"])
-                ]
-            rows["guard_risk_coverage"] += [{**where, **r} for r in part["risk_coverage"]["sweep"]]
-        rows["guard_checks"] += [
-            {**base, "source": "guard", "suite": label, **c} for c in run.checks
-        ]
-        if index:  # the main evaluation's DecGuard gates are golden gate_results
-            rows["guard_checks"] += [
-                {**base, "source": "decguard", "suite": label, **c} for c in doc["checks"]
-            ]
-    summary = measured.guarded.summary
-    if summary is not None:
-        for aggregate in ("pooled", "mean"):
-            rows["guard_summary"] += [
-                {**base, "aggregate": aggregate, "metric": m, "value": v, "suite": None}
-                for m, v in summary[aggregate].items()
-            ]
-        rows["guard_summary"] += [
-            {**base, "aggregate": "worst", "metric": m, "value": w["value"], "suite": w["suite"]}
-            for m, w in summary["worst"].items()
-            if w is not None
-        ]
-    return rows
 
 
 # -- checks ------------------------------------------------------------------------------
@@ -282,7 +133,7 @@ def check_outcomes(
     wrote any, else the newest."""
     from decguard_pipeline.core.errors import DecGuardError
 
-    rows = steps.run_rows(warehouse, "guard_checks", entry.key, target, run_id)
+    rows = run_rows(warehouse, "guard_checks", entry.key, target, run_id)
     if rows is None:
         raise DecGuardError(f"{entry.key}: target {target!r} has no guard checks yet")
     loaded = entry.require()

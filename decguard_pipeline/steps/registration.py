@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from decguard_pipeline.core.guard.extension import guard_enabled
-from decguard_pipeline.steps import golden as steps
+from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.golden import load_golden, record_target
 from decguard_pipeline.steps.targets import Target, discover_targets
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.store import published_files, read_file
@@ -29,11 +30,11 @@ def discover_and_record(
     recorded in the ``targets`` table when new or changed; unusable backends are skipped
     with the reason."""
     loaded = entry.require()
-    data = steps.load_golden(entry) if loaded.contract.dataset is not None else None
+    data = load_golden(entry) if loaded.contract.dataset is not None else None
     canary = data.inputs[0] if data is not None and len(data) else None
     targets, skipped = discover_targets(loaded, canary_input=canary, backends=backends)
-    step = steps.Step(warehouse, run_id)
-    recorded = [t.key for t in targets if steps.record_target(entry, t, step)]
+    step = Step(warehouse, run_id)
+    recorded = [t.key for t in targets if record_target(entry, t, step)]
     return Discovered(targets, skipped, recorded)
 
 

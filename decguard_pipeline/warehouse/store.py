@@ -13,15 +13,32 @@ import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, unquote
 
-import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from decguard_pipeline.warehouse.manifest import (
+    COMPACTED,
+    COMPACTED_SEED,
+    MANIFEST_SEED,
+    MANIFESTS,
+    SEED,
+    WRITES,
+    counted_files,
+    is_compacted,
+    manifest_table,
+    sql_manifest,
+)
 from decguard_pipeline.warehouse.schema import NO_TARGET, SCHEMA_VERSION, TABLES
+
+if TYPE_CHECKING:
+    import duckdb
+
+# duckdb and pyarrow.compute are imported where they are used: importing Arrow's compute
+# module imports pandas (a third of a second), which a command-line run that only writes
+# the response cache (``write_built``) does not need.
 
 CATALOG = "decguard.duckdb"
 STAMP = "catalog.json"
@@ -33,9 +50,11 @@ STAGING = ".staging"
 # keeps writing to it, and a rename publishes it within moments of the last byte).
 STALE_AFTER_S = 3600.0
 # Published files, and only they, are named ``<UTC timestamp>_<run id>.parquet`` (the empty
-# seed of a table ``00000000_schema.parquet``): every reader lists files with this pattern,
-# so a stray or half-written file left by anything else is never read.
+# seed of a table ``00000000_schema.parquet``), or ``<UTC timestamp>_~<id>.parquet`` once
+# compacted: every reader lists files with this pattern, so a stray or half-written file left
+# by anything else is never read (which of them count is the compaction manifest's to say).
 PUBLISHED = "[0-9]*.parquet"
+_T = TypeVar("_T")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._@=-]")
 
 
@@ -60,8 +79,9 @@ def _name_part(value: str) -> str:
 
 
 def published_files(directory: Path) -> list[Path]:
-    """The published files of a partition folder, oldest first (name order is time order)."""
-    return sorted(directory.glob(PUBLISHED)) if directory.is_dir() else []
+    """The files of a partition folder a reader counts, oldest first (name order is time
+    order): every write that no compaction replaced, and the compacted files that did."""
+    return counted_files(directory)
 
 
 def now() -> datetime:
@@ -101,12 +121,18 @@ class Warehouse:
         target: str = NO_TARGET,
         run_id: str,
         recorded_at: datetime | None = None,
+        catalog: bool = True,
+        compression: str = "zstd",
     ) -> Path:
         """Write one immutable file of ``table`` rows; returns its path.
 
         Files are named ``<UTC timestamp>_<run id>.parquet`` so that name order is time order.
         The rows' ``contract`` and ``target`` must be the partition's (the views read both
-        from the folder names); empty key cells are filled with the write's values."""
+        from the folder names); empty key cells are filled with the write's values.
+        ``catalog=False`` leaves the DuckDB catalog to the next write or query that needs it
+        (a cache directory written every few seconds by a command-line run); ``compression``
+        trades file size for time (``lz4`` writes a table of random digests five times faster
+        than ``zstd``)."""
         schema = TABLES[table]
         if isinstance(data, list):
             data = pa.Table.from_pylist(data, schema=schema)
@@ -115,8 +141,9 @@ class Warehouse:
         at = recorded_at or now()
         data = _in_partition(data, table, contract=contract, target=target, run_id=run_id, at=at)
         final = self._file_for(table, contract, target, run_id, at)
-        self._publish(final, lambda tmp: pq.write_table(data, tmp, compression="zstd"))
-        self.ensure_catalog()
+        self._publish(final, lambda tmp: pq.write_table(data, tmp, compression=compression))
+        if catalog:
+            self.ensure_catalog()
         return final
 
     def _file_for(self, table: str, contract: str, target: str, run_id: str, at: datetime) -> Path:
@@ -124,6 +151,33 @@ class Warehouse:
         directory = self.partition_dir(table, contract, target)
         directory.mkdir(parents=True, exist_ok=True)
         return directory / f"{stamp}_{_name_part(run_id)}.parquet"
+
+    def write_built(
+        self,
+        table: str,
+        data: pa.Table,
+        *,
+        contract: str,
+        target: str,
+        run_id: str,
+        recorded_at: datetime,
+        compression: str = "zstd",
+        **parquet: Any,
+    ) -> Path:
+        """``write`` for rows built column by column with exactly the table's schema and every
+        key cell already the write's (the caller's promise: nothing is cast, filled or
+        checked, so no Arrow compute function runs). Published the same way; the catalog is
+        left to the next ``write`` or query. ``parquet``: more ``ParquetWriter`` options."""
+        if data.schema != TABLES[table]:
+            raise ValueError(f"{table}: rows built with another schema")
+        final = self._file_for(table, contract, target, run_id, recorded_at)
+
+        def write(tmp: str) -> None:
+            with pq.ParquetWriter(tmp, data.schema, compression=compression, **parquet) as writer:
+                writer.write_table(data)
+
+        self._publish(final, write)
+        return final
 
     @contextlib.contextmanager
     def writing(
@@ -151,23 +205,34 @@ class Warehouse:
             yield append
         self.ensure_catalog()
 
-    def _publish(self, final: Path, write: Callable[[str], None]) -> None:
+    def _publish(
+        self,
+        final: Path,
+        write: Callable[[str], None],
+        *,
+        before_rename: Callable[[], None] | None = None,
+    ) -> None:
         """Run ``write`` on a new file in the staging folder, flush it to disk and rename it
         to ``final``: readers see the whole file or none, a killed writer leaves only a
-        staging file (swept later). The file gets the permissions of the process umask."""
-        with self._staged(final) as tmp:
+        staging file (swept later). The file gets the permissions of the process umask.
+        ``before_rename`` runs last before the rename (and may refuse it by raising)."""
+        with self._staged(final, before_rename) as tmp:
             write(tmp)
 
     @contextlib.contextmanager
-    def _staged(self, final: Path) -> Iterator[str]:
+    def _staged(
+        self, final: Path, before_rename: Callable[[], None] | None = None
+    ) -> Iterator[str]:
         """A new file in the staging folder, flushed and renamed to ``final`` when the block
-        ends without error, deleted otherwise."""
+        ends without error (``before_rename`` first), deleted otherwise."""
         self.sweep()
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.staging_dir / f"{os.getpid()}-{uuid.uuid4().hex}{final.suffix}.tmp"
         try:
             yield str(tmp)
             _flush(tmp)
+            if before_rename is not None:
+                before_rename()
             os.replace(tmp, final)
         except BaseException:
             tmp.unlink(missing_ok=True)
@@ -201,22 +266,29 @@ class Warehouse:
     def read_latest(self, table: str, contract: str, target: str = NO_TARGET) -> pa.Table | None:
         """The rows of the newest write of ``table`` for one contract and target."""
         path = self.latest_file(table, contract, target)
-        return None if path is None else read_file(path)
+        if path is None:
+            return None
+        if not is_compacted(path.name):
+            return read_file(path)
+        return _newest_write(read_file(path))  # compaction keeps the newest write apart
 
     def read_run(self, table: str, contract: str, target: str, run_id: str) -> pa.Table | None:
-        """The rows run ``run_id`` wrote (its newest file when it wrote several)."""
-        path = self.run_file(table, contract, target, run_id)
-        return None if path is None else read_file(path)
+        """The rows run ``run_id`` wrote (its newest file when it wrote several), also once
+        compaction has merged its file into a larger one."""
+        files = published_files(self.partition_dir(table, contract, target))
+        write = _run_write(files, run_id)
+        if write is not None:
+            return read_file(write)
+        for path in reversed([p for p in files if is_compacted(p.name)]):
+            rows = pq.read_table(path, filters=[("run_id", "=", run_id)], schema=TABLES[table])
+            if len(rows):
+                return _newest_write(rows)
+        return None
 
     def run_file(self, table: str, contract: str, target: str, run_id: str) -> Path | None:
-        """The newest file run ``run_id`` wrote of ``table`` for one contract and target."""
-        name = f"{_name_part(run_id)}.parquet"
-        files = [
-            p
-            for p in published_files(self.partition_dir(table, contract, target))
-            if p.name.split("_", 1)[-1] == name
-        ]
-        return files[-1] if files else None
+        """The newest file run ``run_id`` wrote of ``table`` for one contract and target
+        (None once compaction has merged it into a larger file)."""
+        return _run_write(published_files(self.partition_dir(table, contract, target)), run_id)
 
     def partitions(self, table: str, contract: str) -> dict[str, list[Path]]:
         """A contract's published files of ``table`` by target, oldest first."""
@@ -232,6 +304,8 @@ class Warehouse:
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """An in-memory DuckDB connection with every table and ``latest_*`` view defined."""
+        import duckdb
+
         self._seed_empty_tables()
         con = duckdb.connect()
         for statement in self.view_statements():
@@ -239,6 +313,9 @@ class Warehouse:
         return con
 
     def query(self, sql: str, params: list[Any] | None = None) -> pa.Table:
+        return retrying(lambda: self._query(sql, params))
+
+    def _query(self, sql: str, params: list[Any] | None) -> pa.Table:
         with self.connect() as con:
             return con.sql(sql, params=params or None).to_arrow_table()
 
@@ -254,7 +331,14 @@ class Warehouse:
         would read as one more partition column."""
         return not any("=" in part for part in self.root.parts)
 
-    def view_statements(self) -> list[str]:
+    def view_statements(self, loose: frozenset[str] | None = None) -> list[str]:
+        """The views of every table, its ``latest_*`` view and ``latest_all_checks``.
+
+        ``loose`` names the tables that still hold files written before a column was added
+        (read with ``union_by_name``, which opens every file's footer before the query
+        starts); every other table binds on its seed file's schema and opens only the files
+        a query reads. Default: as recorded when the catalog was made."""
+        loose = self.loose_tables() if loose is None else loose
         hive = (
             "hive_partitioning = true, hive_types = {'contract': 'VARCHAR', 'target': 'VARCHAR'}"
             if self._hive_partitioning()
@@ -262,17 +346,7 @@ class Warehouse:
         )
         statements = []
         for table in TABLES:
-            pattern = str(self.root / table / "contract=*" / "target=*" / PUBLISHED)
-            pattern = pattern.replace("'", "''")
-            statements.append(
-                f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet('{pattern}', "
-                f"union_by_name = true, {hive})"
-            )
-            statements.append(
-                f"CREATE OR REPLACE VIEW latest_{table} AS SELECT * EXCLUDE (_rank) FROM ("
-                f"SELECT *, dense_rank() OVER (PARTITION BY contract, target "
-                f"ORDER BY recorded_at DESC, run_id DESC) AS _rank FROM {table}) WHERE _rank = 1"
-            )
+            statements += self._table_views(table, hive, union=table in loose)
         # every gate of every feature in one place: golden gates plus each feature's
         # ``<feature>_checks`` table (same columns as gate_results)
         check_tables = ["gate_results", *(t for t in TABLES if t.endswith("_checks"))]
@@ -280,48 +354,123 @@ class Warehouse:
         statements.append(f"CREATE OR REPLACE VIEW latest_all_checks AS {union}")
         return statements
 
+    def _table_views(self, table: str, hive: str, *, union: bool) -> list[str]:
+        """``<table>``: the writes no compaction replaced plus the live compacted files (see
+        warehouse/manifest.py for why a reader never counts a row twice or misses one).
+        ``latest_<table>``: per contract and target the rows of the newest write, by
+        ``recorded_at`` then ``run_id``; compaction never merges a partition's newest write,
+        so this view reads the writes alone and its cost stays flat as history grows."""
+        base = _sql_path(self.root / table)
+        seeds = _sql_path(self.partition_dir(table, "_"))
+        options = f"filename = true, {hive}" + (", union_by_name = true" if union else "")
+        manifest = f"WITH _manifest AS ({sql_manifest(base)}) "
+        writes = (
+            f"SELECT * EXCLUDE (filename) FROM read_parquet(['{seeds}/{SEED}', "
+            f"'{base}/contract=*/target=*/{WRITES}'], {options}) "
+            "WHERE filename NOT IN (SELECT path FROM _manifest WHERE role = 'hidden')"
+        )
+        compacted = (
+            f"SELECT * EXCLUDE (filename) FROM read_parquet(['{seeds}/{COMPACTED_SEED}', "
+            f"'{base}/contract=*/target=*/{COMPACTED}'], {options}) "
+            "WHERE filename IN (SELECT path FROM _manifest WHERE role = 'live')"
+        )
+        return [
+            f"CREATE OR REPLACE VIEW {table} AS {manifest}{writes} UNION ALL BY NAME {compacted}",
+            f"CREATE OR REPLACE VIEW latest_{table} AS {manifest}SELECT * EXCLUDE (_rank) FROM ("
+            f"SELECT *, dense_rank() OVER (PARTITION BY contract, target "
+            f"ORDER BY recorded_at DESC, run_id DESC) AS _rank FROM ({writes})) WHERE _rank = 1",
+        ]
+
     def _seed_empty_tables(self) -> None:
-        """A zero-row file per table so that views bind before the first evaluation."""
+        """Per table, a zero-row file for each glob its views read and a first manifest, so
+        that views bind before the first evaluation and the first compaction."""
         for table, schema in TABLES.items():
-            seed = self.partition_dir(table, "_") / "00000000_schema.parquet"
-            if not seed.exists():
-                seed.parent.mkdir(parents=True, exist_ok=True)
-                self._publish(seed, lambda tmp, s=schema: pq.write_table(s.empty_table(), tmp))
+            folder = self.partition_dir(table, "_")
+            for name in (SEED, COMPACTED_SEED):
+                seed = folder / name
+                if not seed.exists():
+                    seed.parent.mkdir(parents=True, exist_ok=True)
+                    self._publish(seed, lambda tmp, s=schema: pq.write_table(s.empty_table(), tmp))
+            first = self.root / table / MANIFESTS / MANIFEST_SEED
+            if not first.exists():
+                first.parent.mkdir(parents=True, exist_ok=True)
+                empty = manifest_table(0, {}, [])
+                self._publish(first, lambda tmp, t=empty: pq.write_table(t, tmp))
 
     def _stamp(self) -> dict[str, Any]:
-        views = hashlib.sha256("\n".join(self.view_statements()).encode()).hexdigest()
+        """What the catalog must have been made for: schema version, location, the view
+        definitions and every table's columns (a new column re-checks the files)."""
+        views = hashlib.sha256("\n".join(self.view_statements(frozenset())).encode()).hexdigest()
+        columns = "\n".join(f"{t}: {s.names}" for t, s in TABLES.items())
         return {
             "schema_version": SCHEMA_VERSION,
             "root": str(self.root),
             "tables": list(TABLES),
             "views_sha256": views,
+            "columns_sha256": hashlib.sha256(columns.encode()).hexdigest(),
         }
 
-    def ensure_catalog(self) -> Path:
+    def _read_stamp(self) -> dict[str, Any] | None:
+        try:
+            stamp = json.loads((self.root / STAMP).read_text())
+        except (OSError, ValueError):
+            return None
+        return stamp if isinstance(stamp, dict) else None
+
+    def loose_tables(self) -> frozenset[str]:
+        """Tables with a file lacking one of the table's columns now (written by an older
+        version): as recorded with the catalog, else found by reading every file's schema."""
+        stamp = self._read_stamp()
+        code = self._stamp()
+        if stamp is not None and all(stamp.get(k) == v for k, v in code.items()):
+            return frozenset(stamp.get("loose", []))
+        return self.find_loose_tables()
+
+    def find_loose_tables(self) -> frozenset[str]:
+        """Reads the schema of every published file (on a new version, or after compaction
+        rewrote the old files): tables whose files do not all carry every current column."""
+        loose = set()
+        for table, schema in TABLES.items():
+            for path in (self.root / table).glob(f"contract=*/target=*/{PUBLISHED}"):
+                try:
+                    names = set(pq.read_schema(path).names)
+                except FileNotFoundError:  # deleted by a compaction meanwhile
+                    continue
+                if not set(schema.names) <= names:
+                    loose.add(table)
+                    break
+        return frozenset(loose)
+
+    def ensure_catalog(self, *, refresh: bool = False) -> Path:
         """(Re)write the catalog when missing, or made for another schema, location or view
-        definition.
+        definition (or, with ``refresh``, always: compaction after migrating old files).
 
         Built in the staging folder and renamed into place: a reader holding the old catalog
         open keeps reading it, and concurrent writers never share a DuckDB file."""
-        stamp = self._stamp()
-        stamp_path = self.root / STAMP
-        if self.catalog_path.exists() and stamp_path.exists():
-            try:
-                if json.loads(stamp_path.read_text()) == stamp:
-                    return self.catalog_path
-            except ValueError:
-                pass
+        code = self._stamp()
+        stamp = self._read_stamp()
+        if (
+            not refresh
+            and self.catalog_path.exists()
+            and stamp is not None
+            and all(stamp.get(k) == v for k, v in code.items())
+        ):
+            return self.catalog_path
         self.root.mkdir(parents=True, exist_ok=True)
         self.sweep(full=True)  # rare (a new warehouse or version): also clear old leftovers
         self._seed_empty_tables()
-        self._publish(self.catalog_path, self._write_catalog)
-        self._publish(stamp_path, lambda tmp: Path(tmp).write_text(json.dumps(stamp)))
+        loose = self.find_loose_tables()
+        self._publish(self.catalog_path, lambda tmp: self._write_catalog(tmp, loose))
+        record = json.dumps({**code, "loose": sorted(loose)})
+        self._publish(self.root / STAMP, lambda tmp: Path(tmp).write_text(record))
         return self.catalog_path
 
-    def _write_catalog(self, path: str) -> None:
+    def _write_catalog(self, path: str, loose: frozenset[str]) -> None:
+        import duckdb
+
         con = duckdb.connect(path)
         try:
-            for statement in self.view_statements():
+            for statement in self.view_statements(loose):
                 con.execute(statement)
             con.execute(
                 "CREATE OR REPLACE TABLE catalog_info AS SELECT ? AS schema_version, ? AS root",
@@ -339,6 +488,8 @@ class Warehouse:
         except PermissionError:
             if not self.catalog_path.exists():
                 raise
+        import duckdb
+
         return duckdb.connect(str(self.catalog_path), read_only=True)
 
 
@@ -347,6 +498,8 @@ def _in_partition(
 ) -> pa.Table:
     """``data`` with empty key cells set to the write's values; refuses rows of another
     contract or target (the views read those two from the folder names)."""
+    import pyarrow.compute as pc
+
     keys = {"contract": contract, "target": target, "run_id": run_id, "recorded_at": at}
     for name, value in keys.items():
         index = data.schema.get_field_index(name)
@@ -363,6 +516,43 @@ def _in_partition(
                     f"{name} {value!r} partition"
                 )
     return data
+
+
+def retrying(query: Callable[[], _T], attempts: int = 3) -> _T:
+    """Run ``query``, again when it listed a file that compaction deleted before the query
+    opened it (a replaced file, no longer counted by the manifest in effect: the next
+    attempt does not list it). Any other error, or a third miss, is raised."""
+    import duckdb
+
+    for attempt in range(attempts):
+        try:
+            return query()
+        except duckdb.IOException as exc:
+            if "No such file" not in str(exc) or attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _run_write(files: list[Path], run_id: str) -> Path | None:
+    """The newest of ``files`` that run ``run_id`` wrote on its own (not a compacted file)."""
+    name = f"{_name_part(run_id)}.parquet"
+    writes = [p for p in files if p.name.split("_", 1)[-1] == name]
+    return writes[-1] if writes else None
+
+
+def _newest_write(rows: pa.Table) -> pa.Table:
+    """The rows of the newest write (by ``recorded_at``, then ``run_id``) among ``rows``."""
+    import pyarrow.compute as pc
+
+    at = rows.column("recorded_at")
+    rows = rows.filter(pc.equal(at, pc.max(at)))
+    run = rows.column("run_id")
+    return rows.filter(pc.equal(run, pc.max(run)))
+
+
+def _sql_path(path: Path) -> str:
+    """A path inside a SQL string literal."""
+    return str(path).replace("'", "''")
 
 
 def _flush(path: Path) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import struct
 import warnings
 from pathlib import Path
 
@@ -19,9 +18,13 @@ from decguard_pipeline.definitions import build_definitions
 from decguard_pipeline.defs.assets import guard as guard_assets
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
+from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps.contracts import discover_contracts
+from decguard_pipeline.steps.guard import check_outcomes, config_of
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLE_NAMES, EXAMPLES
+from decguard_pipeline_tests.support.golden_assets import materialise
+from decguard_pipeline_tests.support.guard_contracts import cases, partial_contract, png_size
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -75,16 +78,6 @@ ADVERSARIAL = [
 ]
 
 
-def cases(rows: list[tuple[str, str]], prefix: str) -> str:
-    return "".join(
-        json.dumps(
-            {"id": f"{prefix}{i}", "input": text, "expected": label,
-             "metadata": {"difficulty": "hard" if i % 2 else "easy"}}
-        ) + "\n"
-        for i, (text, label) in enumerate(rows)
-    )  # fmt: skip
-
-
 def guard_contract(root: Path, *, min_auroc: float) -> Path:
     """contracts/inject/ with the extension, plus plain.yaml: the same contract without it."""
     folder = root / "contracts" / "inject"
@@ -97,7 +90,8 @@ def guard_contract(root: Path, *, min_auroc: float) -> Path:
     return path
 
 
-def materialise(contracts: Path, key: str, target: str, warehouse: Warehouse):
+def run_job(contracts: Path, key: str, target: str, warehouse: Warehouse):
+    """The contract's whole evaluate job for one target, in process (wiring: blocking checks)."""
     entries = discover_contracts(str(contracts))
     defs = build_definitions(entries, warehouse_root=str(warehouse.root))
     instance = dg.DagsterInstance.ephemeral()
@@ -121,15 +115,10 @@ def guard_metadata(result) -> dict:
     return event.materialization.metadata
 
 
-def png_size(data: bytes) -> tuple[int, int]:
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
-    return struct.unpack(">II", data[16:24])
-
-
 def test_rows_equal_the_cli_sidecar_and_warnings_do_not_block(tmp_path, ours, ref):
     contract = guard_contract(tmp_path, min_auroc=0.4)
     wh = Warehouse(tmp_path / "wh")
-    result = materialise(contract.parent.parent, "inject", TARGET, wh)
+    result = run_job(contract.parent.parent, "inject", TARGET, wh)
     assert result.success
     assert {"inject/guard_metrics", "inject/report"} <= materialised(result)
 
@@ -276,7 +265,7 @@ def test_rows_equal_the_cli_sidecar_and_warnings_do_not_block(tmp_path, ours, re
 def test_a_failing_extension_requirement_blocks_the_report(tmp_path, ours):
     contract = guard_contract(tmp_path, min_auroc=0.8)
     wh = Warehouse(tmp_path / "wh")
-    result = materialise(contract.parent.parent, "inject", TARGET, wh)
+    result = run_job(contract.parent.parent, "inject", TARGET, wh)
     assert not result.success
     done = materialised(result)
     assert {"inject/golden_metrics", "inject/guard_metrics"} <= done
@@ -294,53 +283,47 @@ def test_a_failing_extension_requirement_blocks_the_report(tmp_path, ours):
     assert ours("test", contract).exit_code == 1  # the CLI fails the same contract
 
 
-PARTIAL = """\
-schema_version: "0.1"
-decision: {{name: flagged, type: noul}}
-backend: {{provider: http, url: "{url}"}}
-dataset: partial.jsonl
-requirements: {{max_error_rate: 0.5}}
-pipeline:
-  partial_runs: {{warn_from: 0.05, partial_above: 0.2{extra}}}
-"""
-
-
 @pytest.mark.parametrize(
-    ("failures", "extra", "state", "severity", "success"),
+    ("failures", "extra", "state", "severity"),
     [
-        (2, "", "warning", dg.AssetCheckSeverity.WARN, True),
-        (5, ", fail_partial: true", "partial", dg.AssetCheckSeverity.ERROR, False),
+        (2, "", "warning", dg.AssetCheckSeverity.WARN),
+        (5, ", fail_partial: true", "partial", dg.AssetCheckSeverity.ERROR),
     ],
 )
 def test_partial_runs_are_flagged_in_rows_metadata_and_checks(
-    tmp_path, loopback, failures, extra, state, severity, success
+    tmp_path, loopback, failures, extra, state, severity
 ):
+    """The assets as plain functions (Dagster's direct invocation): ``case_results``, then
+    ``guard_metrics``; the check's body (stored outcomes, then the result) as plain calls."""
     server = loopback({"default": {"yes": 0.3, "no": 0.7}})
     folder = tmp_path / "contracts" / "inject"
-    folder.mkdir(parents=True)
-    rows = [
-        {"id": f"status=500-{i}" if i < failures else f"ok-{i}", "input": f"message {i}",
-         "expected": "yes" if i % 2 else "no"}
-        for i in range(20)
-    ]  # fmt: skip
-    (folder / "partial.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (folder / "decguard.yaml").write_text(PARTIAL.format(url=server.url, extra=extra))
-    wh = Warehouse(tmp_path / "wh")
-    result = materialise(folder.parent, "inject", "default@v1", wh)
-    assert result.success is success
-    assert ("inject/report" in materialised(result)) is success
+    partial_contract(folder, server.url, failures, extra)
+    [entry] = discover_contracts(str(folder.parent))
+    materialise(entry, "default@v1", tmp_path / "wh", names=("case_results",))
+    [guard_metrics] = guard_assets.assets(entry)
+    resources = {"warehouse": WarehouseResource(root=str(tmp_path / "wh"))}
+    done = guard_metrics(dg.build_asset_context(partition_key="default@v1", resources=resources))
 
+    wh = Warehouse(tmp_path / "wh")
     stored = wh.read_latest("guard_suites", "inject", "default@v1").to_pylist()
     assert [(r["suite"], r["n_errored"], r["drop_rate"], r["run_state"]) for r in stored] == [
         ("main", failures, failures / 20, state)
     ]
     assert json.loads(stored[0]["errors_by_kind_json"]) == {"backend_error": failures}
-    [check] = [e for e in result.get_asset_check_evaluations() if e.check_name == "partial_runs"]
+    meta = done.metadata
+    assert (meta["run_state"], meta["drop_rate"].value) == (state, failures / 20)
+    assert f"**{state} run** on `main`: {failures} of 20 cases errored" in meta["summary"].value
+
+    outcomes = check_outcomes(entry, "default@v1", wh, stored[0]["run_id"])
+    [gate] = [g for g in guard_assets.gates(entry, config_of(entry)) if g.name == "partial_runs"]
+    asset = dg.AssetKey(["inject", "guard_metrics"])
+    check = guard_assets.check_result(outcomes[gate.key], asset, gate.name)
     assert (check.passed, check.severity) == (False, severity)
     assert f"({failures} of 20 cases errored)" in check.description
-    meta = guard_metadata(result)
-    assert (meta["run_state"].value, meta["drop_rate"].value) == (state, failures / 20)
-    assert f"**{state} run** on `main`: {failures} of 20 cases errored" in meta["summary"].value
+    # only a requirement blocks the report (the blocking itself: the test above)
+    [checks] = guard_assets.checks(entry)
+    [spec] = [s for s in checks.check_specs if s.name == "partial_runs"]
+    assert spec.blocking is (severity == dg.AssetCheckSeverity.ERROR)
 
 
 def test_bad_guarded_labels_are_a_contract_error_in_dagster_and_validate(tmp_path, ours):
@@ -353,17 +336,9 @@ def test_bad_guarded_labels_are_a_contract_error_in_dagster_and_validate(tmp_pat
     node = defs.resolve_asset_graph().get(dg.AssetKey(["inject", "guard_metrics"]))
     assert message in (node.description or "")
     assert not guard_assets.checks(entries[0])
-    instance = dg.DagsterInstance.ephemeral()
-    instance.add_dynamic_partitions(targets_name("inject"), [TARGET])
-    ran = dg.materialize(
-        [defs.get_assets_def(dg.AssetKey(["inject", "guard_metrics"]))],
-        instance=instance,
-        partition_key=TARGET,
-        raise_on_error=False,
-    )
-    assert not ran.success
-    failure = next(e for e in ran.all_events if e.is_step_failure)
-    assert message in str(failure.step_failure_data.user_failure_data.description)
+    with pytest.raises(dg.Failure) as failed:  # the asset, called as a plain function
+        defs.get_assets_def(dg.AssetKey(["inject", "guard_metrics"]))()
+    assert message in str(failed.value.description)
 
     checked = ours("validate", contract)
     assert checked.exit_code == 2

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -24,144 +22,19 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline_tests.conftest import EXAMPLES, ROOT
-
-DAYS = ("2026-11-08", "2026-11-09")  # the healthy day passes, the drifting day fails its gates
-CASES = EXAMPLES / "refund" / "cases.jsonl"
-MOCK = """\
-  provider: mock
-  model: tiny-v1
-  rules:
-    - contains: damaged
-      probabilities: {refund: 0.96, reject: 0.01, review: 0.03}
-    - contains: never arrived
-      probabilities: {refund: 0.90, reject: 0.02, review: 0.08}
-  default: {refund: 0.20, reject: 0.15, review: 0.65}
-"""
-# the same model behind a loopback decguard.http/0.1 server
-SERVED = {
-    "rules": [
-        {"contains": "damaged", "probabilities": {"refund": 0.96, "reject": 0.01, "review": 0.03}},
-        {"contains": "never arrived",
-         "probabilities": {"refund": 0.90, "reject": 0.02, "review": 0.08}},
-    ],
-    "default": {"refund": 0.20, "reject": 0.15, "review": 0.65},
-}  # fmt: skip
-LABELS = ("refund", "reject", "review")
-VIEWS = "SELECT view_name FROM duckdb_views() WHERE NOT internal"
-
-
-def http(url: str) -> str:
-    return f"  provider: http\n  model: tiny-v1\n  url: {url}\n  timeout_s: 20\n"
-
-
-def write_contract(folder: Path, backend: str, *, ids: Callable[[int], str] | None = None) -> Path:
-    """A refund contract on the first four golden cases (case ids renamed by ``ids``)."""
-    import json
-
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = CASES.read_text().splitlines()[:4]
-    cases = []
-    for i, line in enumerate(lines):
-        case = json.loads(line)
-        if ids is not None:
-            case["id"] = ids(i)
-        cases.append(json.dumps(case))
-    (folder / "cases.jsonl").write_text("\n".join(cases) + "\n")
-    path = folder / "decguard.yaml"
-    path.write_text(
-        textwrap.dedent(
-            """\
-            schema_version: "0.1"
-            decision:
-              name: refund_request
-              type: choice
-              options: [refund, reject, review]
-            dataset: cases.jsonl
-            requirements:
-              min_accuracy: 0.5
-            production:
-              requirements:
-                min_accuracy: 0.9
-            backend:
-            """
-        )
-        + backend
-    )
-    return path
-
-
-class Place:
-    """A temporary instance, warehouse, contracts folder and production folder."""
-
-    def __init__(self, tmp: Path, *, days: bool = False) -> None:
-        self.home = tmp / "home"
-        self.wh = Warehouse(tmp / "wh")
-        self.contracts = tmp / "contracts"
-        self.production = tmp / "production"
-        (self.production / "tiny").mkdir(parents=True)
-        if days:
-            for day in DAYS:
-                source = ROOT / "data" / "production" / "refund" / f"{day}.jsonl"
-                shutil.copy(source, self.production / "tiny" / f"{day}.jsonl")
-
-    def env(self) -> dict[str, str]:
-        return {
-            "DAGSTER_HOME": str(self.home),
-            "DECGUARD_WAREHOUSE": str(self.wh.root),
-            "DECGUARD_PRODUCTION": str(self.production),
-            "DECGUARD_CONTRACTS": str(self.contracts),
-        }
-
-    def use(self, monkeypatch: pytest.MonkeyPatch) -> Place:
-        for name, value in self.env().items():
-            monkeypatch.setenv(name, value)
-        return self
-
-    def spawn(self, *args: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "decguard_pipeline", "evaluate", *args],
-            env={**os.environ, **self.env()},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-    def runs(self) -> list[dg.DagsterRun]:
-        with dg.DagsterInstance.from_config(str(self.home)) as instance:
-            return list(instance.get_runs())
-
-    def query_every_view(self) -> dict[str, int]:
-        """``count(*)`` of every view of the catalog, opened read-only as an analyst would."""
-        con = self.wh.open_catalog()
-        try:
-            views = [
-                r[0]
-                for r in con.execute(
-                    "SELECT view_name FROM duckdb_views() WHERE NOT internal"
-                ).fetchall()
-            ]
-            return {v: con.execute(f"SELECT count(*) FROM {v}").fetchone()[0] for v in views}
-        finally:
-            con.close()
-
-
-def finish(process: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str, str]:
-    out, err = process.communicate(timeout=timeout)
-    return process.returncode, out, err
-
-
-def unfinished(runs: list[dg.DagsterRun]) -> list[str]:
-    stuck = {dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING}
-    return [f"{r.run_id} {r.status}" for r in runs if r.status in stuck]
-
-
-def summary_line(stdout: str, key: str) -> str:
-    return next(line for line in stdout.splitlines() if key in line)
-
-
-# -- item 12: no contracts ---------------------------------------------------------------------
+from decguard_pipeline_tests.support.evaluate_places import (
+    DAYS,
+    LABELS,
+    MOCK,
+    SERVED,
+    VIEWS,
+    Place,
+    finish,
+    http,
+    summary_line,
+    unfinished,
+    write_contract,
+)
 
 
 def test_no_contracts_is_a_clear_error_with_exit_2(tmp_path, monkeypatch, ours):
@@ -283,7 +156,7 @@ def test_generated_instance_monitors_runs_and_ours_is_upgraded(tmp_path, monkeyp
     old = f"{HEADER}\ntelemetry:\n  enabled: false\nrun_queue:\n  max_concurrent_runs: 2\n"
     config.write_text(old)
     ensure_dagster_home()
-    assert config.read_text().startswith(old)
+    assert config.read_text().startswith(HEADER)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert instance.run_monitoring_enabled
         assert instance.get_concurrency_config().run_queue_config.max_concurrent_runs == 2

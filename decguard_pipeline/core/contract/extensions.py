@@ -9,6 +9,7 @@ reference): they go to a ``<report>.pipeline.json`` sidecar, the warehouse and t
 from __future__ import annotations
 
 from decguard_pipeline.core.contract.baseline import BaselineSettings
+from decguard_pipeline.core.contract.cache import CacheSettings
 from decguard_pipeline.core.contract.extension_gates import GuardGates
 from decguard_pipeline.core.contract.guard_settings import (
     CalibrationSettings,
@@ -35,3 +36,4 @@ class PipelineSection(Strict):
     requirements: GuardGates = GuardGates()
     warnings: GuardGates = GuardGates()
     production: ProductionExtension | None = None  # check extensions, docs/production.md
+    cache: CacheSettings | None = None  # the response cache, docs/cache.md (not hashed)

@@ -90,16 +90,23 @@ def guard_config(contract: Contract, *, source: str = "<contract>") -> GuardConf
     )
 
 
-def _block(results: CaseResults, config: GuardConfig, *, with_splits: bool) -> dict[str, Any]:
+def _block(
+    results: CaseResults,
+    config: GuardConfig,
+    *,
+    with_splits: bool,
+    golden: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     labeled = results.ok & (results.expected_index >= 0)
     confidence = results.confidence[labeled]
     correct = results.selected[labeled] == results.expected_index[labeled]
     rc = config.risk_coverage
-    golden = golden_metrics(
-        results,
-        calibration_bins=config.calibration_bins,
-        confidence_threshold=config.confidence_threshold,
-    )
+    if golden is None:
+        golden = golden_metrics(
+            results,
+            calibration_bins=config.calibration_bins,
+            confidence_threshold=config.confidence_threshold,
+        )
     block: dict[str, Any] = {
         "run": run_summary(
             results,
@@ -141,12 +148,21 @@ def _groups(results: CaseResults, config: GuardConfig, key: str) -> list[dict[st
     ]
 
 
-def extension_metrics(results: CaseResults, contract: Contract | GuardConfig) -> dict[str, Any]:
+def extension_metrics(
+    results: CaseResults,
+    contract: Contract | GuardConfig,
+    *,
+    golden: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The extension block of one evaluation: ``run``, ``golden`` (DecGuard's gate values,
     repeated so groups and suites can be compared), ``guard``, ``calibration``,
-    ``risk_coverage`` and ``splits`` (the same, per value of each ``split_by`` key)."""
+    ``risk_coverage`` and ``splits`` (the same, per value of each ``split_by`` key).
+
+    ``golden``: DecGuard's metrics of ``results`` under the contract's evaluation settings
+    when they are already computed (a report's ``metrics``); else they are computed here.
+    Groups always compute their own."""
     config = contract if isinstance(contract, GuardConfig) else guard_config(contract)
-    return _block(results, config, with_splits=True)
+    return _block(results, config, with_splits=True, golden=golden)
 
 
 def worst_label(block: dict[str, Any], metric: str) -> tuple[float | None, str | None, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from decguard_pipeline.core.formatting import num, pct
+from decguard_pipeline.core.formatting import num, pct, signed
 from decguard_pipeline.core.guard.extension import headline
 
 VERDICTS = {
@@ -23,10 +23,6 @@ TABLE_COLUMNS = {
     "fpr": "FPR",
     "aurc": "AURC",
 }
-
-
-def signed(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.3f}"
 
 
 def render_guard(doc: dict[str, Any]) -> str:

@@ -30,6 +30,7 @@ from decguard_pipeline.core.production.drift import compute_drift
 from decguard_pipeline.core.production.loader import RecordSet, release_free_memory
 from decguard_pipeline.core.production.record_text import string_bytes
 from decguard_pipeline.core.production.segments import measure
+from decguard_pipeline.core.report.golden import contract_section
 from decguard_pipeline.core.report.jsonio import dumps, print_document, write_document
 
 CHECK_VERSION = "0.1"
@@ -165,19 +166,6 @@ def evaluate(
     }
 
 
-def contract_info(loaded: LoadedContract) -> dict[str, Any]:
-    contract = loaded.contract
-    spec = contract.spec()
-    return {
-        "name": spec.name,
-        "type": spec.type,
-        "labels": list(spec.labels),
-        "schema_version": contract.schema_version,
-        "hash": loaded.hash,
-        "path": str(loaded.path),
-    }
-
-
 def build_report(
     loaded: LoadedContract,
     data: RecordSet,
@@ -194,7 +182,7 @@ def build_report(
         "created_at": created_at or now_iso(),
         "status": result["status"],
         "exit_code": result["exit_code"],
-        "contract": contract_info(loaded),
+        "contract": contract_section(loaded),
         "evaluation": contract.evaluation.model_dump(),
         "config": contract.production.model_dump(mode="json"),
         "dataset": {

@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from decguard_pipeline.core.contract import Contract, Evaluation, Gates, LoadedContract
+from decguard_pipeline.core.contract import Evaluation, Gates, LoadedContract
 from decguard_pipeline.core.dataset import gc_paused
-from decguard_pipeline.core.gates import EXIT_CODES, golden_checks, overall_status
+from decguard_pipeline.core.gates import EXIT_CODES, overall_status
+from decguard_pipeline.core.golden.gates import golden_checks
 from decguard_pipeline.core.golden.metrics import gate_values, golden_metrics
 from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.results import CaseResults
@@ -126,10 +127,6 @@ def failures(results: CaseResults) -> list[dict[str, Any]]:
     return out
 
 
-def evaluation_of(contract: Contract) -> Evaluation:
-    return contract.evaluation
-
-
 def metrics_for(results: CaseResults, evaluation: Evaluation) -> dict[str, Any]:
     return golden_metrics(
         results,
@@ -163,7 +160,6 @@ def build_report(
 ) -> Report:
     """Evaluate results against a contract; pure apart from the timestamp."""
     contract = loaded.contract
-    spec = contract.spec()
     with gc_paused():  # a failure dict per mistake, 60k of them in a large run
         metrics = metrics_for(results, contract.evaluation)
         failed = failures(results)
@@ -176,14 +172,7 @@ def build_report(
         "mode": mode,
         "status": status,
         "exit_code": EXIT_CODES[status],
-        "contract": {
-            "name": spec.name,
-            "type": spec.type,
-            "labels": list(spec.labels),
-            "schema_version": contract.schema_version,
-            "hash": loaded.hash,
-            "path": str(loaded.path),
-        },
+        "contract": contract_section(loaded),
         "dataset": dataset,
         "backend": backend,
         "health": health,
@@ -197,6 +186,19 @@ def build_report(
         "properties": properties,
     }
     return Report(document, results)
+
+
+def contract_section(loaded: LoadedContract) -> dict[str, Any]:
+    """The ``contract`` section of a report: which decision, which file, which version."""
+    spec = loaded.contract.spec()
+    return {
+        "name": spec.name,
+        "type": spec.type,
+        "labels": list(spec.labels),
+        "schema_version": loaded.contract.schema_version,
+        "hash": loaded.hash,
+        "path": str(loaded.path),
+    }
 
 
 def dataset_info(path: str, hash_: str, n_cases: int, n_labeled: int) -> dict[str, Any]:

@@ -54,6 +54,10 @@ def _reliability_panel(axes: Any, bins: list[dict[str, Any]], title: str) -> Non
     axes.legend(loc="upper left", fontsize=8)
 
 
+def _curve(axes: Any, xs: list[float], ys: list[float], color: str) -> None:
+    axes.plot(xs, ys, marker="o", markersize=3, color=color)
+
+
 def reliability_png(calibration: dict[str, Any], *, title: str = "") -> bytes:
     """Reliability diagram: equal-width and equal-mass bins side by side; the red segments
     are each bin's gap (below the diagonal = over-confident)."""
@@ -84,13 +88,7 @@ def risk_coverage_png(risk_coverage: dict[str, Any], *, title: str = "") -> byte
     figure = _figure(SIZE if costed else (SIZE[0] / 2 + 0.5, SIZE[1]))
     panels = figure.subplots(1, 2) if costed else [figure.subplots(1, 1)]
     axes = panels[0]
-    axes.plot(
-        [r["coverage"] for r in rows],
-        [r["selective_risk"] for r in rows],
-        marker="o",
-        markersize=3,
-        color="tab:blue",
-    )
+    _curve(axes, [r["coverage"] for r in rows], [r["selective_risk"] for r in rows], "tab:blue")
     # label each distinct point once, with the highest threshold that reaches it
     labelled: dict[tuple[float, float], float] = {}
     for r in rows:
@@ -106,13 +104,8 @@ def risk_coverage_png(risk_coverage: dict[str, Any], *, title: str = "") -> byte
     if costed:
         cost_axes = panels[1]
         priced = [r for r in risk_coverage["sweep"] if r["cost_per_1000"] is not None]
-        cost_axes.plot(
-            [r["threshold"] for r in priced],
-            [r["cost_per_1000"] for r in priced],
-            marker="o",
-            markersize=3,
-            color="tab:green",
-        )
+        thresholds = [r["threshold"] for r in priced]
+        _curve(cost_axes, thresholds, [r["cost_per_1000"] for r in priced], "tab:green")
         best = risk_coverage["cheapest"]
         cost_axes.axvline(best["threshold"], color="grey", linestyle="--", linewidth=1)
         cost_axes.set_xlabel("confidence threshold")

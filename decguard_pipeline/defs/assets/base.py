@@ -4,7 +4,7 @@ the contract changes, and the per-target asset whose body is one step call.
 (No ``from __future__ import annotations`` in modules with Dagster-decorated functions:
 Dagster reads the context annotations at definition time.)"""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import dagster as dg
@@ -12,7 +12,7 @@ import dagster as dg
 from decguard_pipeline.core.product import __version__
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
-from decguard_pipeline.steps import base as steps
+from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import ContractEntry
 
 
@@ -26,31 +26,39 @@ def code_version(entry: ContractEntry) -> str:
     return f"{__version__}-{entry.require().hash.removeprefix('sha256:')[:12]}"
 
 
+def step_of(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> Step:
+    """Where an asset body writes: the warehouse and the run's id (Dagster's ``EPHEMERAL``
+    when a test calls the asset as a plain function, where ``context.run`` is not set)."""
+    return Step(warehouse.get(), context.op_execution_context.run_id)
+
+
 def target_asset(
     entry: ContractEntry,
     name: str,
     *,
-    run: Callable[[ContractEntry, str, steps.Step], Any],
+    run: Callable[[ContractEntry, str, Step], Any],
     metadata: Callable[[Any], dict[str, Any]],
     description: str,
     kinds: frozenset[str] = frozenset({"python", "parquet"}),
+    deps: Sequence[dg.AssetKey] | None = None,
 ) -> dg.AssetsDefinition:
-    """A feature's asset: partitioned by target, after ``case_results`` (not after the
-    golden gates, so a candidate failing them is still measured), its body one step call."""
+    """An asset partitioned by target whose body is one step call, shown by ``metadata``.
+    A feature's comes after ``case_results`` (the default ``deps``; not after the golden
+    gates, so a candidate failing them is still measured)."""
 
     @dg.asset(
         key=asset_key(entry, name),
         group_name=entry.key,
         code_version=code_version(entry),
         partitions_def=targets_partitions(entry.key),
-        deps=[asset_key(entry, "case_results")],
+        deps=[asset_key(entry, "case_results")] if deps is None else list(deps),
         kinds=set(kinds),
         description=description,
     )
     def _target_asset(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource
     ) -> dg.MaterializeResult:
-        step = steps.Step(warehouse.get(), context.run.run_id)
-        return dg.MaterializeResult(metadata=metadata(run(entry, context.partition_key, step)))
+        done = run(entry, context.partition_key, step_of(context, warehouse))
+        return dg.MaterializeResult(metadata=metadata(done))
 
     return _target_asset

@@ -1,18 +1,40 @@
 """The asset group of one contract: contract -> golden_dataset -> case_results ->
-golden_metrics -> report; the last three partitioned by target.
+golden_metrics -> report; the last three partitioned by target. Bodies are one step call
+(``steps/golden.py``); what the UI shows is ``defs/metadata/golden.py``.
 
 (No ``from __future__ import annotations`` in modules with Dagster-decorated functions:
 Dagster reads the context annotations at definition time.)"""
 
 import dagster as dg
 
-from decguard_pipeline.defs.assets.base import asset_key, code_version
-from decguard_pipeline.defs.metadata import base as md
-from decguard_pipeline.defs.partitions import targets_partitions
+from decguard_pipeline.defs.assets.base import asset_key, code_version, step_of, target_asset
+from decguard_pipeline.defs.metadata.golden import (
+    case_results_metadata,
+    contract_metadata,
+    dataset_metadata,
+    golden_metrics_metadata,
+    report_metadata,
+)
 from decguard_pipeline.defs.resources import WarehouseResource
-from decguard_pipeline.steps import golden as steps
 from decguard_pipeline.steps.contracts import ContractEntry
-from decguard_pipeline.warehouse.rows.golden import flat_metrics
+from decguard_pipeline.steps.golden import (
+    evaluate_target,
+    record_contract,
+    record_dataset,
+    score_target,
+    write_report,
+)
+
+PARQUET, JSON = frozenset({"python", "parquet"}), frozenset({"python", "json"})
+# The assets partitioned by target, in order: (name, step, metadata, kinds, description).
+PER_TARGET = (
+    ("case_results", evaluate_target, case_results_metadata, PARQUET,
+     "Every golden case through the target's backend: one row per case."),
+    ("golden_metrics", score_target, golden_metrics_metadata, PARQUET,
+     "DecGuard's golden metrics and gate results of the newest run."),
+    ("report", write_report, report_metadata, JSON,
+     "DecGuard 0.1 report file, verified as the reference verifies it."),
+)  # fmt: skip
 
 
 def report_inputs(entry: ContractEntry) -> list[dg.AssetKey]:
@@ -39,11 +61,9 @@ def broken_contract_asset(entry: ContractEntry) -> dg.AssetsDefinition:
 def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
     if not entry.ok:
         return [broken_contract_asset(entry)]
-    loaded = entry.require()
-    parts = targets_partitions(entry.key)
     version = code_version(entry)
     group = entry.key
-    spec = loaded.contract.spec()
+    spec = entry.require().contract.spec()
 
     @dg.asset(
         key=asset_key(entry, "contract"),
@@ -55,15 +75,9 @@ def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
     def contract(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource
     ) -> dg.MaterializeResult:
-        row = steps.record_contract(entry, steps.Step(warehouse.get(), context.run.run_id))
+        row = record_contract(entry, step_of(context, warehouse))
         return dg.MaterializeResult(
-            metadata={
-                "hash": row["contract_hash"],
-                "path": dg.MetadataValue.path(row["path"]),
-                "labels": ", ".join(row["labels"]),
-                "backends": ", ".join(row["backends"]),
-            },
-            data_version=dg.DataVersion(row["contract_hash"]),
+            metadata=contract_metadata(row), data_version=dg.DataVersion(row["contract_hash"])
         )
 
     @dg.asset(
@@ -77,125 +91,20 @@ def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
     def golden_dataset(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource
     ) -> dg.MaterializeResult:
-        _, row = steps.record_dataset(entry, steps.Step(warehouse.get(), context.run.run_id))
+        _, row = record_dataset(entry, step_of(context, warehouse))
         return dg.MaterializeResult(
-            metadata={
-                "dagster/row_count": row["n_cases"],
-                "labeled": row["n_labeled"],
-                "hash": row["dataset_hash"],
-                "path": dg.MetadataValue.path(row["path"]),
-            },
-            data_version=dg.DataVersion(row["dataset_hash"]),
+            metadata=dataset_metadata(row), data_version=dg.DataVersion(row["dataset_hash"])
         )
 
-    @dg.asset(
-        key=asset_key(entry, "case_results"),
-        group_name=group,
-        code_version=version,
-        partitions_def=parts,
-        deps=[golden_dataset],
-        kinds={"python", "parquet"},
-        description="Every golden case through the target's backend: one row per case.",
-    )
-    def case_results(
-        context: dg.AssetExecutionContext, warehouse: WarehouseResource
-    ) -> dg.MaterializeResult:
-        step = steps.Step(warehouse.get(), context.run.run_id)
-        evaluated = steps.evaluate_target(entry, context.partition_key, step)
-        run, results = evaluated.run, evaluated.results
-        errors = results.errors_by_kind()
-        return dg.MaterializeResult(
-            metadata={
-                "dagster/row_count": run["n_cases"],
-                "errored": run["n_errored"],
-                "errors_by_kind": dg.MetadataValue.json(errors),
-                "model": run["model"] or "-",
-                "model_version": run["model_version"] or "-",
-                "health": f"{run['health_status']}: {run['health_detail']}",
-                "wall_s": run["wall_s"],
-                "results": md.results_table(results),
-            },
-        )
-
-    @dg.asset(
-        key=asset_key(entry, "golden_metrics"),
-        group_name=group,
-        code_version=version,
-        partitions_def=parts,
-        deps=[case_results],
-        kinds={"python", "parquet"},
-        description="DecGuard's golden metrics and gate results of the newest run.",
-    )
-    def golden_metrics(
-        context: dg.AssetExecutionContext, warehouse: WarehouseResource
-    ) -> dg.MaterializeResult:
-        wh = warehouse.get()
-        scored = steps.score_target(
-            entry, context.partition_key, steps.Step(wh, context.run.run_id)
-        )
-        report = steps.report_for(entry, context.partition_key, wh, scored.evaluated)
-        m = scored.metrics
-        return dg.MaterializeResult(
-            metadata={
-                "summary": dg.MetadataValue.md(steps.summary_markdown(report)),
-                "status": report.status.upper(),
-                "metrics": md.metrics_table(flat_metrics(m)),
-                "per_label": md.table(
-                    [{"label": k, **v} for k, v in m["classification"]["per_label"].items()],
-                    [
-                        ("label", "string"),
-                        ("precision", "float"),
-                        ("recall", "float"),
-                        ("f1", "float"),
-                        ("support", "int"),
-                    ],
-                    limit=1000,
-                ),
-                "reliability": md.table(
-                    m["calibration"]["reliability"],
-                    [
-                        ("lower", "float"),
-                        ("upper", "float"),
-                        ("count", "int"),
-                        ("mean_confidence", "float"),
-                        ("accuracy", "float"),
-                    ],
-                    limit=1000,
-                ),
-                "failing_cases": md.failing_cases_table(report.document["failures"]),
-                "gates": md.checks_table(scored.checks),
-                **(
-                    {}
-                    if scored.intervals is None
-                    else {"intervals": md.intervals_table(scored.intervals)}
-                ),
-                "dagster/row_count": len(flat_metrics(m)),
-            },
-        )
-
-    @dg.asset(
-        key=asset_key(entry, "report"),
-        # features add inputs (e.g. property results) by asset key
-        deps=[golden_metrics, *report_inputs(entry)],
-        group_name=group,
-        code_version=version,
-        partitions_def=parts,
-        kinds={"python", "json"},
-        description="DecGuard 0.1 report file, verified as the reference verifies it.",
-    )
-    def report(
-        context: dg.AssetExecutionContext, warehouse: WarehouseResource
-    ) -> dg.MaterializeResult:
-        path, built = steps.write_report(
-            entry, context.partition_key, steps.Step(warehouse.get(), context.run.run_id)
-        )
-        return dg.MaterializeResult(
-            metadata={
-                "path": dg.MetadataValue.path(str(path)),
-                "status": built.status.upper(),
-                "summary": dg.MetadataValue.md(steps.summary_markdown(built)),
-                "dagster/row_count": len(built.results),
-            },
-        )
-
-    return [contract, golden_dataset, case_results, golden_metrics, report]
+    chain = [contract, golden_dataset]
+    for name, run, metadata, kinds, description in PER_TARGET:
+        # each after the one before; the report also after the features' assets it is
+        # built from (e.g. property results), by asset key
+        deps = [chain[-1].key, *(report_inputs(entry) if name == "report" else [])]
+        chain.append(
+            target_asset(
+                entry, name, run=run, metadata=metadata, kinds=kinds, deps=deps,
+                description=description,
+            )
+        )  # fmt: skip
+    return chain

@@ -10,22 +10,28 @@ as a failing golden requirement does. Contracts without the extension get nothin
 (No ``from __future__ import annotations``: Dagster reads the context annotations.)
 """
 
-import base64
 from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
 
 from decguard_pipeline.core.errors import DecGuardError
-from decguard_pipeline.core.guard.extension import guard_enabled, headline
-from decguard_pipeline.core.guard.render import render_guard
+from decguard_pipeline.core.guard.extension import GuardConfig, guard_enabled
 from decguard_pipeline.defs.assets.base import asset_key, target_asset
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
-from decguard_pipeline.defs.metadata import base as md
+from decguard_pipeline.defs.metadata.guard import check_metadata, materialisation_metadata
 from decguard_pipeline.defs.partitions import targets_partitions
-from decguard_pipeline.steps import guard as guard_steps
 from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.guard import (
+    PARTIAL_RUNS,
+    SUITE_GATES,
+    check_outcomes,
+    config_of,
+    gate_list,
+    measure_target,
+    planned_suites,
+)
 
 NAME = "guard_metrics"
 
@@ -38,7 +44,7 @@ def assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
     if not enabled(entry):
         return []
     try:
-        guard_steps.config_of(entry)
+        config_of(entry)
     except DecGuardError as exc:
         return [_broken(entry, str(exc))]
     return [_guard_metrics(entry)]
@@ -48,10 +54,19 @@ def checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
     if not enabled(entry):
         return []
     try:
-        config = guard_steps.config_of(entry)
+        config = config_of(entry)
     except DecGuardError:
         return []  # the asset explains why
-    return [_guard_checks(entry, guard_steps.gate_list(entry.require(), config))]
+    return [_guard_checks(entry, gates(entry, config))]
+
+
+def gates(entry: ContractEntry, config: GuardConfig) -> list[Gate]:
+    """One check per guard gate (:func:`steps.guard.gate_list`): its name, level, the key of
+    its aggregated outcome in ``check_outcomes`` and its description."""
+    return [
+        Gate(_name(gate, level), level, (gate, level), _describe(gate, level))
+        for gate, level in gate_list(entry.require(), config)
+    ]
 
 
 def report_inputs(entry: ContractEntry) -> list[dg.AssetKey]:
@@ -80,11 +95,11 @@ def _broken(entry: ContractEntry, error: str) -> dg.AssetsDefinition:
 
 
 def _guard_metrics(entry: ContractEntry) -> dg.AssetsDefinition:
-    suites = guard_steps.planned_suites(entry.require())
+    suites = planned_suites(entry.require())
     return target_asset(
         entry,
         NAME,
-        run=guard_steps.measure_target,
+        run=measure_target,
         metadata=materialisation_metadata,
         description=(
             "Guard metrics, honest calibration and risk-coverage for every suite "
@@ -94,31 +109,28 @@ def _guard_metrics(entry: ContractEntry) -> dg.AssetsDefinition:
     )
 
 
-def _guard_checks(entry: ContractEntry, gates: list[tuple[str, str]]) -> dg.AssetChecksDefinition:
+def _guard_checks(entry: ContractEntry, gates: list[Gate]) -> dg.AssetChecksDefinition:
     return gate_checks(
         entry,
         asset_key(entry, NAME),
-        [
-            Gate(_name(gate, level), level, (gate, level), _describe(gate, level))
-            for gate, level in gates
-        ],
+        gates,
         name=f"{entry.key}_guard_gates",
         description="Guard extension gates over every suite: requirements block the report.",
-        load=guard_steps.check_outcomes,
+        load=check_outcomes,
         result=check_result,
     )
 
 
 def _name(gate: str, level: str) -> str:
-    if gate in (guard_steps.PARTIAL_RUNS, guard_steps.SUITE_GATES):
+    if gate in (PARTIAL_RUNS, SUITE_GATES):
         return gate
     return check_name(gate, level)
 
 
 def _describe(gate: str, level: str) -> str:
-    if gate == guard_steps.PARTIAL_RUNS:
+    if gate == PARTIAL_RUNS:
         return "drop rate of every suite: warning from warn_from, partial above partial_above"
-    if gate == guard_steps.SUITE_GATES:
+    if gate == SUITE_GATES:
         return "DecGuard's own gates on every suite besides the main dataset"
     return f"{level} {gate} (every suite)"
 
@@ -126,229 +138,4 @@ def _describe(gate: str, level: str) -> str:
 def check_result(outcome: Mapping[str, Any], asset: dg.AssetKey, name: str) -> dg.AssetCheckResult:
     """An aggregated guard check: value, threshold and message of the worst suite, and every
     suite's outcome. A failing requirement is an ERROR (blocking), anything else a WARN."""
-    suites = md.table(
-        outcome["suites"],
-        [
-            ("suite", "string"),
-            ("gate", "string"),
-            ("status", "string"),
-            ("value", "float"),
-            ("threshold", "float"),
-            ("message", "string"),
-        ],
-        limit=1000,
-    )
-    return gate_result(outcome, asset, name, {"suite": outcome["suite"], "suites": suites})
-
-
-# -- what the UI shows -------------------------------------------------------------------
-
-HEADLINE = (
-    "accuracy",
-    "auroc",
-    "auprc",
-    "precision",
-    "recall",
-    "f1",
-    "fpr",
-    "fnr",
-    "ece",
-    "ece_equal_mass",
-    "mean_confidence",
-    "confidence_gap",
-    "aurc",
-    "drop_rate",
-)
-
-
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4g}"
-
-
-def _image(title: str, data: bytes) -> str:
-    return f"![{title}](data:image/png;base64,{base64.b64encode(data).decode('ascii')})"
-
-
-def suite_rows(measured: guard_steps.GuardMeasured) -> list[dict[str, Any]]:
-    """One row per suite: headline metrics, run state and status."""
-    rows = []
-    for label, run in zip(measured.labels, measured.runs, strict=True):
-        numbers = headline(run.block)
-        rows.append(
-            {
-                "suite": label,
-                "cases": run.block["run"]["total"],
-                "errored": run.block["run"]["errored"],
-                "run_state": run.block["run"]["state"],
-                **{m: numbers[m] for m in HEADLINE},
-                "direction": run.block["calibration"]["direction"],
-                "status": run.status,
-            }
-        )
-    return rows
-
-
-def all_checks(measured: guard_steps.GuardMeasured) -> list[dict[str, Any]]:
-    """Every suite's guard checks, then DecGuard's gates on the suites besides the main one
-    (the main one's are the golden checks)."""
-    rows = measured.rows["guard_checks"]
-    return sorted(rows, key=lambda r: r["source"] != "guard")
-
-
-def summary_markdown(measured: guard_steps.GuardMeasured) -> str:
-    """The guard at a glance: a table of suites, partial-run flags and failing checks."""
-    rows = suite_rows(measured)
-    lines = [
-        f"**Guard · {measured.status.upper()}** · "
-        f"guarded {', '.join(measured.guarded.config.guarded)} "
-        f"at threshold {measured.guarded.config.guard.threshold:g}",
-        "",
-        "| suite | cases | drop rate | run | accuracy | AUROC | FNR | FPR | ECE equal-mass "
-        "| gap | AURC | status |",
-        "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |",
-    ]
-    for r in rows:
-        gap = f"{_fmt(r['confidence_gap'])} ({r['direction'] or 'n/a'})"
-        lines.append(
-            f"| {r['suite']} | {r['cases']} | {r['drop_rate']:.1%} | {r['run_state']} "
-            f"| {_fmt(r['accuracy'])} | {_fmt(r['auroc'])} | {_fmt(r['fnr'])} "
-            f"| {_fmt(r['fpr'])} | {_fmt(r['ece_equal_mass'])} | {gap} | {_fmt(r['aurc'])} "
-            f"| {r['status'].upper()} |"
-        )
-    flags = [
-        f"- **{r['run_state']} run** on `{r['suite']}`: {r['errored']} of {r['cases']} cases "
-        f"errored (drop rate {r['drop_rate']:.1%}); its metrics describe the rest only"
-        for r in rows
-        if r["run_state"] != "normal"
-    ]
-    failing = [
-        f"- {c['status'].upper()} `{c['suite']}` {c['gate']}: {c['message']}"
-        for c in all_checks(measured)
-        if c["status"] != "pass"
-    ]
-    if flags:
-        lines += ["", "Partial runs:", *flags]
-    if failing:
-        lines += ["", "Checks not passing:", *failing]
-    return "\n".join(lines)
-
-
-def _pictures(measured: guard_steps.GuardMeasured, kind: str) -> str:
-    parts = []
-    for index, label in enumerate(measured.labels):
-        path = measured.guarded.images[index][kind]
-        parts += [f"**{label}**", "", _image(f"{kind} {label}", path.read_bytes()), ""]
-    return "\n".join(parts)
-
-
-def materialisation_metadata(measured: guard_steps.GuardMeasured) -> dict[str, Any]:
-    main = measured.runs[0].block
-    summary = measured.guarded.summary
-    meta: dict[str, Any] = {
-        "status": measured.status.upper(),
-        "run_state": main["run"]["state"],
-        "drop_rate": dg.MetadataValue.float(main["run"]["drop_rate"]),
-        "suites": ", ".join(measured.labels),
-        "summary": dg.MetadataValue.md(summary_markdown(measured)),
-        "reliability": dg.MetadataValue.md(_pictures(measured, "reliability")),
-        "risk_coverage": dg.MetadataValue.md(_pictures(measured, "risk_coverage")),
-        "per_suite": md.table(
-            suite_rows(measured),
-            [
-                ("suite", "string"),
-                ("cases", "int"),
-                ("errored", "int"),
-                ("run_state", "string"),
-                *((m, "float") for m in HEADLINE),
-                ("direction", "string"),
-                ("status", "string"),
-            ],
-            limit=1000,
-        ),
-        "headline": md.metrics_table(headline(main)),
-    }
-    if summary is not None:
-        meta["suite_summary"] = md.table(
-            [
-                {
-                    "metric": metric,
-                    "pooled": summary["pooled"][metric],
-                    "mean": summary["mean"][metric],
-                    "worst": (summary["worst"].get(metric) or {}).get("value"),
-                    "worst_suite": (summary["worst"].get(metric) or {}).get("suite"),
-                }
-                for metric in summary["pooled"]
-            ],
-            [
-                ("metric", "string"),
-                ("pooled", "float"),
-                ("mean", "float"),
-                ("worst", "float"),
-                ("worst_suite", "string"),
-            ],
-            limit=1000,
-        )
-    splits = [
-        {
-            "suite": label,
-            "split_key": key,
-            "split_value": group["value"],
-            "cases": group["n_cases"],
-            "run_state": group["run"]["state"],
-            **{m: headline(group)[m] for m in HEADLINE},
-        }
-        for label, run in zip(measured.labels, measured.runs, strict=True)
-        for key, groups in run.block.get("splits", {}).items()
-        for group in groups
-    ]
-    if splits:
-        meta["splits"] = md.table(
-            splits,
-            [
-                ("suite", "string"),
-                ("split_key", "string"),
-                ("split_value", "string"),
-                ("cases", "int"),
-                ("run_state", "string"),
-                *((m, "float") for m in HEADLINE),
-            ],
-            limit=1000,
-        )
-    meta["risk_coverage_sweep"] = md.table(
-        main["risk_coverage"]["sweep"],
-        [
-            ("threshold", "float"),
-            ("kept", "int"),
-            ("handed_off", "int"),
-            ("coverage", "float"),
-            ("selective_accuracy", "float"),
-            ("selective_risk", "float"),
-            ("cost_per_1000", "float"),
-        ],
-        limit=1000,
-    )
-    meta["checks"] = md.table(
-        all_checks(measured),
-        [
-            ("suite", "string"),
-            ("source", "string"),
-            ("status", "string"),
-            ("gate", "string"),
-            ("level", "string"),
-            ("value", "float"),
-            ("comparison", "string"),
-            ("threshold", "float"),
-            ("message", "string"),
-        ],
-        limit=1000,
-    )
-    meta["report_text"] = dg.MetadataValue.md(
-        "```\n" + render_guard(measured.guarded.document()) + "\n```"
-    )
-    for index, label in enumerate(measured.labels):
-        suffix = "" if index == 0 else f" ({label})"
-        for kind, path in measured.guarded.images[index].items():
-            meta[f"{kind}_png{suffix}"] = dg.MetadataValue.path(str(path))
-    meta["sidecar"] = dg.MetadataValue.path(str(measured.sidecar))
-    meta["dagster/row_count"] = len(measured.rows["guard_metrics"])
-    return meta
+    return gate_result(outcome, asset, name, check_metadata(outcome))

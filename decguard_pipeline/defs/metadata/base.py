@@ -59,10 +59,17 @@ def failing_cases_table(failures: list[dict[str, Any]]) -> dg.MetadataValue:
     )
 
 
-def checks_table(checks: list[dict[str, Any]]) -> dg.MetadataValue:
+def checks_table(
+    checks: list[dict[str, Any]],
+    *,
+    leading: list[tuple[str, str]] | None = None,
+    limit: int = MAX_ROWS,
+) -> dg.MetadataValue:
+    """Gate checks; ``leading``: columns before the check's own (which suite, which source)."""
     return table(
         checks,
         [
+            *(leading or []),
             ("status", "string"),
             ("gate", "string"),
             ("level", "string"),
@@ -71,6 +78,24 @@ def checks_table(checks: list[dict[str, Any]]) -> dg.MetadataValue:
             ("threshold", "float"),
             ("message", "string"),
         ],
+        limit=limit,
+    )
+
+
+def outcomes_table(rows: list[dict[str, Any]], part: str) -> dg.MetadataValue:
+    """One aggregated check's outcome per part (suite, segment, ...): column ``part`` names
+    it, then gate, status, value, threshold and message."""
+    return table(
+        rows,
+        [
+            (part, "string"),
+            ("gate", "string"),
+            ("status", "string"),
+            ("value", "float"),
+            ("threshold", "float"),
+            ("message", "string"),
+        ],
+        limit=1000,
     )
 
 

@@ -2,49 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
-import math
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 import pyarrow as pa
 
 from decguard_pipeline.core.contract import DecisionSpec, LoadedContract
+from decguard_pipeline.core.dataset import Dataset
 from decguard_pipeline.core.results import CaseResults
-
-
-def to_json(value: Any) -> str:
-    """Compact JSON that parses back to an equal value (floats round-trip exactly). NaN and
-    ±Infinity (a model may put them in its metadata) are kept as the tokens ``NaN``,
-    ``Infinity`` and ``-Infinity``, which Python's json and DuckDB's JSON functions read;
-    orjson alone would store them as null."""
-    try:
-        text = orjson.dumps(value)
-    except orjson.JSONEncodeError:  # integers beyond 64 bits
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    if b"null" in text and _has_non_finite(value):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return text.decode("utf-8")
-
-
-def _has_non_finite(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return False
-
-
-def input_text(value: Any) -> str:
-    return value if isinstance(value, str) else to_json(value)
+from decguard_pipeline.warehouse.rows.base import input_text, to_json
 
 
 def _const(value: Any, n: int, type_: pa.DataType) -> pa.Array:
@@ -161,10 +131,6 @@ def case_results_from_table(
     )
 
 
-def _keys(contract: str, target: str, run_id: str, at: datetime) -> dict[str, Any]:
-    return {"contract": contract, "target": target, "run_id": run_id, "recorded_at": at}
-
-
 def flat_metrics(metrics: dict[str, Any]) -> dict[str, float | None]:
     """The metrics section as ``name -> value`` (what the ``metrics`` table stores)."""
     c, cls, cal = metrics["counts"], metrics["classification"], metrics["calibration"]
@@ -192,13 +158,10 @@ def flat_metrics(metrics: dict[str, Any]) -> dict[str, float | None]:
     return {k: (None if v is None else float(v)) for k, v in flat.items()}
 
 
-def run_base(
-    *, contract: str, target: str, run_id: str, at: datetime, backend: str,
-    model_version: str | None,
-) -> dict[str, Any]:  # fmt: skip
-    """The columns every row of one target's evaluation starts with."""
-    return {**_keys(contract, target, run_id, at), "backend": backend,
-            "model_version": model_version}  # fmt: skip
+def run_base(keys: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """The columns every row of one target's evaluation starts with: the keys, then who
+    answered in evaluation ``run`` (its ``runs`` row)."""
+    return {**keys, "backend": run["backend"], "model_version": run["model_version"]}
 
 
 def metrics_rows(metrics: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
@@ -221,10 +184,10 @@ def gate_rows(
     return [{**base, "source": source, **check} for check in checks]
 
 
-def contract_row(key: str, loaded: LoadedContract, *, run_id: str, at: datetime) -> dict[str, Any]:
+def contract_row(loaded: LoadedContract, keys: dict[str, Any]) -> dict[str, Any]:
     c = loaded.contract
     return {
-        **_keys(key, "_", run_id, at),
+        **keys,
         "contract_hash": loaded.hash,
         "path": str(loaded.path),
         "decision": c.decision.name,
@@ -245,3 +208,84 @@ def interval_rows(section: dict[str, Any], base: dict[str, Any]) -> list[dict[st
         {**base, **settings, "metric": name, **entry}
         for name, entry in section["intervals"].items()
     ]
+
+
+def dataset_row(data: Dataset, keys: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **keys,
+        "dataset_hash": data.hash,
+        "path": str(data.path),
+        "n_cases": len(data),
+        "n_labeled": data.n_labeled,
+    }
+
+
+def case_rows(data: Dataset, keys: dict[str, Any]) -> list[dict[str, Any]]:
+    """The golden cases as loaded, one row each in dataset order."""
+    return [
+        {
+            **keys,
+            "dataset_hash": data.hash,
+            "position": i,
+            "case_id": case_id,
+            "input_text": input_text(value),
+            "input_json": to_json(value),
+            "expected": expected,
+            "metadata_json": to_json(meta),
+        }
+        for i, (case_id, value, expected, meta) in enumerate(
+            zip(data.ids, data.inputs, data.expected, data.metadata, strict=True)
+        )
+    ]
+
+
+def served_version(meta: dict[str, Any], results: CaseResults) -> str | None:
+    """The model version of a run: the backend's, else the one every answer reports."""
+    versions = {v for v in results.model_version if v is not None}
+    return meta["model_version"] or (versions.pop() if len(versions) == 1 else None)
+
+
+def run_row(
+    keys: dict[str, Any],
+    *,
+    loaded: LoadedContract,
+    data: Dataset,
+    results: CaseResults,
+    meta: dict[str, Any],
+    model_version: str | None,
+    health: dict[str, str],
+    started_at: datetime,
+    wall_s: float,
+) -> dict[str, Any]:
+    """One evaluation of a target: who answered, on what, how it went."""
+    return {
+        **keys,
+        "dagster_run_id": keys["run_id"],
+        "backend": meta["name"],
+        "provider": meta["provider"],
+        "model": meta["model"],
+        "model_version": model_version,
+        "contract_hash": loaded.hash,
+        "dataset_hash": data.hash,
+        "dataset_path": str(data.path),
+        "n_cases": len(data),
+        "n_labeled": data.n_labeled,
+        "n_errored": int((~results.ok).sum()),
+        "health_status": health["status"],
+        "health_detail": health["detail"],
+        "backend_details_json": to_json(meta["details"]),
+        "started_at": started_at,
+        "wall_s": wall_s,
+    }
+
+
+def report_row(keys: dict[str, Any], document: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A written report file: its verdict, where it is and its sha256 (read back from disk)."""
+    return {
+        **keys,
+        "mode": document["mode"],
+        "status": document["status"],
+        "exit_code": document["exit_code"],
+        "path": str(path),
+        "report_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+    }

@@ -22,7 +22,7 @@ from decguard_pipeline.core.production.record_text import (
 )
 from decguard_pipeline.core.production.schema import RECORD_FIELDS
 from decguard_pipeline.core.production.segments import shown
-from decguard_pipeline.warehouse.rows import golden as T
+from decguard_pipeline.warehouse.rows.base import to_json
 from decguard_pipeline.warehouse.store import read_file
 
 SOURCE = "production"  # ``production_checks.source``
@@ -37,7 +37,7 @@ def record_json(record: dict[str, Any]) -> str:
     try:
         return orjson.dumps({k: v for k, v in record.items() if v is not None}).decode()
     except orjson.JSONEncodeError:  # integers beyond 64 bits in an input or metadata
-        return T.to_json({k: v for k, v in record.items() if v is not None})
+        return to_json({k: v for k, v in record.items() if v is not None})
 
 
 # -- records written elsewhere, as JSON records ---------------------------------------------
@@ -244,12 +244,12 @@ def check_rows(
 def segment_rows(
     doc: dict[str, Any], ext: dict[str, Any], keys: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    extra = {(s["key"], T.to_json(s["value"])): s for s in ext["segments"]}
+    extra = {(s["key"], to_json(s["value"])): s for s in ext["segments"]}
     rows = []
     for position, segment in enumerate(doc["segments"]):
         m = segment["metrics"]
         threshold = m["threshold"]
-        side = extra.get((segment["key"], T.to_json(segment["value"])))
+        side = extra.get((segment["key"], to_json(segment["value"])))
         interval = None if side is None else side["accuracy_interval"]
         rows.append(
             {
@@ -257,7 +257,7 @@ def segment_rows(
                 "position": position,
                 "segment_key": segment["key"],
                 "segment_value": shown(segment["value"]),
-                "segment_value_json": T.to_json(segment["value"]),
+                "segment_value_json": to_json(segment["value"]),
                 "status": segment["status"],
                 "n_records": m["counts"]["total"],
                 "n_correctness": m["counts"]["with_correctness"],

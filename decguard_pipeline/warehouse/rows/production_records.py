@@ -34,7 +34,7 @@ from decguard_pipeline.core.production.record_text import (
     record_texts,
 )
 from decguard_pipeline.core.production.records import Item
-from decguard_pipeline.warehouse.rows import golden as T
+from decguard_pipeline.warehouse.rows.base import input_text, to_json
 from decguard_pipeline.warehouse.rows.production import record_json
 from decguard_pipeline.warehouse.schema import TABLES
 
@@ -177,9 +177,9 @@ def items_rows(items: list[Item], spec: DecisionSpec) -> tuple[pa.Table, np.ndar
         record = normalized_record(item.value, item.position, spec)
         value = record["input"]
         probs.append([record["probabilities"][label] for label in spec.labels])
-        cols["input_text"].append(None if value is None else T.input_text(value))
-        cols["input_json"].append(None if value is None else T.to_json(value))
-        cols["metadata_json"].append(T.to_json(record["metadata"]))
+        cols["input_text"].append(None if value is None else input_text(value))
+        cols["input_json"].append(None if value is None else to_json(value))
+        cols["metadata_json"].append(to_json(record["metadata"]))
         cols["record_json"].append(record_json(record))
         for name in _COPIED:
             cols[name].append(record[name])

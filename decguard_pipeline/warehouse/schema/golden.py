@@ -5,7 +5,26 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from decguard_pipeline.warehouse.columns import BOOL, DOUBLE, INT, STRING, TIMESTAMP, keyed
+from decguard_pipeline.warehouse.columns import BOOL, DOUBLE, INT, STRING, TIMESTAMP, WHO, keyed
+
+# A golden case as loaded, in ``cases`` and again in every ``case_results`` row.
+CASE = [
+    ("position", INT),
+    ("case_id", STRING),
+    ("input_text", STRING),
+    ("input_json", STRING),
+    ("expected", STRING),
+    ("metadata_json", STRING),
+]
+# One bin of a reliability diagram (core.golden.metrics.reliability).
+RELIABILITY_BIN = [
+    ("bin", INT),
+    ("lower", DOUBLE),
+    ("upper", DOUBLE),
+    ("count", INT),
+    ("mean_confidence", DOUBLE),
+    ("accuracy", DOUBLE),
+]
 
 TABLES: dict[str, pa.Schema] = {
     "contracts": pa.schema(
@@ -31,12 +50,7 @@ TABLES: dict[str, pa.Schema] = {
         keyed(
             [
                 ("dataset_hash", STRING),
-                ("position", INT),
-                ("case_id", STRING),
-                ("input_text", STRING),
-                ("input_json", STRING),
-                ("expected", STRING),
-                ("metadata_json", STRING),
+                *CASE,
             ]
         )
     ),
@@ -76,14 +90,8 @@ TABLES: dict[str, pa.Schema] = {
     "case_results": pa.schema(
         keyed(
             [
-                ("backend", STRING),
-                ("model_version", STRING),
-                ("position", INT),
-                ("case_id", STRING),
-                ("input_text", STRING),
-                ("input_json", STRING),
-                ("expected", STRING),
-                ("metadata_json", STRING),
+                *WHO,
+                *CASE,
                 ("labels", pa.list_(STRING)),
                 ("probs", pa.list_(DOUBLE)),
                 ("probabilities", pa.map_(STRING, DOUBLE)),
@@ -99,16 +107,11 @@ TABLES: dict[str, pa.Schema] = {
             ]
         )
     ),
-    "metrics": pa.schema(
-        keyed(
-            [("backend", STRING), ("model_version", STRING), ("metric", STRING), ("value", DOUBLE)]
-        )
-    ),
+    "metrics": pa.schema(keyed([*WHO, ("metric", STRING), ("value", DOUBLE)])),
     "per_label_metrics": pa.schema(
         keyed(
             [
-                ("backend", STRING),
-                ("model_version", STRING),
+                *WHO,
                 ("label", STRING),
                 ("precision", DOUBLE),
                 ("recall", DOUBLE),
@@ -120,14 +123,8 @@ TABLES: dict[str, pa.Schema] = {
     "reliability_bins": pa.schema(
         keyed(
             [
-                ("backend", STRING),
-                ("model_version", STRING),
-                ("bin", INT),
-                ("lower", DOUBLE),
-                ("upper", DOUBLE),
-                ("count", INT),
-                ("mean_confidence", DOUBLE),
-                ("accuracy", DOUBLE),
+                *WHO,
+                *RELIABILITY_BIN,
             ]
         )
     ),
@@ -135,8 +132,7 @@ TABLES: dict[str, pa.Schema] = {
     "metric_intervals": pa.schema(
         keyed(
             [
-                ("backend", STRING),
-                ("model_version", STRING),
+                *WHO,
                 ("metric", STRING),
                 ("value", DOUBLE),
                 ("low", DOUBLE),
@@ -151,8 +147,7 @@ TABLES: dict[str, pa.Schema] = {
     "gate_results": pa.schema(
         keyed(
             [
-                ("backend", STRING),
-                ("model_version", STRING),
+                *WHO,
                 ("source", STRING),
                 ("gate", STRING),
                 ("level", STRING),

@@ -1,13 +1,15 @@
 """Warehouse tables of the guard feature (documented in docs/warehouse.md).
 
-Written by the ``guard_metrics`` asset (``steps/guard.py``) for contracts that enable
-the guard extension. Every table is keyed by contract, target, run and time; ``suite`` names
-the evaluated dataset (``main`` when the contract's own dataset is not one of its suites).
+Written by the ``guard_metrics`` asset (``steps/guard.py``; rows built by ``rows/guard.py``)
+for contracts that enable the guard extension. Every table is keyed by contract, target, run
+and time; ``suite`` names the evaluated dataset (``main`` when the contract's own dataset is
+not one of its suites).
 """
 
 import pyarrow as pa
 
 from decguard_pipeline.warehouse.columns import BOOL, DOUBLE, INT, STRING, keyed
+from decguard_pipeline.warehouse.schema.golden import RELIABILITY_BIN
 from decguard_pipeline.warehouse.schema.golden import TABLES as _GOLDEN
 
 _WHO = [("backend", STRING), ("model_version", STRING)]
@@ -66,12 +68,7 @@ TABLES: dict[str, pa.Schema] = {
                 *_WHO,
                 *_SPLIT,
                 ("binning", STRING),
-                ("bin", INT),
-                ("lower", DOUBLE),
-                ("upper", DOUBLE),
-                ("count", INT),
-                ("mean_confidence", DOUBLE),
-                ("accuracy", DOUBLE),
+                *RELIABILITY_BIN,
             ]
         )
     ),

@@ -12,7 +12,8 @@ import pytest
 
 from decguard_pipeline.core.contract import DecisionSpec, Evaluation, Gates
 from decguard_pipeline.core.decision import select_many
-from decguard_pipeline.core.gates import golden_checks, make_check, overall_status
+from decguard_pipeline.core.gates import make_check, overall_status
+from decguard_pipeline.core.golden.gates import golden_checks
 from decguard_pipeline.core.golden.metrics import (
     brier,
     expected_calibration_error,

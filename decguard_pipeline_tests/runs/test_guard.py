@@ -1,18 +1,19 @@
-"""The guard extension end to end: suites, the sidecar and pictures next to DecGuard's report
-(which the reference still verifies), partial runs on a real HTTP server, bad settings, and
-``list metrics``."""
+"""The guard flow (``runs/guard.py``) end to end: suites, the sidecar and pictures next to
+DecGuard's report (which the reference still verifies), partial runs on a real HTTP server, bad
+settings, ``list metrics``, and the step's way in (a main report handed in)."""
 
 from __future__ import annotations
 
 import json
 import re
-import struct
-from pathlib import Path
 
 import pytest
 
-from decguard_pipeline.core.guard.partial_runs import NORMAL, PARTIAL, WARNING, run_state
+from decguard_pipeline.core.contract import load_contract
+from decguard_pipeline.core.guard.extension import guard_config
+from decguard_pipeline.runs.guard import plan_datasets, run_guarded
 from decguard_pipeline_tests.conftest import ROOT, same_text
+from decguard_pipeline_tests.support.guard_contracts import cases, partial_contract, png_size
 
 BACKEND = """\
 backend:
@@ -57,16 +58,6 @@ ADVERSARIAL = [
     ("winner takes all, lottery", "spam"),  # 0.97: caught
     ("Hello there", "ham"),  # 0.06: right
 ]
-
-
-def cases(rows: list[tuple[str, str]], prefix: str) -> str:
-    return "".join(
-        json.dumps(
-            {"id": f"{prefix}{i}", "input": text, "expected": label,
-             "metadata": {"difficulty": "hard" if i % 2 else "easy"}}
-        ) + "\n"
-        for i, (text, label) in enumerate(rows)
-    )  # fmt: skip
 
 
 @pytest.fixture
@@ -158,12 +149,6 @@ def test_report_stays_decguards_and_suites_get_their_own_metrics(
     assert extension_text.rstrip().endswith("FAIL: at least one requirement does not hold")
 
 
-def png_size(path: Path) -> tuple[int, int]:
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
-    return struct.unpack(">II", data[16:24])
-
-
 def test_pictures_are_pngs_next_to_the_report(ours, tmp_path, suite_contract):
     out = tmp_path / "out" / "run.json"
     ours("test", suite_contract, "-o", out)
@@ -176,7 +161,7 @@ def test_pictures_are_pngs_next_to_the_report(ours, tmp_path, suite_contract):
         }
         for name in images.values():
             path = out.parent / name
-            width, height = png_size(path)
+            width, height = png_size(path.read_bytes())
             assert (width, height) == (900, 420)  # 9 x 4.2 inches at 100 dpi
             assert path.stat().st_size > 10_000
 
@@ -244,35 +229,6 @@ def test_bad_settings_name_file_and_field(ours, write, suite_contract, section, 
 
 
 @pytest.mark.parametrize(
-    ("rate", "state"),
-    [(0.0, NORMAL), (0.049, NORMAL), (0.05, WARNING), (0.2, WARNING), (0.2001, PARTIAL)],
-)
-def test_run_state_boundaries(rate, state):
-    assert run_state(rate) == state
-
-
-def partial_contract(write, url: str, failures: int, extra: str = "") -> Path:
-    rows = [
-        {"id": f"status=500-{i}" if i < failures else f"ok-{i}", "input": f"message {i}",
-         "expected": "yes" if i % 2 else "no"}
-        for i in range(20)
-    ]  # fmt: skip
-    write("partial.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
-    return write(
-        "partial.yaml",
-        f"""\
-        schema_version: "0.1"
-        decision: {{name: flagged, type: noul}}
-        backend: {{provider: http, url: "{url}"}}
-        dataset: partial.jsonl
-        requirements: {{max_error_rate: 0.5}}
-        pipeline:
-          partial_runs: {{warn_from: 0.05, partial_above: 0.2{extra}}}
-        """,
-    )
-
-
-@pytest.mark.parametrize(
     ("failures", "extra", "state", "status", "exit_code"),
     [
         (0, "", "normal", "PASS", 0),
@@ -282,10 +238,10 @@ def partial_contract(write, url: str, failures: int, extra: str = "") -> Path:
     ],
 )
 def test_partial_runs_over_http(
-    ours, write, loopback, tmp_path, failures, extra, state, status, exit_code
+    ours, loopback, tmp_path, failures, extra, state, status, exit_code
 ):
     server = loopback({"default": {"yes": 0.3, "no": 0.7}})
-    contract = partial_contract(write, server.url, failures, extra)
+    contract = partial_contract(tmp_path, server.url, failures, extra, name="partial.yaml")
     out = tmp_path / "partial.json"
     ran = ours("test", contract, "--no-healthcheck", "-o", out)
     assert ran.exit_code == exit_code
@@ -312,7 +268,7 @@ def test_fuzz_mode_has_no_guard_sections(ours, write, suite_contract, tmp_path):
 
 
 def test_list_metrics_names_every_gated_metric(ours):
-    from decguard_pipeline.core.gates import GOLDEN_GATES
+    from decguard_pipeline.core.golden.gates import GOLDEN_GATES
     from decguard_pipeline.core.guard.gates import GUARD_GATES
 
     ran = ours("list", "metrics")
@@ -326,3 +282,49 @@ def test_list_metrics_names_every_gated_metric(ours):
     docs = (ROOT / "docs" / "metrics.md").read_text()
     missing = [m["name"] for m in listed if m["name"].split(" (")[0] not in docs]
     assert not missing
+
+
+RULES = {
+    "rules": [
+        {"contains": "winner", "probabilities": {"spam": 0.97, "ham": 0.03}},
+        {"contains": "free money", "probabilities": {"spam": 0.92, "ham": 0.08}},
+        {"contains": "meeting", "probabilities": {"spam": 0.30, "ham": 0.70}},
+    ],
+    "default": {"spam": 0.06, "ham": 0.94},
+}
+
+
+def without_latency(value):
+    """A sidecar document with its latency figures (which differ between two runs) left out."""
+    if isinstance(value, dict):
+        return {k: without_latency(v) for k, v in value.items() if k != "latency_p95_ms"}
+    if isinstance(value, list):
+        return [without_latency(v) for v in value]
+    return value
+
+
+def test_a_handed_in_main_report_is_measured_not_decided_again(write, loopback):
+    """``run_guarded`` is the one flow of ``test`` and the guard step: given the main
+    dataset's report (what the step reads from the warehouse) it decides only the other suites,
+    and measures everything exactly as when it decides them all."""
+    server = loopback(RULES, labels=("spam", "ham"))
+    write("clear.jsonl", cases(CLEAR, "c"))
+    write("adversarial.jsonl", cases(ADVERSARIAL, "a"))
+    http = f'backend: {{provider: http, url: "{server.url}"}}\n'
+    path = write("decguard.yaml", HEAD.replace(BACKEND, http) + EXTENSION)
+    loaded = load_contract(path)
+    config = guard_config(loaded.contract, source=str(path))
+    plan = plan_datasets(loaded, suite=None, dataset=None)
+    asked = server.behaviour.requests
+
+    whole = run_guarded(loaded, config, plan, backend=None)
+    assert sorted(r["case_id"] for r in asked) == sorted(
+        [f"c{i}" for i in range(len(CLEAR))] + [f"a{i}" for i in range(len(ADVERSARIAL))]
+    )
+    asked.clear()
+    handed = run_guarded(loaded, config, plan, backend=None, main=whole.report)
+    assert sorted(r["case_id"] for r in asked) == [f"a{i}" for i in range(len(ADVERSARIAL))]
+    assert handed.report is whole.report
+    assert [run.label for run in handed.runs] == ["clear", "adversarial"]
+    assert without_latency(handed.document()) == without_latency(whole.document())
+    assert handed.status == whole.status == "fail"  # adversarial misses min_auroc 0.8

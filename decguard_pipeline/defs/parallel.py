@@ -1,0 +1,224 @@
+"""The runs of ``evaluate``, in this process or in N worker processes, within the instance's
+per-server run limits (defs/limits.py).
+
+Each work item is a chain of runs executed in order by one worker (a target: one run; a
+contract's production days: one run per day, oldest first) and may wait for other items (the
+production days wait for their contract's targets). An item starts when a worker is free and
+Dagster's tag-limit counter, fed with the runs in progress (this evaluation's and, from the
+instance, any other process's: the daemon's, another ``evaluate``'s), says its server has
+room. A run of another process blocks an item for at most ``MAX_WAIT_S``: a run left STARTED
+by a process that died on another host must not wedge every later evaluation.
+
+Workers are spawned (never forked: a forked child would share the parent's SQLite and
+PostgreSQL connections), build the definitions once, open the instance through
+``DAGSTER_HOME`` and die with the parent."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+import dagster as dg
+
+from decguard_pipeline.defs.job_runs import Outcome, run_job
+from decguard_pipeline.defs.limits import BACKEND_TAG, Tagged, limit_counter
+
+# Tag of every run of one `evaluate` invocation: its own runs are counted as they are
+# submitted, not read back from the instance.
+EVALUATION_TAG = "decguard/evaluation"
+MAX_WAIT_S = float(os.environ.get("DECGUARD_LIMIT_WAIT_S", "900"))
+POLL_S = 0.5
+
+
+@dataclass(frozen=True)
+class Run:
+    job: str
+    key: str  # partition key
+    tags: dict[str, str]
+
+
+@dataclass
+class Item:
+    """Runs for one worker, in order; ``after``: indexes of items that must finish first."""
+
+    contract: str
+    runs: list[Run]
+    after: set[int] = field(default_factory=set)
+
+    @property
+    def tags(self) -> dict[str, str]:  # what the limits count: the tags of its runs
+        merged: dict[str, str] = {}
+        for run in self.runs:
+            merged.update(run.tags)
+        return merged
+
+
+class InlineExecutor(Executor):
+    """Runs each submitted call at once, in this process (``--workers 1``)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:
+            future.set_exception(exc)
+        return future
+
+
+# -- the worker side ---------------------------------------------------------------------------
+
+_WORKER: dict[str, Any] = {}
+
+
+def _die_with(parent: int) -> None:
+    """End this worker when the evaluation that started it is gone (kill -9 included)."""
+    while True:
+        if os.getppid() != parent:
+            os._exit(1)
+        time.sleep(0.5)
+
+
+def _start_worker(
+    parent: int, build: Callable[..., Any], entries: list[Any], warehouse_root: str
+) -> None:
+    import warnings
+
+    warnings.filterwarnings("ignore", category=dg.PreviewWarning)
+    warnings.filterwarnings("ignore", category=dg.BetaWarning)
+    threading.Thread(target=_die_with, args=(parent,), daemon=True).start()
+    _WORKER["defs"] = build(entries, warehouse_root=warehouse_root)
+    _WORKER["instance"] = dg.DagsterInstance.get()
+
+
+def run_item(item: Item, defs: Any = None, instance: Any = None) -> list[Any]:
+    """The outcomes of an item's runs (in a worker: its definitions and instance)."""
+    defs = defs if defs is not None else _WORKER["defs"]
+    instance = instance if instance is not None else _WORKER["instance"]
+    return [
+        run_job(defs.resolve_job_def(r.job), instance, item.contract, r.key, r.tags)
+        for r in item.runs
+    ]
+
+
+# -- the scheduler -----------------------------------------------------------------------------
+
+
+def _limits(instance: dg.DagsterInstance) -> list[dict[str, Any]]:
+    try:
+        queue = instance.get_concurrency_config().run_queue_config
+    except Exception:  # an instance without a run queue: no tag limits to apply
+        return []
+    return list(queue.tag_concurrency_limits or []) if queue is not None else []
+
+
+def _others_in_progress(instance: dg.DagsterInstance, marker: str) -> list[dg.DagsterRun]:
+    from dagster._core.storage.dagster_run import ACTIVE_RUN_STATUSES
+
+    runs = instance.get_runs(filters=dg.RunsFilter(statuses=list(ACTIVE_RUN_STATUSES)))
+    return [r for r in runs if r.tags.get(EVALUATION_TAG) != marker]
+
+
+def _marked(run: Run, marker: str) -> Run:
+    return Run(run.job, run.key, {**run.tags, EVALUATION_TAG: marker})
+
+
+def _failed(item: Item, exc: BaseException) -> list[Any]:
+    """Outcomes for an item whose worker broke (e.g. the process died): an error, no run."""
+    why = f"the worker process failed: {type(exc).__name__}: {exc}"
+    return [Outcome(item.contract, r.key, False, None, errors={"run": why}) for r in item.runs]
+
+
+def run_items(
+    items: Sequence[Item],
+    instance: dg.DagsterInstance,
+    *,
+    workers: int,
+    defs: Any,
+    build: Callable[..., Any] | None = None,
+    entries: list[Any],
+    warehouse_root: str,
+    log: Callable[[str], None] = lambda text: print(text, file=sys.stderr),
+) -> list[list[Any]]:
+    """The outcomes of every item, in item order."""
+    marker = uuid.uuid4().hex[:12]
+    items = [Item(i.contract, [_marked(r, marker) for r in i.runs], i.after) for i in items]
+    limits = _limits(instance)
+    if workers <= 1:
+        executor: Executor = InlineExecutor()
+        call: Callable[[Item], list[Any]] = lambda item: run_item(item, defs, instance)  # noqa: E731
+    else:
+        if build is None:
+            raise ValueError("workers > 1 needs build (the definitions factory of each worker)")
+        executor = ProcessPoolExecutor(
+            workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker,
+            initargs=(os.getpid(), build, entries, warehouse_root),
+        )
+        call = run_item
+    results: dict[int, list[Any]] = {}
+    pending = list(range(len(items)))
+    running: dict[Future[Any], int] = {}
+    waiting_since: dict[int, float] = {}
+    with executor:
+        while pending or running:
+            others = _others_in_progress(instance, marker) if limits else []
+            mine = [Tagged(items[i].tags) for i in running.values()]
+            counter = limit_counter(limits, [*others, *mine])
+            for i in list(pending):
+                if len(running) >= max(workers, 1):
+                    break
+                if not items[i].after <= results.keys():
+                    continue
+                tagged = Tagged(items[i].tags)
+                if counter.is_blocked(tagged) and not _may_start_anyway(
+                    i, items[i], limits, others, mine, waiting_since, log
+                ):
+                    continue
+                counter.update_counters_with_launched_item(tagged)
+                mine.append(tagged)
+                pending.remove(i)
+                running[executor.submit(call, items[i])] = i
+            if not running:
+                time.sleep(POLL_S)
+                continue
+            done, _ = wait(running, timeout=POLL_S if pending else None,
+                           return_when=FIRST_COMPLETED)  # fmt: skip
+            for future in done:
+                i = running.pop(future)
+                error = future.exception()
+                results[i] = _failed(items[i], error) if error else future.result()
+    return [results[i] for i in range(len(items))]
+
+
+def _may_start_anyway(
+    index: int,
+    item: Item,
+    limits: list[dict[str, Any]],
+    others: list[dg.DagsterRun],
+    mine: list[Tagged],
+    since: dict[int, float],
+    log: Callable[[str], None],
+) -> bool:
+    """Whether a blocked item may start anyway: only when what blocks it is other processes'
+    runs, and it has waited ``MAX_WAIT_S`` for them (said once when it starts waiting)."""
+    if limit_counter(limits, mine).is_blocked(Tagged(item.tags)):
+        return False  # blocked by this evaluation's own runs, which always finish
+    server = item.tags.get(BACKEND_TAG)
+    if index not in since:
+        since[index] = time.monotonic()
+        ids = ", ".join(r.run_id for r in others if r.tags.get(BACKEND_TAG) == server)
+        log(f"{item.contract}: waiting for run(s) of another process on {server}: {ids}")
+    if time.monotonic() - since[index] < MAX_WAIT_S:
+        return False
+    log(f"{item.contract}: started after waiting {MAX_WAIT_S:.0f} s although other runs on "
+        f"{server} are still in progress (run_queue.tag_concurrency_limits)")  # fmt: skip
+    return True

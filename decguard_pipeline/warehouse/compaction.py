@@ -1,0 +1,442 @@
+"""Compaction: old writes of a table merged into a few larger files, switched atomically.
+
+Per table, contract and target (one partition folder), the writes older than
+``older_than_days`` — never the partition's newest write, which ``latest_*`` reads — are
+merged with the compacted file of their calendar month (UTC) into one new compacted file. A
+new manifest per table then lists the table's compacted files (``live``) and every file they
+replace (``hidden``), and takes effect ``activation_delay_s`` later; once it has been in effect
+for ``grace_s``, the files it hides and the manifests before it are deleted. Readers count
+rows by the manifest in effect when they start (warehouse/manifest.py), so a concurrent reader
+sees every row exactly once throughout, and a compaction killed at any point leaves either
+the old state or the new one, with only unreferenced files (deleted by the next run) behind.
+
+Writers never wait: compaction only touches files it listed, and a write published meanwhile
+is simply one more write. Two compactions never run at once on a warehouse (a lock file the
+kernel releases when its holder dies, even by kill -9).
+
+The file layer is the warehouse's own: list a folder, publish a file (staged, then renamed),
+delete a file. On object storage the same protocol holds with a PUT for the rename (the
+manifest is one small object) and a conditional create for the lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from decguard_pipeline.core.errors import DecGuardError
+from decguard_pipeline.warehouse.manifest import (
+    COMPACTED,
+    MANIFEST_SEED,
+    MANIFESTS,
+    Manifest,
+    active_manifest,
+    counted_files,
+    is_compacted,
+    manifest_name,
+    manifest_table,
+    manifests,
+    now_us,
+    read_manifest,
+)
+from decguard_pipeline.warehouse.schema import TABLES
+from decguard_pipeline.warehouse.store import Warehouse
+
+LOCK = ".compaction.lock"
+# production_records reads a day's inbox batch by batch in file order (then by position
+# within a batch): merging batches would change the order it reads them in.
+NOT_COMPACTED = frozenset({"production_inbox"})
+# Retention never deletes these: a target's first registration and first evaluation decide
+# which target is a regression baseline (steps/diff.py), and whether a target was
+# already evaluated on these inputs is looked up in runs (steps/registration.py).
+KEPT_WHOLE = frozenset({"targets", "runs"})
+_STAMP = "%Y%m%dT%H%M%S%fZ"
+
+
+class CompactionBusy(DecGuardError):
+    """Another compaction holds the warehouse's lock."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How compaction runs. Defaults bound a partition to its months of history plus a day
+    of writes (docs/warehouse.md#compaction)."""
+
+    older_than_days: float = 1.0  # writes at least this old are merged
+    keep_days: float | None = None  # retention: delete writes older than this (off)
+    activation_delay_s: float = 5.0  # a new manifest takes effect this long after publication
+    grace_s: float = 60.0  # replaced files are deleted this long after it took effect
+    dry_run: bool = False  # only report what would be merged
+    wait: bool = True  # wait for the new manifests, then delete what they replaced
+
+    def __post_init__(self) -> None:
+        if self.older_than_days < 0:
+            raise DecGuardError("older-than-days must not be negative")
+        if self.keep_days is not None and self.keep_days < self.older_than_days:
+            raise DecGuardError(
+                f"keep-days ({self.keep_days:g}) must be at least older-than-days "
+                f"({self.older_than_days:g}): only writes old enough to compact are deleted"
+            )
+
+
+@dataclass
+class TableResult:
+    files_before: int = 0  # files a reader counted before
+    files_after: int = 0  # files a reader counts after (the plan's estimate on a dry run)
+    writes_merged: int = 0  # write files merged into compacted files
+    compacted_written: int = 0
+    writes_dropped: int = 0  # writes deleted by retention
+    deleted: int = 0  # files deleted after the grace period
+
+
+@dataclass
+class Result:
+    tables: dict[str, TableResult] = field(default_factory=dict)
+    dry_run: bool = False
+    waited_s: float = 0.0
+
+    @property
+    def files_before(self) -> int:
+        return sum(t.files_before for t in self.tables.values())
+
+    @property
+    def files_after(self) -> int:
+        return sum(t.files_after for t in self.tables.values())
+
+    def render(self) -> str:
+        verb = "would merge" if self.dry_run else "merged"
+        lines = [
+            f"{'table':<24} {'files before':>12} {'after':>7} {verb:>13} {'written':>8} "
+            f"{'dropped':>8} {'deleted':>8}"
+        ]
+        for name, t in self.tables.items():
+            if t.files_before or t.deleted:
+                lines.append(
+                    f"{name:<24} {t.files_before:>12} {t.files_after:>7} {t.writes_merged:>13} "
+                    f"{t.compacted_written:>8} {t.writes_dropped:>8} {t.deleted:>8}"
+                )
+        lines.append(
+            f"{'all tables':<24} {self.files_before:>12} {self.files_after:>7} "
+            f"{sum(t.writes_merged for t in self.tables.values()):>13} "
+            f"{sum(t.compacted_written for t in self.tables.values()):>8} "
+            f"{sum(t.writes_dropped for t in self.tables.values()):>8} "
+            f"{sum(t.deleted for t in self.tables.values()):>8}"
+        )
+        return "\n".join(lines)
+
+
+@dataclass
+class _Merge:
+    folder: Path
+    sources: list[Path]  # counted files merged (writes and compacted), name order
+
+
+def compact(
+    warehouse: Warehouse, settings: Settings | None = None, *, log: Callable[[str], None] = print
+) -> Result:
+    """Compact every table of ``warehouse`` (see the module docstring)."""
+    settings = settings or Settings()
+    warehouse.ensure_catalog()
+    result = Result(dry_run=settings.dry_run)
+    if settings.dry_run:
+        for table in TABLES:
+            result.tables[table] = _plan_only(warehouse, table, settings)
+        return result
+    with _locked(warehouse):
+        _wait_for_manifests(warehouse, log)
+        for table in TABLES:
+            result.tables[table] = TableResult()
+        _clean(warehouse, settings, result)  # what earlier runs left to delete
+        newest_activation = 0
+        for table in TABLES:
+            activation = _compact_table(warehouse, table, settings, result.tables[table])
+            newest_activation = max(newest_activation, activation)
+        if settings.wait and newest_activation:
+            start = time.monotonic()
+            ready_us = newest_activation + int(settings.grace_s * 1e6)
+            delay = (ready_us - now_us()) / 1e6
+            if delay > 0:
+                log(f"waiting {delay:.1f} s for the new manifests, then deleting what they replace")
+                time.sleep(delay)
+            tidy = _clean(warehouse, settings, result)
+            if tidy:  # leave the command with the short manifests in effect
+                time.sleep(max(0.0, (tidy - now_us()) / 1e6) + 0.001)
+            result.waited_s = time.monotonic() - start
+        loose = warehouse.loose_tables()  # writes always carry every column: only old files
+        if loose and loose != warehouse.find_loose_tables():
+            warehouse.ensure_catalog(refresh=True)  # old files rewritten: drop union_by_name
+        for table, counts in result.tables.items():
+            counts.files_after = _count(warehouse, table)
+    return result
+
+
+# -- planning ----------------------------------------------------------------------------
+
+
+def _cutoff(days: float) -> str:
+    return (datetime.now(UTC) - timedelta(days=days)).strftime(_STAMP)
+
+
+def _partitions(table_dir: Path) -> list[Path]:
+    return [
+        folder
+        for folder in sorted(table_dir.glob("contract=*/target=*"))
+        if folder.is_dir() and (folder.parent.name, folder.name) != ("contract=_", "target=_")
+    ]
+
+
+def _plan(
+    warehouse: Warehouse, table: str, manifest: Manifest, settings: Settings
+) -> tuple[list[_Merge], int]:
+    """The merges of one table, and how many files a reader counts now."""
+    table_dir = warehouse.root / table
+    cutoff = _cutoff(settings.older_than_days)
+    keep = None if settings.keep_days is None else _cutoff(settings.keep_days)
+    columns = set(TABLES[table].names)
+    merges, counted = [], 0
+    for folder in _partitions(table_dir):
+        files = counted_files(folder, manifest)
+        counted += len(files)
+        if table in NOT_COMPACTED or len(files) < 2:
+            continue
+        # the newest file holds the partition's newest write (latest_* reads only writes)
+        candidates = [f for f in files[:-1] if is_compacted(f.name) or f.name < cutoff]
+        months: dict[str, list[Path]] = {}
+        for path in candidates:
+            months.setdefault(path.name[:6], []).append(path)
+        for group in months.values():
+            writes = [p for p in group if not is_compacted(p.name)]
+            old = keep is not None and table not in KEPT_WHOLE and group[0].name < keep
+            if (writes and len(group) > 1) or old or not _conforms(group, columns):
+                merges.append(_Merge(folder, group))
+    return merges, counted
+
+
+def _conforms(paths: list[Path], columns: set[str]) -> bool:
+    return all(columns <= set(pq.read_schema(p).names) for p in paths if not is_compacted(p.name))
+
+
+def _plan_only(warehouse: Warehouse, table: str, settings: Settings) -> TableResult:
+    manifest = active_manifest(warehouse.root / table)
+    merges, counted = _plan(warehouse, table, manifest, settings)
+    merged = sum(len(m.sources) for m in merges)
+    return TableResult(
+        files_before=counted,
+        files_after=counted - merged + len(merges),
+        writes_merged=sum(1 for m in merges for p in m.sources if not is_compacted(p.name)),
+    )
+
+
+def _count(warehouse: Warehouse, table: str) -> int:
+    table_dir = warehouse.root / table
+    manifest = active_manifest(table_dir)
+    return sum(len(counted_files(folder, manifest)) for folder in _partitions(table_dir))
+
+
+# -- one table ---------------------------------------------------------------------------
+
+
+def _compact_table(
+    warehouse: Warehouse, table: str, settings: Settings, counts: TableResult
+) -> int:
+    """Write the compacted files of ``table`` and publish its next manifest; returns the
+    manifest's activation time (0 when there was nothing to do)."""
+    table_dir = warehouse.root / table
+    manifest = active_manifest(table_dir)
+    merges, counts.files_before = _plan(warehouse, table, manifest, settings)
+    if not merges:
+        return 0
+    keep = None
+    if settings.keep_days is not None and table not in KEPT_WHOLE:
+        keep = datetime.now(UTC) - timedelta(days=settings.keep_days)
+    live = {file: (writes, rows) for file, writes, rows in manifest.sizes}
+    hidden = {f for f in manifest.hidden if (table_dir / f).exists()}
+    token = uuid.uuid4().hex[:12]
+    for merge in merges:
+        prefix = f"{merge.folder.parent.name}/{merge.folder.name}/"
+        data = _merged(table, merge.sources, keep, counts)
+        for source in merge.sources:
+            live.pop(prefix + source.name, None)
+            hidden.add(prefix + source.name)
+        counts.writes_merged += sum(1 for p in merge.sources if not is_compacted(p.name))
+        if data is None:
+            continue
+        first = data.column("recorded_at")[0].as_py().strftime(_STAMP)
+        name = f"{min(first, merge.sources[0].name.split('_', 1)[0])}_~{token}.parquet"
+        path = merge.folder / name
+        warehouse._publish(path, lambda tmp, d=data, s=merge.sources: _write_compacted(d, tmp, s))
+        writes = len(pc.unique(data.column("recorded_at")))
+        live[prefix + name] = (writes, data.num_rows)
+        counts.compacted_written += 1
+    return _publish_manifest(warehouse, table_dir, live, hidden, settings)
+
+
+def _merged(
+    table: str, sources: list[Path], keep: datetime | None, counts: TableResult
+) -> pa.Table | None:
+    """The rows of ``sources`` in the table's current columns, oldest write first (rows of
+    one write keep their order); None when retention dropped every row."""
+    schema = TABLES[table]
+    parts = [_conformed(pq.read_table(path), schema) for path in sources]
+    data = pa.concat_tables(parts)
+    if keep is not None:
+        at = data.column("recorded_at")
+        old = pc.less(at, pa.scalar(keep, type=at.type))
+        counts.writes_dropped += len(pc.unique(pc.filter(at, old)))
+        data = data.filter(pc.invert(old))
+    if not data.num_rows:
+        return None
+    order = pc.sort_indices(
+        data, sort_keys=[("recorded_at", "ascending"), ("run_id", "ascending")]
+    )  # a stable sort: each write's rows stay in the order it wrote them
+    return data.take(order)
+
+
+def _conformed(data: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``data`` with exactly ``schema``'s columns: a column an older version did not write
+    is NULL."""
+    columns = [
+        data.column(f.name).cast(f.type)
+        if f.name in data.column_names
+        else pa.nulls(data.num_rows, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _write_compacted(data: pa.Table, path: str, sources: list[Path]) -> None:
+    metadata = {b"decguard.compacted_from": "\n".join(p.name for p in sources).encode()}
+    data = data.replace_schema_metadata({**(data.schema.metadata or {}), **metadata})
+    pq.write_table(data, path, compression="zstd", row_group_size=256 * 1024)
+
+
+def _publish_manifest(
+    warehouse: Warehouse,
+    table_dir: Path,
+    live: dict[str, tuple[int, int]],
+    hidden: set[str],
+    settings: Settings,
+) -> int:
+    """Publish the next manifest of a table; returns its activation time. The rename must
+    happen before the activation (every reader starting after it must find the manifest),
+    so a publication that would come too late is refused and retried with a later one."""
+    delay_us = int(settings.activation_delay_s * 1e6)
+    folder = table_dir / MANIFESTS
+    folder.mkdir(parents=True, exist_ok=True)
+    while True:
+        activation = now_us() + delay_us
+        data = manifest_table(activation, live, sorted(hidden))
+
+        def in_time(at: int = activation) -> None:
+            if now_us() >= at - delay_us // 2:
+                raise _TooLate
+
+        try:
+            warehouse._publish(
+                folder / manifest_name(activation, uuid.uuid4().hex[:12]),
+                lambda tmp, d=data: pq.write_table(d, tmp),
+                before_rename=in_time,
+            )
+        except _TooLate:
+            continue
+        return activation
+
+
+class _TooLate(Exception):
+    pass
+
+
+# -- deleting what the manifest in effect replaced ---------------------------------------
+
+
+def _clean(warehouse: Warehouse, settings: Settings, result: Result) -> int:
+    """For every table whose manifest has been in effect for ``grace_s``: delete the files
+    it hides, the manifests before it and compacted files no manifest lists (left by a
+    killed compaction). Hidden files go first, then manifests, so that whatever a kill
+    leaves is still consistent. A manifest whose hidden files are all gone is then replaced
+    by one without them (every query reads the manifest: the list of a first compaction of
+    a year would cost it tens of milliseconds). Returns the newest activation published."""
+    published = 0
+    now = now_us()
+    grace_us = int(settings.grace_s * 1e6)
+    for table in TABLES:
+        table_dir = warehouse.root / table
+        manifest = active_manifest(table_dir, now)
+        if manifest.path is None or now < manifest.activation_us + grace_us:
+            continue
+        counts = result.tables.setdefault(table, TableResult())
+        for relative in sorted(manifest.hidden):
+            counts.deleted += _delete(table_dir / relative)
+        for older in manifests(table_dir):
+            if older.name < manifest.path.name and older.name != MANIFEST_SEED:
+                _delete(older)
+        pending = set()  # compacted files of manifests not yet in effect (none while locked)
+        for newer in manifests(table_dir):
+            if newer.name > manifest.path.name:
+                pending |= read_manifest(newer).live
+        for folder in _partitions(table_dir):
+            prefix = f"{folder.parent.name}/{folder.name}/"
+            for path in folder.glob(COMPACTED):
+                relative = prefix + path.name
+                if relative not in manifest.live and relative not in pending:
+                    counts.deleted += _delete(path)
+        if manifest.hidden and not pending:
+            live = {file: (writes, rows) for file, writes, rows in manifest.sizes}
+            activation = _publish_manifest(warehouse, table_dir, live, set(), settings)
+            published = max(published, activation)
+    return published
+
+
+def _delete(path: Path) -> int:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return 0
+    return 1
+
+
+def _wait_for_manifests(warehouse: Warehouse, log: Callable[[str], None]) -> None:
+    """A killed compaction may have published manifests that take effect in a moment: plan
+    from the state after them."""
+    newest = 0
+    for table in TABLES:
+        listed = manifests(warehouse.root / table)
+        if listed:
+            newest = max(newest, read_manifest(listed[-1]).activation_us)
+    delay = (newest - now_us()) / 1e6
+    if delay > 0:
+        log(f"waiting {delay:.1f} s for a manifest published by an earlier compaction")
+        time.sleep(delay + 0.001)
+
+
+@contextlib.contextmanager
+def _locked(warehouse: Warehouse) -> Iterator[None]:
+    """One compaction per warehouse at a time. ``flock`` is released by the kernel when the
+    holder exits, however it exits, so a killed compaction never blocks the next."""
+    warehouse.root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(warehouse.root / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            raise CompactionBusy(
+                f"another compaction of {warehouse.root} is running (pid {holder}); "
+                "try again when it has finished"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)
