@@ -34,6 +34,7 @@ from decguard_pipeline.core.decision import (
 )
 from decguard_pipeline.core.errors import ContractError, InvalidResponse
 from decguard_pipeline.core.secrets import scrub, scrub_optional
+from decguard_pipeline.core.usage import Pricing
 from decguard_pipeline.core.validation import format_errors, redact
 
 SettingsT = TypeVar("SettingsT", bound=BaseModel)
@@ -105,6 +106,10 @@ class Backend(ABC):
         """Counters of the requests made so far (retries, waits, tokens) for extension
         reports; empty for backends that keep none. Never a secret, never a body."""
         return {}
+
+    def pricing(self) -> Pricing | None:
+        """What the backend's tokens cost (its ``pricing`` setting); None when it has none."""
+        return None
 
     def version_hint(self) -> str | None:
         """The model version the backend says it serves without deciding anything (from its

@@ -80,8 +80,10 @@ def evaluate(
                 "folder of <name>/decguard.yaml; several separated by os.pathsep)"
             )
         from decguard_pipeline.defs.instance import fail_dead_runs, open_instance, storage_kind
+        from decguard_pipeline.demo.autostart import demo_server_for
 
-        with open_instance() as instance:
+        named = [e.loaded.contract for e in entries if e.loaded is not None]
+        with demo_server_for(named), open_instance() as instance:  # the demo LLM, if named
             from decguard_pipeline.definitions import build_definitions
             from decguard_pipeline.defs.main_job import evaluate_all
             from decguard_pipeline.warehouse import Warehouse

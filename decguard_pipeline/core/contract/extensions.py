@@ -9,7 +9,7 @@ reference): they go to a ``<report>.pipeline.json`` sidecar, the warehouse and t
 from __future__ import annotations
 
 from decguard_pipeline.core.contract.baseline import BaselineSettings
-from decguard_pipeline.core.contract.extension_gates import GuardGates
+from decguard_pipeline.core.contract.extension_gates import ExtensionGates
 from decguard_pipeline.core.contract.guard_settings import (
     CalibrationSettings,
     GuardSettings,
@@ -32,6 +32,6 @@ class PipelineSection(Strict):
     calibration: CalibrationSettings | None = None
     risk_coverage: RiskCoverageSettings | None = None
     partial_runs: PartialRunSettings | None = None
-    requirements: GuardGates = GuardGates()
-    warnings: GuardGates = GuardGates()
+    requirements: ExtensionGates = ExtensionGates()  # guard gates; the cost gate (any contract)
+    warnings: ExtensionGates = ExtensionGates()
     production: ProductionExtension | None = None  # check extensions, docs/production.md
