@@ -37,7 +37,7 @@ class RunCost:
     decisions: int  # cases that ended with a decision
     prompt_tokens: int
     completion_tokens: int
-    cost: float | None  # None without pricing
+    cost: float | None  # None without pricing or without any case's usage
     cost_per_1000: float | None  # per 1,000 decisions; None without pricing or decisions
 
     def as_dict(self) -> dict[str, Any]:
@@ -72,7 +72,7 @@ def run_cost(
         prompt, completion = prompt_tokens[known], completion_tokens[known]
     prompt_sum, completion_sum = math.fsum(prompt.tolist()), math.fsum(completion.tolist())
     cost = per_1000 = None
-    if pricing is not None:
+    if pricing is not None and prompt.shape[0]:  # no case reported usage: the cost is unknown
         cost = case_cost(prompt_sum, completion_sum, pricing)
         per_1000 = cost / decisions * 1000.0 if decisions else None
     return RunCost(
