@@ -59,7 +59,9 @@ def evaluate(
 ) -> None:
     """Register every contract's current targets and materialise all their assets and checks
     through Dagster (persistent instance in $DAGSTER_HOME, default .dagster_home), then print
-    a summary per contract and target, read from the rows this evaluation wrote.
+    a summary per contract and target, read from the rows this evaluation wrote. A contract
+    naming the bundled demo LLM server (${DECGUARD_DEMO_LLM_URL}, unset) gets one on a free
+    loopback port for the evaluation.
 
     Exit codes: 0 every run completed (gates pass, warn or fail); 1 with --fail-on-gate when
     a requirement gate failed; 2 when a contract could not be evaluated or a run broke (a

@@ -115,3 +115,14 @@ def test_fail_on_warn_counts_the_cost_warning(tmp_path, ours):
         contract = write_priced_contract(tmp_path / "c", server.url, pipeline=pipeline)
         assert ours("test", contract).exit_code == 0
         assert ours("test", contract, "--fail-on-warn").exit_code == 1
+
+
+def test_validate_lists_the_cost_gates(tmp_path, ours):
+    pipeline = "requirements:\n  max_cost_per_1000: 2\nwarnings:\n  max_cost_per_1000: 0.5\n"
+    contract = write_priced_contract(tmp_path / "c", "http://127.0.0.1:9", pipeline=pipeline)
+    ran = ours("validate", contract)
+    assert ran.exit_code == 0, ran.stderr
+    assert ran.stdout.splitlines()[-1] == (
+        "    cost      requirement max_cost_per_1000 2; warning max_cost_per_1000 0.5"
+    )
+    assert "\n    guard " not in ran.stdout
