@@ -61,7 +61,7 @@ def test_evaluate_shows_four_calibrations_and_their_costs(tmp_path, monkeypatch,
     rows = {}
     for backend in BACKENDS:
         cells = summary_line(ran.stdout, f"tickets   {backend}@").split()
-        rows[backend] = {"accuracy": float(cells[2]), "ece": float(cells[3]), "cost": cells[5]}
+        rows[backend] = {"ece": float(cells[3]), "coverage": float(cells[4]), "cost": cells[5]}
     assert [summary_line(ran.stdout, f"{b}@").split()[1] for b in BACKENDS] == [
         "default@tickets-calibrated-2026-01-15",
         "structured@tickets-onehot-2026-01-15",
@@ -71,6 +71,8 @@ def test_evaluate_shows_four_calibrations_and_their_costs(tmp_path, monkeypatch,
     calibrated = rows["default"]["ece"]
     assert calibrated < 0.05
     assert all(rows[b]["ece"] > calibrated + 0.1 for b in BACKENDS[1:])
+    # at the 0.8 threshold the one-hot decider acts on every ticket, the hedging one on none
+    assert (rows["structured"]["coverage"], rows["jev"]["coverage"]) == (1.0, 0.0)
     assert rows["jev"]["cost"] == "-"  # open-jev reports no tokens and has no pricing
     sampled, default = float(rows["sampled"]["cost"]), float(rows["default"]["cost"])
     assert sampled > default  # ten sampled answers a case cost ten completion tokens
