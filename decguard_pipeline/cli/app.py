@@ -81,7 +81,22 @@ def emit_report(
             from decguard_pipeline.core.cache.summary import render_cache
 
             click.echo("\n" + render_cache(report.extensions["cache"]))
-    _exit_for(report.status if guarded is None else guarded.status, fail_on_warn)
+        if "usage" in report.extensions:
+            from decguard_pipeline.core.usage import render_usage
+
+            click.echo("\n" + render_usage(report.extensions["usage"]))
+    _exit_for(exit_status(report, guarded), fail_on_warn)
+
+
+def exit_status(report: Any, guarded: Any = None) -> str:
+    """What a run exits with: DecGuard's status (the guard's, over every suite, with the
+    extension) and the cost gates' (``usage``), the worst of them."""
+    from decguard_pipeline.core.gates import overall_status
+    from decguard_pipeline.core.usage import usage_status
+
+    statuses = [report.status if guarded is None else guarded.status]
+    statuses += [s for s in [usage_status(report.extensions)] if s is not None]
+    return overall_status([{"status": s} for s in statuses])
 
 
 def run_sidecar(report: Any, guarded: Any, output: Path | None) -> dict[str, Any] | None:
@@ -139,6 +154,9 @@ def _run(
                 gc.enable()
         import os
 
+        from decguard_pipeline.core.contract import load_contract
+        from decguard_pipeline.demo.autostart import demo_server_for
+
         options = None
         if cache or retry_errors or (os.environ.get("DECGUARD_CACHE") and not no_cache):
             from decguard_pipeline.cli.cache_cmd import run_cache_options
@@ -147,19 +165,21 @@ def _run(
                 contract, cache=cache, no_cache=no_cache, retry_errors=retry_errors,
                 backend=backend, suite=suite, dataset=dataset,
             )  # fmt: skip
-        report, guarded = run_guarded_test(
-            contract if options is None else options.loaded,
-            suite=suite,
-            dataset=dataset,
-            backend=backend,
-            max_concurrency=max_concurrency,
-            check_health_first=healthcheck,
-            mode=mode,
-            seed=seed,
-            properties=list(properties) or None,
-            minimize=minimize,
-            cache=None if options is None else options.cache,
-        )
+        loaded = load_contract(contract) if options is None else options.loaded
+        with demo_server_for([loaded.contract]):  # when the contract names the demo server
+            report, guarded = run_guarded_test(
+                loaded,
+                suite=suite,
+                dataset=dataset,
+                backend=backend,
+                max_concurrency=max_concurrency,
+                check_health_first=healthcheck,
+                mode=mode,
+                seed=seed,
+                properties=list(properties) or None,
+                minimize=minimize,
+                cache=None if options is None else options.cache,
+            )
         if options is not None:  # the sidecar section and the text block
             report.extensions["cache"] = options.cache.stats.section()
         emit_report(report, fmt, output, fail_on_warn, guarded, html=html)

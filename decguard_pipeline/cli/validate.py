@@ -56,4 +56,13 @@ def validate_text(contract_path: Path, dataset: Path | None) -> str:
             f"gates: requirements {len(g.requirements.configured())}, "
             f"warnings {len(g.warnings.configured())}"
         )
+    if c.pipeline is not None:  # the cost gate (any contract; core/usage.py)
+        cost = [
+            f"{level} {gate} {threshold:g}"
+            for level, gates in (("requirement", c.pipeline.requirements),
+                                 ("warning", c.pipeline.warnings))
+            for gate, threshold in gates.cost().items()
+        ]  # fmt: skip
+        if cost:
+            lines.append(f"    cost      {'; '.join(cost)}")
     return "\n".join(lines)

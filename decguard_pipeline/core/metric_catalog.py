@@ -1,5 +1,6 @@
 """Every metric the pipeline reports, with a one-line definition (``list metrics``,
-docs/metrics.md). DecGuard's come first, in report order; then the guard extension's."""
+docs/metrics.md). DecGuard's come first, in report order; then the guard extension's, then
+the usage section's."""
 
 from __future__ import annotations
 
@@ -89,6 +90,13 @@ CATALOG: tuple[MetricInfo, ...] = (
        "wrong one"),
     _p("excess_aurc", "risk_coverage", "aurc - optimal_aurc: the cost of imperfect ranking "
        "alone"),
+    # usage and cost of language-model backends (sidecar "usage"; core/usage.py)
+    _p("prompt_tokens, completion_tokens", "usage", "tokens the server reported, summed over "
+       "the cases that reported them"),
+    _p("cost_per_run", "usage", "(prompt x input_per_million + completion x "
+       "output_per_million) / 1e6, with the backend's pricing"),
+    _p("cost_per_1000 (usage)", "usage", "1000 x cost_per_run / cases that ended in a "
+       "decision: what the API bills per 1,000 decisions"),
 )  # fmt: skip
 
 # The calibration section (core.calibration.section.calibration_section). Not in CATALOG yet:

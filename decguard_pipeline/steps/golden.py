@@ -27,6 +27,7 @@ from decguard_pipeline.core.report.golden import (
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.report.sidecar import write_section
 from decguard_pipeline.core.report.verify import load_report
+from decguard_pipeline.core.usage import USAGE, usage_extension
 from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import Target, backend_of
@@ -45,8 +46,11 @@ from decguard_pipeline.warehouse.rows.golden import (
     run_base,
     run_row,
     served_version,
+    usage_rows,
 )
 from decguard_pipeline.warehouse.store import now
+
+COST_SOURCE = "cost"  # gate_results.source of the cost gates (pipeline.requirements/warnings)
 
 
 def record_contract(entry: ContractEntry, step: Step) -> dict[str, Any]:
@@ -116,7 +120,7 @@ def evaluate_target(entry: ContractEntry, target: str, step: Step) -> Evaluated:
     """Decide every golden case with the target's backend, as many at a time as the
     contract's ``evaluation.max_concurrency`` (the project has no other setting for it);
     write ``case_results`` and ``runs``."""
-    from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend
+    from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend, usage_of
     from decguard_pipeline.steps.cache import target_cache
 
     loaded = entry.require()
@@ -128,6 +132,7 @@ def evaluate_target(entry: ContractEntry, target: str, step: Step) -> Evaluated:
         health = check_health(backend)
         results = decide_dataset(loaded, data, backend)
         meta = backend.metadata()
+        usage = usage_of(backend, results)
     finally:
         backend.close()
     wall = time.perf_counter() - clock
@@ -152,6 +157,7 @@ def evaluate_target(entry: ContractEntry, target: str, step: Step) -> Evaluated:
         health=health,
         started_at=started,
         wall_s=wall,
+        usage=usage,
     )
     step.warehouse.write("runs", [run], **keys)
     return Evaluated(results, run)
@@ -174,6 +180,11 @@ class GoldenReport:
     @property
     def checks(self) -> list[dict[str, Any]]:
         return self.report.document["checks"]
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        """The run's usage section with the cost gates' checks (core/usage.py), if any."""
+        return self.report.extensions.get(USAGE)
 
 
 def golden_report(
@@ -220,7 +231,17 @@ def golden_report(
     )
     if stored is not None:
         report.extensions["properties"] = stored.pipeline  # sidecar section, as `test --all`
+    usage = usage_extension(loaded.contract, stored_usage(run))  # as `test` adds it
+    if usage is not None:
+        report.extensions[USAGE] = usage
     return GoldenReport(evaluated, report)
+
+
+def stored_usage(run: dict[str, Any]) -> dict[str, Any] | None:
+    """A run's usage section as ``evaluate_target`` stored it (None: a run recorded before
+    usage was)."""
+    text = run.get("usage_json")
+    return None if text is None else json.loads(text)
 
 
 def score_target(entry: ContractEntry, target: str, step: Step) -> GoldenReport:
@@ -232,10 +253,13 @@ def score_target(entry: ContractEntry, target: str, step: Step) -> GoldenReport:
     where = step.keys(entry.key, target)
     base = run_base(where, golden.evaluated.run)
     wh = step.warehouse
-    wh.write("metrics", metrics_rows(metrics, base), **where)
+    usage = stored_usage(golden.evaluated.run)
+    wh.write("metrics", metrics_rows(metrics, base) + usage_rows(usage, base), **where)
     wh.write("per_label_metrics", per_label_rows(metrics, base), **where)
     wh.write("reliability_bins", reliability_rows(metrics, base), **where)
-    wh.write("gate_results", gate_rows(golden.checks, base, source="golden"), **where)
+    checks = gate_rows(golden.checks, base, source="golden")
+    checks += gate_rows((golden.usage or {}).get("checks", []), base, source=COST_SOURCE)
+    wh.write("gate_results", checks, **where)
     settings = statistics_settings(entry.require().contract)
     if settings is not None:
         golden.intervals = golden_statistics(golden.evaluated.results, metrics, settings)

@@ -1,13 +1,15 @@
 """``pipeline.requirements`` / ``pipeline.warnings``: gates on the extension metrics.
 
 Same semantics as DecGuard's golden gates (inclusive; a metric that cannot be computed fails).
-Guard gates apply to every guarded label and are checked on the worst of them.
+Guard gates apply to every guarded label and are checked on the worst of them, by the guard
+extension; the cost gate applies to every run of every contract (``core/usage.py``) and does
+not turn the guard extension on.
 """
 
 from __future__ import annotations
 
 from decguard_pipeline.core.contract.gates import _Configured
-from decguard_pipeline.core.contract.types import Probability
+from decguard_pipeline.core.contract.types import NonNegative, Probability
 
 
 class GuardGates(_Configured):
@@ -22,3 +24,18 @@ class GuardGates(_Configured):
     max_confidence_gap: Probability | None = None  # |mean confidence - accuracy|
     max_overconfidence: Probability | None = None  # mean confidence - accuracy (signed)
     max_aurc: Probability | None = None
+
+
+class ExtensionGates(GuardGates):
+    """The section as written: the guard's gates (:meth:`configured`, what the guard
+    extension checks) and the cost gate (:meth:`cost`)."""
+
+    max_cost_per_1000: NonNegative | None = None  # API cost per 1,000 decisions
+
+    def configured(self) -> dict[str, float]:
+        """The guard's gates that are set, in field order."""
+        return {k: v for k, v in super().configured().items() if k in GuardGates.model_fields}
+
+    def cost(self) -> dict[str, float]:
+        """The cost gates that are set."""
+        return {k: v for k, v in super().configured().items() if k not in GuardGates.model_fields}

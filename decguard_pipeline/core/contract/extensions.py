@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from decguard_pipeline.core.contract.baseline import BaselineSettings
 from decguard_pipeline.core.contract.cache import CacheSettings
-from decguard_pipeline.core.contract.extension_gates import GuardGates
+from decguard_pipeline.core.contract.extension_gates import ExtensionGates
 from decguard_pipeline.core.contract.guard_settings import (
     CalibrationSettings,
     GuardSettings,
@@ -33,7 +33,7 @@ class PipelineSection(Strict):
     calibration: CalibrationSettings | None = None
     risk_coverage: RiskCoverageSettings | None = None
     partial_runs: PartialRunSettings | None = None
-    requirements: GuardGates = GuardGates()
-    warnings: GuardGates = GuardGates()
+    requirements: ExtensionGates = ExtensionGates()  # guard gates; the cost gate (any contract)
+    warnings: ExtensionGates = ExtensionGates()
     production: ProductionExtension | None = None  # check extensions, docs/production.md
     cache: CacheSettings | None = None  # the response cache, docs/cache.md (not hashed)
