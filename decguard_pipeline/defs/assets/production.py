@@ -282,18 +282,7 @@ def check_result(row: Mapping[str, Any], asset: dg.AssetKey, name: str) -> dg.As
     extra: dict[str, Any] = {"baseline": row["baseline"] or "none"}
     if "segments" in row:
         extra["segment"] = f"{row['segment_key']}={row['segment_value']}"
-        extra["segments"] = md.table(
-            row["segments"],
-            [
-                ("segment_value", "string"),
-                ("gate", "string"),
-                ("status", "string"),
-                ("value", "float"),
-                ("threshold", "float"),
-                ("message", "string"),
-            ],
-            limit=1000,
-        )
+        extra["segments"] = md.outcomes_table(row["segments"], "segment_value")
     return gate_result(row, asset, name, extra)
 
 
