@@ -57,7 +57,8 @@ def emit_report(
             from decguard_pipeline.core.report.sidecar import write_section
 
             for name, section in report.extensions.items():
-                write_section(output, report.document, name, section)
+                status = section["status"] if name == "calibration" else None  # its gates
+                write_section(output, report.document, name, section, status=status)
     if html is not None:
         from decguard_pipeline.core.report.html import write_report_html
 
@@ -76,7 +77,13 @@ def emit_report(
             from decguard_pipeline.core.golden.statistics import render_golden_statistics
 
             click.echo("\n" + render_golden_statistics(report.extensions["statistics"]))
-    _exit_for(report.status if guarded is None else guarded.status, fail_on_warn)
+        if "calibration" in report.extensions:
+            from decguard_pipeline.core.calibration.render import render_calibration
+
+            click.echo("\n" + render_calibration(report.extensions["calibration"]))
+    from decguard_pipeline.runs.golden import command_status
+
+    _exit_for(command_status(report, None if guarded is None else guarded.status), fail_on_warn)
 
 
 def run_sidecar(report: Any, guarded: Any, output: Path | None) -> dict[str, Any] | None:
