@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from decguard_pipeline.core.calibration.extension import SECTION as CALIBRATION
 from decguard_pipeline.core.dataset import Dataset
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.golden.statistics import golden_statistics, statistics_settings
@@ -31,6 +32,7 @@ from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_ro
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import Target, backend_of
 from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline.warehouse.rows.calibration import calibration_rows, curve_rows
 from decguard_pipeline.warehouse.rows.golden import (
     case_results_table,
     case_rows,
@@ -174,6 +176,11 @@ class GoldenReport:
     def checks(self) -> list[dict[str, Any]]:
         return self.report.document["checks"]
 
+    @property
+    def calibration(self) -> dict[str, Any] | None:
+        """The calibration measures' sidecar section (None unless the contract asks)."""
+        return self.report.extensions.get(CALIBRATION)
+
 
 def golden_report(
     entry: ContractEntry,
@@ -219,13 +226,18 @@ def golden_report(
     )
     if stored is not None:
         report.extensions["properties"] = stored.pipeline  # sidecar section, as `test --all`
+    from decguard_pipeline.runs.golden import add_calibration
+
+    add_calibration(loaded, report)  # the calibration measures, as `test` adds them
     return GoldenReport(evaluated, report)
 
 
 def score_target(entry: ContractEntry, target: str, step: Step) -> GoldenReport:
     """The golden report of this run's evaluation (else the newest); its metrics and gate
     checks written to ``metrics``, ``per_label_metrics``, ``reliability_bins`` and
-    ``gate_results`` (and the intervals to ``metric_intervals`` with pipeline.statistics)."""
+    ``gate_results`` (and the intervals to ``metric_intervals`` with pipeline.statistics, the
+    calibration measures to ``calibration``, ``calibration_curve`` and, source
+    ``calibration``, ``gate_results`` with pipeline.calibration_measures)."""
     golden = golden_report(entry, target, step.warehouse, run_id=step.run_id)
     metrics = golden.metrics
     where = step.keys(entry.key, target)
@@ -234,7 +246,14 @@ def score_target(entry: ContractEntry, target: str, step: Step) -> GoldenReport:
     wh.write("metrics", metrics_rows(metrics, base), **where)
     wh.write("per_label_metrics", per_label_rows(metrics, base), **where)
     wh.write("reliability_bins", reliability_rows(metrics, base), **where)
-    wh.write("gate_results", gate_rows(golden.checks, base, source="golden"), **where)
+    calibration = golden.calibration
+    checks = gate_rows(golden.checks, base, source="golden")
+    if calibration is not None:  # its checks in the same write: one gate_results file a run
+        checks += gate_rows(calibration["checks"], base, source=CALIBRATION)
+        labels = list(entry.require().contract.labels)
+        wh.write("calibration", calibration_rows(calibration, base, labels), **where)
+        wh.write("calibration_curve", curve_rows(calibration, base), **where)
+    wh.write("gate_results", checks, **where)
     settings = statistics_settings(entry.require().contract)
     if settings is not None:
         golden.intervals = golden_statistics(golden.evaluated.results, metrics, settings)
@@ -265,7 +284,8 @@ def write_report(entry: ContractEntry, target: str, step: Step) -> tuple[Path, R
     )
     load_report(path)  # the file must verify exactly, as DecGuard would check it
     for name, section in report.extensions.items():  # <stem>.pipeline.json, as -o writes
-        write_section(path, report.document, name, section)
+        status = section["status"] if name == CALIBRATION else None  # its gates' verdict
+        write_section(path, report.document, name, section, status=status)
     keys = step.keys(entry.key, target)
     wh.write("reports", [report_row(keys, report.document, path)], **keys)
     return path, report

@@ -13,17 +13,18 @@ status and ``status``. Pure: the callers (``runs/golden.py``, the golden steps) 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from decguard_pipeline.core.calibration.gates import calibration_checks
-from decguard_pipeline.core.calibration.section import SectionSettings, calibration_section
 from decguard_pipeline.core.contract import Contract
 from decguard_pipeline.core.contract.calibration_measures import CalibrationMeasures
 from decguard_pipeline.core.contract.extension_gates import CalibrationGates
 from decguard_pipeline.core.gates import overall_status
 from decguard_pipeline.core.results import CaseResults
+
+if TYPE_CHECKING:
+    from decguard_pipeline.core.calibration.section import SectionSettings
 
 SECTION = "calibration"  # the sidecar section's name (and the warehouse table's)
 
@@ -48,6 +49,8 @@ def applied_settings(measures: CalibrationMeasures, contract: Contract) -> dict[
 
 def section_settings(applied: dict[str, Any]) -> SectionSettings:
     """The library's settings for the contract's (applied) ones."""
+    from decguard_pipeline.core.calibration.section import SectionSettings
+
     return SectionSettings(
         n_bins=applied["bins"],
         alpha=applied["alpha"],
@@ -72,6 +75,10 @@ def calibration_extension(results: CaseResults, contract: Contract) -> dict[str,
     measures = measures_settings(contract)
     if measures is None:
         return None
+    # the measures are imported when asked for: a contract without them pays nothing
+    from decguard_pipeline.core.calibration.gates import calibration_checks
+    from decguard_pipeline.core.calibration.section import calibration_section
+
     applied = applied_settings(measures, contract)
     probs, expected = labeled_inputs(results)
     section = calibration_section(probs, expected, section_settings(applied))

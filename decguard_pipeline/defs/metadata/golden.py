@@ -19,6 +19,7 @@ from decguard_pipeline.defs.metadata.base import (
     results_table,
     table,
 )
+from decguard_pipeline.defs.metadata.calibration import calibration_metadata
 from decguard_pipeline.steps.base import Evaluated
 from decguard_pipeline.steps.golden import GoldenReport
 from decguard_pipeline.warehouse.rows.golden import flat_metrics
@@ -85,6 +86,7 @@ def golden_metrics_metadata(golden: GoldenReport) -> dict[str, Any]:
         "failing_cases": failing_cases_table(report.document["failures"]),
         "gates": checks_table(golden.checks),
         **intervals,
+        **calibration_metadata(golden.calibration, title=report.document["backend"]["name"]),
         "dagster/row_count": len(flat),
     }
 
