@@ -190,3 +190,49 @@ def test_validate_names_the_settings(tmp_path, ours):
         "    calibration 10 bins · abstention alpha 0.05, delta 0.1 · 5 folds · 200 resamples; "
         "gates: requirements 0, warnings 1"
     )
+
+
+# -- diff: less honest, or less able to tell cases apart? -------------------------------------
+
+
+def _two_versions(tmp_path: Path, ours, pipeline: dict[str, Any] | None) -> tuple[Path, ...]:
+    """An over-confident baseline (default backend) and a recalibrated candidate of the same
+    cases, each tested to a report file."""
+    probs, expected, truth = generated_model(seed=6, n=300, kind="over")
+    path = write_contract(tmp_path / "two", probs, expected, pipeline=pipeline, candidate=truth)
+    base, cand = tmp_path / "base.json", tmp_path / "cand.json"
+    ours("test", path, "-o", base)
+    ours("test", path, "-b", "candidate", "-o", cand)
+    return path, base, cand
+
+
+def test_diff_attributes_the_brier_change(tmp_path, ours):
+    from decguard_pipeline.core.calibration.decomposition import classwise_brier_decomposition
+    from decguard_pipeline.core.diff.calibration import render_calibration_shift
+
+    path, base, cand = _two_versions(tmp_path, ours, {"calibration_measures": FAST})
+    out = tmp_path / "d.json"
+    ran = ours("diff", base, cand, "--contract", path, "-o", out)
+    assert ran.exit_code in (0, 1), ran.stderr
+    section = json.loads((tmp_path / "d.pipeline.json").read_text())["calibration"]
+    assert section["verdict"]["honesty"] == "more honest"
+    for side, report in (("baseline", base), ("candidate", cand)):
+        probs, expected = labeled_rows(json.loads(report.read_text()))
+        direct = classwise_brier_decomposition(probs, expected)
+        assert section["decomposition"]["brier"][side]["miscalibration"] == direct.miscalibration
+        assert section["decomposition"]["brier"][side]["discrimination"] == direct.discrimination
+    assert ran.stdout.endswith("\n\n" + render_calibration_shift(section) + "\n")
+    # DecGuard's diff document is DecGuard's: the same with and without the extension
+    plain_path, base2, cand2 = _two_versions(tmp_path / "plain", ours, None)
+    plain = tmp_path / "plain.json"
+    ours("diff", base2, cand2, "--contract", plain_path, "-o", plain)
+    assert not (tmp_path / "plain.pipeline.json").exists()
+    mine, theirs = json.loads(out.read_text()), json.loads(plain.read_text())
+    for doc in (mine, theirs):
+        doc.pop("created_at")
+        for side in ("baseline", "candidate"):
+            doc[side].pop("path"), doc[side].pop("created_at"), doc[side].pop("contract_hash")
+            doc[side]["dataset"].pop("path")
+        doc["contract"].pop("hash"), doc["contract"].pop("path")
+        doc["metrics"].pop("latency_p50_ms"), doc["metrics"].pop("latency_p95_ms")
+    assert mine == theirs

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import numpy as np
 
 from decguard_pipeline.core.calibration.section import calibration_section
 from decguard_pipeline.definitions import build_definitions
@@ -114,3 +115,27 @@ def test_failing_warning_does_not_block_and_metadata_has_the_numbers(tmp_path):
     assert [r.data["gate"] for r in shown["calibration_gates"].records] == ["max_smece"]
     listed = {r.data["metric"]: r.data["value"] for r in shown["calibration"].records}
     assert listed == {k: v for k, v in independent.items() if v is not None}
+
+
+def test_diff_metadata_says_which_way_the_candidate_moved(tmp_path):
+    from decguard_pipeline.defs.metadata.diff import materialisation_metadata
+    from decguard_pipeline.steps.base import Step
+    from decguard_pipeline.steps.diff import diff_target
+    from decguard_pipeline_tests.support.evaluations import evaluate
+
+    rng = np.random.default_rng(4)
+    probs, expected, truth = generated_model(seed=8, n=200, kind="calibrated")
+    degraded = 0.4 * truth + 0.6 * rng.dirichlet(np.ones(3), len(truth))
+    write_contract(tmp_path / "contracts" / "gen", probs, expected,
+                   pipeline={"calibration_measures": FAST}, candidate=degraded)  # fmt: skip
+    (entry,) = discover_contracts(str(tmp_path / "contracts"))
+    wh = Warehouse(tmp_path / "wh")
+    evaluate(entry, TARGET, wh, "run-1")
+    evaluate(entry, "candidate@gen-v2", wh, "run-2")
+    outcome = diff_target(entry, "candidate@gen-v2", Step(wh, "run-2"))
+    meta = {k: getattr(v, "value", v) for k, v in materialisation_metadata(outcome).items()}
+    delta = outcome.diff.calibration["decomposition"]["brier"]["delta"]
+    assert meta["calibration_discrimination"] == "less able to tell cases apart"
+    assert meta["discrimination_delta"] == delta["discrimination"] < 0
+    assert meta["miscalibration_delta"] == delta["miscalibration"]
+    assert "Verdict" in meta["calibration"]

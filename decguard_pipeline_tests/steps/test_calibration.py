@@ -108,3 +108,47 @@ def test_nothing_without_the_extension(tmp_path):
     assert golden.calibration is None
     assert golden_report(entry, TARGET, step.warehouse).calibration is None
     assert step.warehouse.query("SELECT count(*) AS n FROM calibration").to_pylist() == [{"n": 0}]
+
+
+def test_diff_step_writes_the_comparison(tmp_path):
+    """The regression diff of a recalibrated candidate against its over-confident baseline:
+    ``diff_calibration`` rows are the sidecar's section, next to the statistics."""
+    from decguard_pipeline.steps.diff import diff_target
+    from decguard_pipeline_tests.support.evaluations import evaluate
+
+    probs, expected, truth = generated_model(seed=7, n=200, kind="over")
+    pipeline = {"calibration_measures": {"bootstrap_resamples": 30}, "statistics": {}}
+    write_contract(
+        tmp_path / "contracts" / "gen", probs, expected, pipeline=pipeline, candidate=truth
+    )
+    (entry,) = discover_contracts(str(tmp_path / "contracts"))
+    wh = Warehouse(tmp_path / "wh")
+    evaluate(entry, TARGET, wh, "run-1")
+    evaluate(entry, "candidate@gen-v2", wh, "run-2")
+    outcome = diff_target(entry, "candidate@gen-v2", Step(wh, "run-2"))
+    assert outcome.baseline_target == TARGET
+    section = outcome.diff.calibration
+    assert section["verdict"] == {"honesty": "more honest", "discrimination": "no clear change"}
+    sidecar = json.loads(outcome.sidecar.read_text())
+    assert sidecar["calibration"] == json.loads(json.dumps(section))
+    assert "overall" in sidecar  # the statistics are still there
+    rows = wh.query(
+        "SELECT score, component, baseline, candidate, delta, low, high, verdict, n_cases "
+        "FROM latest_diff_calibration ORDER BY score, component"
+    ).to_pylist()
+    assert len(rows) == 12 and {r["n_cases"] for r in rows} == {200}
+    for r in rows:
+        sides = section["decomposition"][r["score"]]
+        assert (r["baseline"], r["candidate"], r["delta"]) == (
+            sides["baseline"][r["component"]],
+            sides["candidate"][r["component"]],
+            sides["delta"][r["component"]],
+        )
+    mcb = next(r for r in rows if (r["score"], r["component"]) == ("brier", "miscalibration"))
+    interval = section["intervals"]["miscalibration"]
+    assert (mcb["low"], mcb["high"], mcb["verdict"]) == (
+        interval["low"],
+        interval["high"],
+        "more honest",
+    )
+    assert all(r["verdict"] is None for r in rows if r["score"] != "brier")

@@ -17,7 +17,7 @@ moves with the accuracy, so they do not attribute the change.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,7 +26,12 @@ from decguard_pipeline.core.calibration.decomposition import (
     score_decompositions,
 )
 from decguard_pipeline.core.contract.calibration_measures import CalibrationMeasures
+from decguard_pipeline.core.product import PRODUCER_VERSION
+from decguard_pipeline.core.report.sidecar import SIDECAR_VERSION
 from decguard_pipeline.core.results import CaseResults
+
+if TYPE_CHECKING:
+    from decguard_pipeline.core.diff.model import Diff
 
 PARTS = ("score", "miscalibration", "discrimination", "uncertainty")
 # verdict words: (worse, better, unclear) per component, where "worse" is the regression
@@ -159,3 +164,17 @@ def render_calibration_shift(section: dict[str, Any]) -> str:
         f" (discrimination){how}"
     )
     return "\n".join(lines)
+
+
+def diff_sidecar(diff: Diff) -> dict[str, Any] | None:
+    """The diff's sidecar document (``<output stem>.pipeline.json``): the statistics when
+    ``pipeline.statistics`` is on, with this comparison as its ``calibration`` section when
+    the calibration measures are; None with neither."""
+    if diff.calibration is None:
+        return diff.statistics
+    head = diff.statistics or {
+        "sidecar_version": SIDECAR_VERSION,
+        "kind": "diff_calibration",
+        "producer": PRODUCER_VERSION,
+    }
+    return {**head, "calibration": diff.calibration}

@@ -1,12 +1,15 @@
 """The sidecar section ``calibration`` (``core/calibration/extension.py``) -> rows of the
-``calibration`` and ``calibration_curve`` tables (schema: ``schema/calibration.py``). The
-numbers are the section's own: nothing is computed again."""
+``calibration`` and ``calibration_curve`` tables, a diff's calibration comparison
+(``core/diff/calibration.py``) -> ``diff_calibration`` rows (schema: ``schema/calibration.py``).
+The numbers are the sections' own: nothing is computed again."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from decguard_pipeline.warehouse.rows.base import to_json
+
+PARTS = ("score", "miscalibration", "discrimination", "uncertainty")  # CORP, in this order
 
 INTERVALS = {"smece": ("smece_low", "smece_high")}  # measures with an interval (low, high)
 _BOUNDS = {bound for pair in INTERVALS.values() for bound in pair}
@@ -62,3 +65,31 @@ def curve_rows(section: dict[str, Any], base: dict[str, Any]) -> list[dict[str, 
         }
         for i, x in enumerate(curve["mesh"])
     ]
+
+
+def diff_calibration_rows(base: dict[str, Any], section: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per decomposed score and component of a diff's calibration comparison;
+    ``base``: the diff tables' key columns (with ``baseline_target``)."""
+    verdicts = {"miscalibration": "honesty", "discrimination": "discrimination"}
+    rows = []
+    for score, sides in section["decomposition"].items():
+        b, c, d = sides["baseline"], sides["candidate"], sides["delta"]
+        for part in PARTS:
+            attributed = score == "brier" and part in verdicts
+            interval = section["intervals"].get(part) if attributed else None
+            rows.append(
+                {
+                    **base,
+                    "n_cases": section["n"],
+                    "score": score,
+                    "component": part,
+                    "baseline": None if b is None else b[part],
+                    "candidate": None if c is None else c[part],
+                    "delta": None if d is None else d[part],
+                    "low": None if interval is None else interval["low"],
+                    "high": None if interval is None else interval["high"],
+                    "confidence": section["settings"]["confidence"] if interval else None,
+                    "verdict": section["verdict"][verdicts[part]] if attributed else None,
+                }
+            )
+    return rows

@@ -2,7 +2,8 @@
 
 Written by the ``golden_metrics`` asset (``steps/golden.py``; rows built by
 ``rows/calibration.py``) for contracts with ``pipeline.calibration_measures`` or a calibration
-gate; their checks go to ``gate_results`` with source ``calibration``. Keyed like every
+gate, their checks to ``gate_results`` with source ``calibration``; ``diff_calibration`` by the
+``regression_diff`` asset (``steps/diff.py``) for the same contracts. Keyed like every
 per-target table by contract, target, run and time.
 """
 
@@ -24,6 +25,27 @@ TABLES: dict[str, pa.Schema] = {
                 ("high", DOUBLE),
                 ("n_cases", INT),
                 ("settings_json", STRING),
+            ]
+        )
+    ),
+    # a regression diff's comparison of both runs' CORP decompositions (steps/diff.py): one
+    # row per score and component; the Brier score's miscalibration and discrimination rows
+    # carry the paired-bootstrap interval of the change and the verdict
+    "diff_calibration": pa.schema(
+        keyed(
+            [
+                *WHO,
+                ("baseline_target", STRING),
+                ("n_cases", INT),
+                ("score", STRING),
+                ("component", STRING),
+                ("baseline", DOUBLE),
+                ("candidate", DOUBLE),
+                ("delta", DOUBLE),
+                ("low", DOUBLE),
+                ("high", DOUBLE),
+                ("confidence", DOUBLE),
+                ("verdict", STRING),
             ]
         )
     ),
