@@ -58,7 +58,8 @@ def emit_report(
             from decguard_pipeline.core.report.sidecar import write_section
 
             for name, section in report.extensions.items():
-                write_section(output, report.document, name, section)
+                status = section["status"] if name == "calibration" else None  # its gates
+                write_section(output, report.document, name, section, status=status)
     if html is not None:
         from decguard_pipeline.core.report.html import write_report_html
 
@@ -85,18 +86,13 @@ def emit_report(
             from decguard_pipeline.core.usage import render_usage
 
             click.echo("\n" + render_usage(report.extensions["usage"]))
-    _exit_for(exit_status(report, guarded), fail_on_warn)
+        if "calibration" in report.extensions:
+            from decguard_pipeline.core.calibration.render import render_calibration
 
+            click.echo("\n" + render_calibration(report.extensions["calibration"]))
+    from decguard_pipeline.runs.golden import command_status
 
-def exit_status(report: Any, guarded: Any = None) -> str:
-    """What a run exits with: DecGuard's status (the guard's, over every suite, with the
-    extension) and the cost gates' (``usage``), the worst of them."""
-    from decguard_pipeline.core.gates import overall_status
-    from decguard_pipeline.core.usage import usage_status
-
-    statuses = [report.status if guarded is None else guarded.status]
-    statuses += [s for s in [usage_status(report.extensions)] if s is not None]
-    return overall_status([{"status": s} for s in statuses])
+    _exit_for(command_status(report, None if guarded is None else guarded.status), fail_on_warn)
 
 
 def run_sidecar(report: Any, guarded: Any, output: Path | None) -> dict[str, Any] | None:

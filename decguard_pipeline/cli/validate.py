@@ -65,4 +65,16 @@ def validate_text(contract_path: Path, dataset: Path | None) -> str:
         ]  # fmt: skip
         if cost:
             lines.append(f"    cost      {'; '.join(cost)}")
+    from decguard_pipeline.core.calibration.extension import applied_settings, measures_settings
+    from decguard_pipeline.core.contract.extension_gates import CalibrationGates
+
+    measures = measures_settings(c)
+    if measures is not None and c.pipeline is not None:  # the extension only, as the guard
+        a = applied_settings(measures, c)
+        lines.append(
+            f"    calibration {a['bins']} bins · abstention alpha {a['alpha']:g}, "
+            f"delta {a['delta']:g} · {a['folds']} folds · {a['bootstrap_resamples']} resamples; "
+            f"gates: requirements {len(c.pipeline.requirements.owned(CalibrationGates))}, "
+            f"warnings {len(c.pipeline.warnings.owned(CalibrationGates))}"
+        )
     return "\n".join(lines)

@@ -135,6 +135,7 @@ def run_test(
         report.extensions["properties"] = outcome.pipeline  # sidecar section, not DecGuard's
     add_golden_statistics(loaded, report)
     add_usage(loaded, report, usage)
+    add_calibration(loaded, report)
     return report
 
 
@@ -163,3 +164,30 @@ def add_golden_statistics(loaded: LoadedContract, report: Report) -> None:
         report.extensions["statistics"] = golden_statistics(
             report.results, report.document["metrics"], settings
         )
+
+
+def add_calibration(loaded: LoadedContract, report: Report) -> None:
+    """With ``pipeline.calibration_measures`` (or a calibration gate): the calibration
+    measures and checks as the sidecar section ``calibration``; fuzz reports have no golden
+    metrics and get none."""
+    from decguard_pipeline.core.calibration.extension import SECTION, calibration_extension
+
+    if report.mode == "fuzz":
+        return
+    section = calibration_extension(report.results, loaded.contract)
+    if section is not None:
+        report.extensions[SECTION] = section
+
+
+def command_status(report: Report, status: str | None = None) -> str:
+    """What a run exits with: ``status`` (DecGuard's or the guard extension's verdict, the
+    report's own by default) made worse by a failing calibration section or cost gate."""
+    from decguard_pipeline.core.gates import overall_status
+    from decguard_pipeline.core.usage import usage_status
+
+    statuses = [report.status if status is None else status]
+    calibration = report.extensions.get("calibration")
+    if calibration is not None:
+        statuses.append(calibration["status"])
+    statuses += [s for s in [usage_status(report.extensions)] if s is not None]
+    return overall_status([{"status": s} for s in statuses])

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from decguard_pipeline.core.calibration.extension import SECTION as CALIBRATION
 from decguard_pipeline.core.dataset import Dataset
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.golden.statistics import golden_statistics, statistics_settings
@@ -32,6 +33,7 @@ from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_ro
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import Target, backend_of
 from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline.warehouse.rows.calibration import calibration_rows, curve_rows
 from decguard_pipeline.warehouse.rows.golden import (
     case_results_table,
     case_rows,
@@ -186,6 +188,11 @@ class GoldenReport:
         """The run's usage section with the cost gates' checks (core/usage.py), if any."""
         return self.report.extensions.get(USAGE)
 
+    @property
+    def calibration(self) -> dict[str, Any] | None:
+        """The calibration measures' sidecar section (None unless the contract asks)."""
+        return self.report.extensions.get(CALIBRATION)
+
 
 def golden_report(
     entry: ContractEntry,
@@ -234,6 +241,9 @@ def golden_report(
     usage = usage_extension(loaded.contract, stored_usage(run))  # as `test` adds it
     if usage is not None:
         report.extensions[USAGE] = usage
+    from decguard_pipeline.runs.golden import add_calibration
+
+    add_calibration(loaded, report)  # the calibration measures, as `test` adds them
     return GoldenReport(evaluated, report)
 
 
@@ -247,7 +257,9 @@ def stored_usage(run: dict[str, Any]) -> dict[str, Any] | None:
 def score_target(entry: ContractEntry, target: str, step: Step) -> GoldenReport:
     """The golden report of this run's evaluation (else the newest); its metrics and gate
     checks written to ``metrics``, ``per_label_metrics``, ``reliability_bins`` and
-    ``gate_results`` (and the intervals to ``metric_intervals`` with pipeline.statistics)."""
+    ``gate_results`` (and the intervals to ``metric_intervals`` with pipeline.statistics, the
+    calibration measures to ``calibration``, ``calibration_curve`` and, source
+    ``calibration``, ``gate_results`` with pipeline.calibration_measures)."""
     golden = golden_report(entry, target, step.warehouse, run_id=step.run_id)
     metrics = golden.metrics
     where = step.keys(entry.key, target)
@@ -259,6 +271,12 @@ def score_target(entry: ContractEntry, target: str, step: Step) -> GoldenReport:
     wh.write("reliability_bins", reliability_rows(metrics, base), **where)
     checks = gate_rows(golden.checks, base, source="golden")
     checks += gate_rows((golden.usage or {}).get("checks", []), base, source=COST_SOURCE)
+    calibration = golden.calibration
+    if calibration is not None:  # its checks in the same write: one gate_results file a run
+        checks += gate_rows(calibration["checks"], base, source=CALIBRATION)
+        labels = list(entry.require().contract.labels)
+        wh.write("calibration", calibration_rows(calibration, base, labels), **where)
+        wh.write("calibration_curve", curve_rows(calibration, base), **where)
     wh.write("gate_results", checks, **where)
     settings = statistics_settings(entry.require().contract)
     if settings is not None:
@@ -290,7 +308,8 @@ def write_report(entry: ContractEntry, target: str, step: Step) -> tuple[Path, R
     )
     load_report(path)  # the file must verify exactly, as DecGuard would check it
     for name, section in report.extensions.items():  # <stem>.pipeline.json, as -o writes
-        write_section(path, report.document, name, section)
+        status = section["status"] if name == CALIBRATION else None  # its gates' verdict
+        write_section(path, report.document, name, section, status=status)
     keys = step.keys(entry.key, target)
     wh.write("reports", [report_row(keys, report.document, path)], **keys)
     return path, report

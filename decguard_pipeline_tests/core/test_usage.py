@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from decguard_pipeline.core.contract import load_contract
-from decguard_pipeline.core.contract.extension_gates import ExtensionGates
+from decguard_pipeline.core.contract.extension_gates import ExtensionGates, GuardGates
 from decguard_pipeline.core.errors import ContractError
 from decguard_pipeline.core.guard.extension import guard_config, guard_enabled
 from decguard_pipeline.core.usage import (
@@ -49,7 +49,7 @@ def test_the_cost_gate_is_an_extension_gate_that_leaves_the_guard_off(tmp_path):
     contract = _contract(tmp_path, "  requirements: {max_cost_per_1000: 2.5}\n")
     assert not guard_enabled(contract)
     gates = contract.pipeline.requirements
-    assert gates.cost() == {"max_cost_per_1000": 2.5} and gates.configured() == {}
+    assert gates.cost() == {"max_cost_per_1000": 2.5} and gates.owned(GuardGates) == {}
     with_guard = _contract(tmp_path, "  requirements: {max_cost_per_1000: 2, min_auroc: 0.8}\n")
     assert guard_enabled(with_guard)
     assert guard_config(with_guard).requirements.configured() == {"min_auroc": 0.8}

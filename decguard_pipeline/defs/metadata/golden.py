@@ -19,6 +19,7 @@ from decguard_pipeline.defs.metadata.base import (
     results_table,
     table,
 )
+from decguard_pipeline.defs.metadata.calibration import calibration_metadata
 from decguard_pipeline.steps.base import Evaluated
 from decguard_pipeline.steps.golden import GoldenReport
 from decguard_pipeline.warehouse.rows.golden import USAGE_METRICS, flat_metrics, usage_columns
@@ -87,6 +88,7 @@ def golden_metrics_metadata(golden: GoldenReport) -> dict[str, Any]:
         "gates": checks_table([*golden.checks, *usage.get("checks", [])]),
         **intervals,
         **usage_metadata(golden.usage),
+        **calibration_metadata(golden.calibration, title=report.document["backend"]["name"]),
         "dagster/row_count": len(flat),
     }
 
