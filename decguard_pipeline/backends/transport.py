@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import httpx
 
 from decguard_pipeline.backends.base import Backend
-from decguard_pipeline.backends.body import ACCEPT_ENCODING, BoundedBody, TooLarge
+from decguard_pipeline.backends.body import ACCEPT_ENCODING, BoundedBody, TooLarge, read_within
 from decguard_pipeline.core.errors import (
     BackendError,
     BackendTimeout,
@@ -173,6 +173,7 @@ class HttpTransport(Backend):
                     register_secret(value)  # before any request can carry it
                     headers[header] = prefix + value
                     secrets.append(value)
+                register_proxy_passwords()  # both clients send them to the proxy
                 self._headers, self._secrets = headers, tuple(secrets)
             return self._headers
 
@@ -231,15 +232,11 @@ class HttpTransport(Backend):
         raise AssertionError("unreachable")
 
     def _read_sync(self, response: httpx.Response) -> bytes:
-        # each read waits at most timeout_s (the client's timeout); the whole body about as long
-        deadline = time.monotonic() + self.settings.timeout_s
+        settings = self.settings
         try:
-            body = BoundedBody(response.headers, self.settings.max_response_bytes)
-            for chunk in response.iter_raw():
-                body.feed(chunk)
-                if time.monotonic() > deadline:
-                    raise self._timeout()
-            return body.finish()
+            return read_within(
+                response, settings.max_response_bytes, settings.timeout_s, self._timeout
+            )
         except TooLarge:
             raise self._too_large() from None
 
@@ -371,9 +368,27 @@ def _env_proxy(url: str) -> tuple[Any, Any]:
     from yarl import URL
 
     try:
-        return get_env_proxy_for_url(URL(url))
+        proxy, auth = get_env_proxy_for_url(URL(url))
     except LookupError:
         return None, None
+    if auth is not None:  # also from ~/.netrc, which only aiohttp reads
+        register_secret(auth.password)
+    return proxy, auth
+
+
+def register_proxy_passwords() -> None:
+    """Register the passwords in the proxy URLs the environment sets (``HTTPS_PROXY=
+    http://user:password@proxy:3128``, as both HTTP clients read them) as secrets: they are
+    credentials this process sends, whichever backend's request goes through the proxy."""
+    from urllib.parse import urlsplit
+    from urllib.request import getproxies
+
+    for url in getproxies().values():
+        try:
+            password = urlsplit(url).password
+        except ValueError:  # not a URL the clients could use either
+            continue
+        register_secret(password)
 
 
 _SOCKET_ERROR = re.compile(r"\. \w+Error\(\d+, .*\)$")

@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from decguard_pipeline.warehouse.storage import (
     STALE_AFTER_S,
@@ -95,6 +94,8 @@ class Spool:
     def translate(self, data: pa.Table) -> pa.Table:
         """``data`` with every string cell that is a spool path replaced by the file's
         warehouse location."""
+        import pyarrow.compute as pc  # imports pandas: only where a row may name a file
+
         for index, field in enumerate(data.schema):
             if not pa.types.is_string(field.type):
                 continue

@@ -23,23 +23,26 @@ by the client only: never by a location, a file the warehouse writes, or a log l
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import functools
 import os
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from decguard_pipeline.core.errors import DecGuardError
+
+if TYPE_CHECKING:  # imported by the reader that needs it (store.py says why)
+    import duckdb
 
 # Object stores by URL scheme: the fsspec package serving it and the extra that installs it.
 SCHEMES = {"s3": ("s3fs", "s3"), "gs": ("gcsfs", "gcs")}
@@ -201,16 +204,25 @@ class Storage:
         staging: Path,
         before: Callable[[], None] | None = None,
     ) -> None:
-        """Run ``write`` on a new file in ``staging`` (a folder outside every table's glob, on
-        the same filesystem), flush it to disk and rename it to ``final``: readers see the
-        whole file or none, and a killed writer leaves only a staging file, swept later.
-        ``before`` runs last before the rename (and may refuse it by raising)."""
+        """Run ``write`` on a new file in ``staging`` and publish it as ``final`` (``staged``)."""
+        with self.staged(final, staging=staging, before=before) as tmp:
+            write(tmp)
+
+    @contextlib.contextmanager
+    def staged(
+        self, final: Location, *, staging: Path, before: Callable[[], None] | None = None
+    ) -> Iterator[str]:
+        """A new file in ``staging`` (a folder outside every table's glob, on the same
+        filesystem), flushed to disk and renamed to ``final`` when the block ends without
+        error: readers see the whole file or none, and a killed writer leaves only a staging
+        file, swept later. ``before`` runs last before the rename (and may refuse it by
+        raising). Deleted when the block fails."""
         assert isinstance(final, Path)
         staging.mkdir(parents=True, exist_ok=True)
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = staging / f"{os.getpid()}-{uuid.uuid4().hex}{final.suffix}.tmp"
         try:
-            write(str(tmp))
+            yield str(tmp)
             _flush(tmp)
             if before is not None:
                 before()
@@ -288,23 +300,19 @@ class ObjectStorage(Storage):
     def make_folder(self, where: Location) -> None:
         """Object stores have no folders: a key's prefixes exist while objects do."""
 
-    def publish(
-        self,
-        final: Location,
-        write: Callable[[str], None],
-        *,
-        staging: Path,
-        before: Callable[[], None] | None = None,
-    ) -> None:
-        """Run ``write`` on a local file in ``staging``, then upload it to ``final`` in one
-        PUT (a multipart upload above ``2 * PART_SIZE``, which the store makes visible only
-        when complete): readers list the whole object or none, and a writer killed during the
-        upload leaves no object (an incomplete multipart upload is never listed; a bucket
-        lifecycle rule aborts it, docs/deploy.md)."""
+    @contextlib.contextmanager
+    def staged(
+        self, final: Location, *, staging: Path, before: Callable[[], None] | None = None
+    ) -> Iterator[str]:
+        """A local file in ``staging``, uploaded to ``final`` when the block ends without
+        error, in one PUT (a multipart upload above ``2 * PART_SIZE``, which the store makes
+        visible only when complete): readers list the whole object or none, and a writer
+        killed during the upload leaves no object (an incomplete multipart upload is never
+        listed; a bucket lifecycle rule aborts it, docs/deploy.md)."""
         staging.mkdir(parents=True, exist_ok=True)
         tmp = staging / f"{os.getpid()}-{uuid.uuid4().hex}{final.suffix}.tmp"
         try:
-            write(str(tmp))
+            yield str(tmp)
             if before is not None:
                 before()
             self.upload(tmp, final)

@@ -5,20 +5,19 @@ operation goes through warehouse/storage.py, so both are laid out and read alike
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, unquote
 
-import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from decguard_pipeline.warehouse import views
@@ -42,6 +41,13 @@ from decguard_pipeline.warehouse.storage import (
     storage_of,
     sweep_stale,
 )
+
+if TYPE_CHECKING:
+    import duckdb
+
+# duckdb and pyarrow.compute are imported where they are used: importing Arrow's compute
+# module imports pandas (a third of a second), which a command-line run that only writes
+# the response cache (``write_built``) does not need.
 
 CATALOG = "decguard.duckdb"
 STAMP = "catalog.json"
@@ -167,14 +173,20 @@ class Warehouse:
         target: str = NO_TARGET,
         run_id: str,
         recorded_at: datetime | None = None,
+        catalog: bool = True,
+        compression: str = "zstd",
     ) -> Location:
         """Write one immutable file of ``table`` rows; returns its path.
 
         Files are named ``<UTC timestamp>_<run id>.parquet`` so that name order is time order.
         The rows' ``contract`` and ``target`` must be the partition's (the views read both
-        from the folder names); empty key cells are filled with the write's values. On an
-        object store, the files written beside the tables are published first, and the rows
-        name them by their warehouse location (warehouse/spool.py)."""
+        from the folder names); empty key cells are filled with the write's values.
+        ``catalog=False`` leaves the DuckDB catalog to the next write or query that needs it
+        (a cache directory written every few seconds by a command-line run); ``compression``
+        trades file size for time (``lz4`` writes a table of random digests five times faster
+        than ``zstd``). On an object store, the files written beside the tables are
+        published first, and the rows name them by their warehouse location
+        (warehouse/spool.py)."""
         schema = TABLES[table]
         if isinstance(data, list):
             data = pa.Table.from_pylist(data, schema=schema)
@@ -186,12 +198,71 @@ class Warehouse:
             spool = spool_for(self.root)
             spool.publish()
             data = spool.translate(data)
+        final = self._file_for(table, contract, target, run_id, at)
+        self._publish(final, lambda tmp: pq.write_table(data, tmp, compression=compression))
+        if catalog:
+            self.ensure_catalog()
+        return final
+
+    def _file_for(
+        self, table: str, contract: str, target: str, run_id: str, at: datetime
+    ) -> Location:
         stamp = at.strftime("%Y%m%dT%H%M%S%fZ")
         directory = self.partition_dir(table, contract, target)
-        final = directory / f"{stamp}_{_name_part(run_id)}.parquet"
-        self._publish(final, lambda tmp: pq.write_table(data, tmp, compression="zstd"))
-        self.ensure_catalog()
+        return directory / f"{stamp}_{_name_part(run_id)}.parquet"
+
+    def write_built(
+        self,
+        table: str,
+        data: pa.Table,
+        *,
+        contract: str,
+        target: str,
+        run_id: str,
+        recorded_at: datetime,
+        compression: str = "zstd",
+        **parquet: Any,
+    ) -> Location:
+        """``write`` for rows built column by column with exactly the table's schema and every
+        key cell already the write's (the caller's promise: nothing is cast, filled or
+        checked, so no Arrow compute function runs). Published the same way; the catalog is
+        left to the next ``write`` or query. ``parquet``: more ``ParquetWriter`` options."""
+        if data.schema != TABLES[table]:
+            raise ValueError(f"{table}: rows built with another schema")
+        final = self._file_for(table, contract, target, run_id, recorded_at)
+
+        def write(tmp: str) -> None:
+            with pq.ParquetWriter(tmp, data.schema, compression=compression, **parquet) as writer:
+                writer.write_table(data)
+
+        self._publish(final, write)
         return final
+
+    @contextlib.contextmanager
+    def writing(
+        self,
+        table: str,
+        *,
+        contract: str,
+        target: str = NO_TARGET,
+        run_id: str,
+        recorded_at: datetime | None = None,
+    ) -> Iterator[Callable[[pa.Table], None]]:
+        """:meth:`write` for rows that come a batch at a time (a day of ten million
+        records): the block gets a function appending batches to one file, published when
+        the block ends without error and never otherwise."""
+        schema = TABLES[table]
+        at = recorded_at or now()
+        final = self._file_for(table, contract, target, run_id, at)
+        with self._staged(final) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as out:
+
+            def append(data: pa.Table) -> None:
+                data = data.select(schema.names).cast(schema)
+                keys = {"contract": contract, "target": target, "run_id": run_id, "at": at}
+                out.write_table(_in_partition(data, table, **keys))
+
+            yield append
+        self.ensure_catalog()
 
     def _publish(
         self,
@@ -205,8 +276,18 @@ class Warehouse:
         file or none, a killed writer leaves only a staging file (swept later). A local file
         gets the permissions of the process umask. ``before_rename`` runs last before the
         publication (and may refuse it by raising)."""
+        with self._staged(final, before_rename) as tmp:
+            write(tmp)
+
+    @contextlib.contextmanager
+    def _staged(
+        self, final: Location, before_rename: Callable[[], None] | None = None
+    ) -> Iterator[str]:
+        """A new file in the staging folder, published as ``final`` when the block ends
+        without error (``before_rename`` first), deleted otherwise (warehouse/storage.py)."""
         self.sweep()
-        self.storage.publish(final, write, staging=self.staging_dir, before=before_rename)
+        with self.storage.staged(final, staging=self.staging_dir, before=before_rename) as tmp:
+            yield tmp
 
     def sweep(self, *, full: bool = False) -> None:
         """Delete temporary files left by writers that died: every staging file untouched for
@@ -239,11 +320,10 @@ class Warehouse:
     def read_run(self, table: str, contract: str, target: str, run_id: str) -> pa.Table | None:
         """The rows run ``run_id`` wrote (its newest file when it wrote several), also once
         compaction has merged its file into a larger one."""
-        name = f"{_name_part(run_id)}.parquet"
         files = published_files(self.partition_dir(table, contract, target))
-        writes = [p for p in files if p.name.split("_", 1)[-1] == name]
-        if writes:
-            return read_file(writes[-1])
+        write = _run_write(files, run_id)
+        if write is not None:
+            return read_file(write)
         for path in reversed([p for p in files if is_compacted(p.name)]):
             rows = self.storage.read_table(
                 path, filters=[("run_id", "=", run_id)], schema=TABLES[table]
@@ -251,6 +331,11 @@ class Warehouse:
             if len(rows):
                 return _newest_write(rows)
         return None
+
+    def run_file(self, table: str, contract: str, target: str, run_id: str) -> Location | None:
+        """The newest file run ``run_id`` wrote of ``table`` for one contract and target
+        (None once compaction has merged it into a larger file)."""
+        return _run_write(published_files(self.partition_dir(table, contract, target)), run_id)
 
     def partitions(self, table: str, contract: str) -> dict[str, list[Location]]:
         """A contract's published files of ``table`` by target, oldest first."""
@@ -267,6 +352,8 @@ class Warehouse:
         (with ``sql``: those it names, warehouse/views.py)."""
         if self.remote:
             self.ensure_catalog()  # one GET of its stamp once it is made
+        import duckdb
+
         self._seed_empty_tables()
         con = duckdb.connect()
         self.storage.register(con)
@@ -420,6 +507,8 @@ class Warehouse:
         ]
 
     def _write_catalog(self, path: str, loose: frozenset[str]) -> None:
+        import duckdb
+
         con = duckdb.connect(path)
         try:
             for statement in self.view_statements(loose):
@@ -445,6 +534,8 @@ class Warehouse:
                 raise
         if self.remote:
             return self.connect(sql)
+        import duckdb
+
         return duckdb.connect(str(self.catalog_path), read_only=True)
 
 
@@ -453,6 +544,8 @@ def _in_partition(
 ) -> pa.Table:
     """``data`` with empty key cells set to the write's values; refuses rows of another
     contract or target (the views read those two from the folder names)."""
+    import pyarrow.compute as pc
+
     keys = {"contract": contract, "target": target, "run_id": run_id, "recorded_at": at}
     for name, value in keys.items():
         index = data.schema.get_field_index(name)
@@ -475,6 +568,8 @@ def retrying(query: Callable[[], _T], attempts: int = 3) -> _T:
     """Run ``query``, again when it listed a file that compaction deleted before the query
     opened it (a replaced file, no longer counted by the manifest in effect: the next
     attempt does not list it). Any other error, or a third miss, is raised."""
+    import duckdb
+
     for attempt in range(attempts):
         try:
             return query()
@@ -484,8 +579,17 @@ def retrying(query: Callable[[], _T], attempts: int = 3) -> _T:
     raise AssertionError("unreachable")
 
 
+def _run_write(files: list[Location], run_id: str) -> Location | None:
+    """The newest of ``files`` that run ``run_id`` wrote on its own (not a compacted file)."""
+    name = f"{_name_part(run_id)}.parquet"
+    writes = [p for p in files if p.name.split("_", 1)[-1] == name]
+    return writes[-1] if writes else None
+
+
 def _newest_write(rows: pa.Table) -> pa.Table:
     """The rows of the newest write (by ``recorded_at``, then ``run_id``) among ``rows``."""
+    import pyarrow.compute as pc
+
     at = rows.column("recorded_at")
     rows = rows.filter(pc.equal(at, pc.max(at)))
     run = rows.column("run_id")

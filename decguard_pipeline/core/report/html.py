@@ -17,14 +17,7 @@ import numpy as np
 import orjson
 
 from decguard_pipeline.core.golden.metrics import gate_values
-from decguard_pipeline.core.html.blocks import (
-    COMPARISONS,
-    checks_table,
-    reasons,
-    safely,
-    status_chip,
-    tally,
-)
+from decguard_pipeline.core.html.blocks import COMPARISONS, checks_table, safely, status_chip, tile
 from decguard_pipeline.core.html.markup import Html, el, rounded_array, sig
 from decguard_pipeline.core.html.page import Page, Section, write_html
 from decguard_pipeline.core.html.tables import Column, DataTable, Filter, as_text, clip
@@ -67,21 +60,20 @@ def render_report_html(
     doc = report.document
     sidecar = sidecar if isinstance(sidecar, dict) else {}
     contract = doc["contract"]
-    status = doc["status"]
-    page = Page(
+    page = Page.judged(
+        doc,
+        VERDICTS,
         kind=f"DecGuard report · {MODES.get(doc['mode'], doc['mode'])}",
-        title=contract["name"],
         subtitle=f"{contract['type']} · labels: {', '.join(contract['labels'])}",
-        status=status,
-        headline=VERDICTS.get(status, status),
-        tally=tally(doc["checks"]),
-        reasons=reasons(doc["checks"]),
         facts=_facts(doc),
         source=source,
     )
     extension = safely("guard", lambda: _extension_verdict(sidecar))
     if extension:
         page.also.append(extension)
+    calibrated = safely("calibration", lambda: _calibration_verdict(sidecar))
+    if calibrated:
+        page.also.append(calibrated)
     sections = page.sections
     sections.append(Section("gates", "Gates", checks_table(doc["checks"])))
     sections.append(Section("metrics", "Metrics", _metrics(doc, sidecar), _tiles_note(doc)))
@@ -90,7 +82,11 @@ def render_report_html(
         sections.append(Section("properties", "Properties", body))
         page.blocks.append(block)
     if doc["metrics"]["calibration"]["n"] or doc["mode"] != "fuzz":
-        sections.append(Section("calibration", "Calibration", calibration_section(report)))
+        measures = sidecar.get("calibration")
+        measures = measures if isinstance(measures, dict) else None
+        sections.append(
+            Section("calibration", "Calibration", calibration_section(report, measures))
+        )
     if doc["metrics"]["classification"]["per_label"]:
         sections.append(Section("labels", "Per label", labels_section(report)))
     if isinstance(sidecar.get("evaluations"), list):
@@ -169,6 +165,22 @@ def _extension_verdict(sidecar: dict[str, Any]) -> Html | None:
     )
 
 
+def _calibration_verdict(sidecar: dict[str, Any]) -> Html | None:
+    """The calibration gates' verdict, when the sidecar's calibration section has gates."""
+    section = sidecar.get("calibration")
+    if not isinstance(section, dict) or not section.get("checks"):
+        return None
+    status = str(section["status"])
+    bad = [c["gate"] for c in section["checks"] if c["status"] != "pass"]
+    return el(
+        "span",
+        status_chip(status),
+        " the pipeline's calibration gates",
+        ": " + ", ".join(bad) if bad else "",
+        data_calibration_status=status,
+    )
+
+
 def _tiles_note(doc: dict[str, Any]) -> str:
     if doc["mode"] == "fuzz":
         return "(fuzz mode: golden gates are not applied)"
@@ -240,15 +252,7 @@ def _tile(title: str, value: Any, checks: list[dict[str, Any]], interval: Any) -
             f"[{sig(interval['low'])}, {sig(interval.get('high'))}] {interval.get('method', '')}",
             class_="ci",
         )
-    return el(
-        "div",
-        el("div", title, class_="name"),
-        el("div", sig(value), class_="value"),
-        ci,
-        gate_lines,
-        class_=f"tile st-{status}" if status else "tile",
-        data_metric=title,
-    )
+    return tile(title, sig(value), ci, gate_lines, tone=status, data_metric=title)
 
 
 def _cases_note(doc: dict[str, Any]) -> str:

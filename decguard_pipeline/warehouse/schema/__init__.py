@@ -5,16 +5,26 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from decguard_pipeline.warehouse.schema import diff, golden, guard, production, properties
+from decguard_pipeline.warehouse.schema import (
+    cache,
+    calibration,
+    diff,
+    golden,
+    guard,
+    production,
+    properties,
+)
 
 SCHEMA_VERSION = 1
 
 TABLES: dict[str, pa.Schema] = {
     **golden.TABLES,
+    **calibration.TABLES,
     **properties.TABLES,
     **diff.TABLES,
     **guard.TABLES,
     **production.TABLES,
+    **cache.TABLES,
 }
 
 # Contract-level tables use the target ``_``. ``latest_<table>`` views keep, per contract and
