@@ -21,7 +21,16 @@ import pytest
 
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES
-from decguard_pipeline_tests.support.evaluate_places import MOCK, Place, finish, write_contract
+from decguard_pipeline_tests.support.evaluate_places import (
+    LABELS,
+    MOCK,
+    SERVED,
+    Place,
+    finish,
+    http,
+    summary_line,
+    write_contract,
+)
 from decguard_pipeline_tests.support.object_store import S3Server
 
 pytestmark = [pytest.mark.slow, pytest.mark.s3]
@@ -64,6 +73,32 @@ def test_the_sensor_reads_an_s3_warehouse(s3_server, s3_bucket, tmp_path, monkey
         assert s3_server.keys(s3_bucket, "wh/targets/contract=spam/")
     finally:
         instance.dispose()
+
+
+def test_the_response_cache_on_an_s3_warehouse(s3_server, s3_bucket, tmp_path, loopback):
+    """A model server behind an http backend: the first evaluation asks it every case and
+    keeps the answers in the bucket's ``responses`` table; the second asks it nothing."""
+    place = Place(tmp_path)
+    server = loopback(SERVED, labels=LABELS)
+    write_contract(place.contracts / "tiny", http(server.url))
+    root = f"s3://{s3_bucket}/wh"
+    env = {**os.environ, **s3_server.env(), **place.env(), "DECGUARD_WAREHOUSE": root}
+    asked = []
+    for _ in range(2):
+        before = len([r for r in server.behaviour.requests if r.get("case_id") != "canary"])
+        done = subprocess.run(
+            [sys.executable, "-m", "decguard_pipeline", "evaluate"],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert summary_line(done.stdout, "default@tiny-v1").split()[2:4] == ["0.750", "0.110"]
+        now = len([r for r in server.behaviour.requests if r.get("case_id") != "canary"])
+        asked.append(now - before)
+    assert asked == [4, 0]
+    keys = s3_server.keys(s3_bucket, "wh/responses/contract=tiny/")
+    assert keys and not any(".journal" in k for k in keys)
+    stored = Warehouse(root).query("SELECT count(DISTINCT key) AS n FROM responses")
+    assert stored.to_pylist() == [{"n": 4}]
 
 
 @pytest.mark.postgres
