@@ -367,8 +367,15 @@ def _object_storage(scheme: str, pid: int) -> ObjectStorage:
             f"pip install 'decguard-pipeline[{extra}]'"
         ) from None
     if scheme == "s3":
-        # endpoint, region and credentials: botocore's standard chain (AWS_ENDPOINT_URL, ...)
-        fs = module.S3FileSystem(use_listings_cache=False, skip_instance_cache=True)
+        # endpoint, region and credentials: botocore's standard chain (AWS_ENDPOINT_URL, ...);
+        # botocore reads the region from AWS_DEFAULT_REGION only; the AWS CLI and the other
+        # SDKs read AWS_REGION first, and so do we
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        fs = module.S3FileSystem(
+            use_listings_cache=False,
+            skip_instance_cache=True,
+            client_kwargs={"region_name": region} if region else {},
+        )
     else:
         fs = module.GCSFileSystem(use_listings_cache=False, skip_instance_cache=True)
     return ObjectStorage(scheme, fs)

@@ -98,6 +98,33 @@ def test_a_gs_warehouse_goes_through_gcsfs_or_names_its_extra(monkeypatch):
     assert storage.remote and "gs" in storage.fs.protocol
 
 
+REGION = """\
+from decguard_pipeline.warehouse.storage import location, storage_of
+fs = storage_of(location("s3://bucket/wh")).fs
+fs.connect()  # makes the botocore client; no request yet
+print(fs.s3.meta.region_name)
+"""
+
+
+@pytest.mark.parametrize(
+    ("variables", "region"),
+    [
+        ({"AWS_REGION": "eu-west-3"}, "eu-west-3"),
+        ({"AWS_DEFAULT_REGION": "ap-south-1"}, "ap-south-1"),
+        ({"AWS_REGION": "eu-west-3", "AWS_DEFAULT_REGION": "ap-south-1"}, "eu-west-3"),
+    ],
+)
+def test_the_s3_client_takes_its_region_from_the_standard_variables(variables, region):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(variables, AWS_ACCESS_KEY_ID="AKIAEXAMPLE", AWS_SECRET_ACCESS_KEY="example")
+    env["AWS_EC2_METADATA_DISABLED"] = "true"
+    done = subprocess.run(
+        [sys.executable, "-c", REGION], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == region
+
+
 def test_a_query_gets_the_views_it_names():
     assert views.needed("SELECT * FROM latest_metrics") == {"metrics"}
     assert views.needed("select * from METRICS m join latest_runs r using (run_id)") == {
