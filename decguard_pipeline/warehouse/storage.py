@@ -23,10 +23,12 @@ by the client only: never by a location, a file the warehouse writes, or a log l
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fnmatch
 import functools
 import os
+import shutil
 import tempfile
 import time
 import uuid
@@ -187,6 +189,12 @@ class Storage:
     def read_table(self, where: Location, **options: Any) -> pa.Table:
         return pq.read_table(where, **options)
 
+    def local_copy(self, where: Location) -> Path:
+        """A local file with the bytes of ``where`` (a local file is its own copy), for
+        readers that stream a large file from disk."""
+        assert isinstance(where, Path)
+        return where
+
     def read_schema(self, where: Location) -> pa.Schema:
         return pq.read_schema(where)
 
@@ -292,6 +300,20 @@ class ObjectStorage(Storage):
         # warehouse files are small and immutable: one GET, then read in memory
         return pq.read_table(pa.BufferReader(self.read_bytes(where)), **options)
 
+    def local_copy(self, where: Location) -> Path:
+        """Downloaded once per process into a folder of its own, deleted when it exits
+        (warehouse files are immutable, so a copy never goes stale)."""
+        key = _key(where)
+        copy = _copies_folder() / f"{uuid.uuid5(uuid.NAMESPACE_URL, key).hex}{where.suffix}"
+        if not copy.exists():
+            partial = copy.with_name(f"{copy.name}.{uuid.uuid4().hex}.part")
+            try:
+                self.fs.get_file(key, str(partial))
+                os.replace(partial, copy)
+            finally:
+                partial.unlink(missing_ok=True)
+        return copy
+
     def read_schema(self, where: Location) -> pa.Schema:
         # one GET of the whole (small) file: s3fs's file objects read ranges whose unread
         # bodies keep pool connections busy until the pool is exhausted
@@ -349,6 +371,13 @@ class ObjectStorage(Storage):
 
     def register(self, con: duckdb.DuckDBPyConnection) -> None:
         con.register_filesystem(self.fs)
+
+
+@functools.cache
+def _copies_folder() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=f"decguard-copies-{os.getpid()}-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def _key(where: Location) -> str:

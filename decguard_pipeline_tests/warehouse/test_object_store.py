@@ -28,7 +28,7 @@ from decguard_pipeline.warehouse.lease import held
 from decguard_pipeline.warehouse.storage import ObjectPath, StorageError, location, storage_of
 from decguard_pipeline_tests.conftest import ROOT
 from decguard_pipeline_tests.support import warehouse_history
-from decguard_pipeline_tests.support.evaluate_places import MOCK, Place, write_contract
+from decguard_pipeline_tests.support.evaluate_places import DAYS, MOCK, Place, write_contract
 from decguard_pipeline_tests.support.warehouse_history import fill_history
 
 FAST = {"activation_delay_s": 0.3, "grace_s": 0.3}
@@ -265,7 +265,7 @@ def test_kill_9_during_an_upload_leaves_nothing_visible(s3_server, s3_bucket, tm
 @pytest.mark.slow
 @pytest.mark.s3
 def test_evaluate_on_s3_and_no_credential_anywhere(s3_server, s3_bucket, tmp_path, ours):
-    place = Place(tmp_path)
+    place = Place(tmp_path, days=True)  # production days too: their records go to the bucket
     write_contract(place.contracts / "tiny", MOCK)
     root = f"s3://{s3_bucket}/wh"
     env = {**os.environ, **s3_server.env(), **place.env(), "DECGUARD_WAREHOUSE": root}
@@ -275,6 +275,9 @@ def test_evaluate_on_s3_and_no_credential_anywhere(s3_server, s3_bucket, tmp_pat
     assert f"warehouse {root}" in ran.stdout
     line = next(x for x in ran.stdout.splitlines() if "default@tiny-v1" in x)
     assert line.split()[2:4] == ["0.750", "0.110"]  # the same numbers as on a local warehouse
+    days = {d: next(x for x in ran.stdout.splitlines() if d in x).split()[2:4] for d in DAYS}
+    assert days == {DAYS[0]: ["PASS", "1.000"], DAYS[1]: ["FAIL", "0.000"]}
+    assert s3_server.keys(s3_bucket, f"wh/production_records/contract=tiny/target={DAYS[1]}/")
 
     wh = Warehouse(root)
     rows = wh.query("SELECT count(*) AS n, count(DISTINCT case_id) AS c FROM case_results")
