@@ -68,3 +68,9 @@ def test_cache_and_retry_errors(tmp_path, ours, monkeypatch):
     replayed = json.loads((tmp_path / "again.pipeline.json").read_text())
     assert replayed["cache"]["answers_from_cache"] == 2 + 2 * 10
     assert again.exit_code in (0, 1), again.stderr
+
+
+def test_validate_names_the_repeats(tmp_path, ours):
+    path = contract(tmp_path, "http://127.0.0.1:9/decide", n=3, count=7)
+    ran = ours("validate", path)
+    assert ran.exit_code == 0 and "    repeats   7 asks per golden case\n" in ran.stdout

@@ -44,3 +44,15 @@ def test_every_case_errored_gives_null_measures():
     assert section["cases_measured"] == 0
     assert section["unanimous_share"] is None and section["mean_tv_distance"] is None
     assert "unanimous n/a" in render_consistency(section)
+
+
+def test_every_measure_is_in_the_metrics_catalog():
+    from decguard_pipeline.core.consistency.section import MEASURES
+    from decguard_pipeline.core.metric_catalog import CATALOG
+
+    listed = {m.name.split(" ")[0] for m in CATALOG if m.where == "consistency"}
+    assert {*MEASURES, "label_flips"} <= listed
+    section = consistency_section(
+        [make_results([A, B], [0, 1]), make_results([B, B], [0, 1])], RepeatsSettings(count=2)
+    )
+    assert set(MEASURES) <= set(section)
