@@ -12,6 +12,7 @@ from decguard_pipeline.runs.cache import CacheOptions
 from decguard_pipeline.runs.golden import run_test
 from decguard_pipeline_tests.conftest import EXAMPLES
 from decguard_pipeline_tests.support.canned_server import canned
+from decguard_pipeline_tests.support.counting_server import counting_server
 from decguard_pipeline_tests.support.fuzz_scenarios import normalised
 from decguard_pipeline_tests.support.wavering import (
     Wavering,
@@ -120,3 +121,19 @@ def test_fuzz_runs_ask_once(tmp_path):
     loaded = load_contract(path / "decguard.yaml")
     assert "consistency" not in run_test(loaded, mode="fuzz").extensions
     assert "consistency" in run_test(loaded, mode="all").extensions
+
+
+def test_a_deterministic_server_is_consistent_and_its_report_unchanged(tmp_path):
+    with counting_server() as server:
+        reports = []
+        for count in (None, 3):
+            path = contract(tmp_path, server.url, n=25, count=count)
+            reports.append(run_test(path))
+        assert server.state.total == 25 + 3 * 25
+    plain, repeated = reports
+    section = repeated.extensions["consistency"]
+    assert section["unanimous_share"] == section["pairwise_agreement"] == 1.0
+    assert section["mean_tv_distance"] == 0.0 and section["cases_measured"] == 25
+    one, three = normalised(plain.document), normalised(repeated.document)
+    assert one["contract"].pop("hash") != three["contract"].pop("hash")
+    assert one == three
