@@ -1,6 +1,6 @@
 """Repeats through Dagster: a target's job asks every golden case N times, and golden_metrics
 shows the consistency measures as numbers and the text block, equal to what the loopback model
-sent."""
+sent; ``evaluate``'s summary has the unanimous share."""
 
 from __future__ import annotations
 
@@ -14,6 +14,12 @@ from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
 from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline_tests.support.canned_server import canned
+from decguard_pipeline_tests.support.evaluate_places import (
+    MOCK,
+    Place,
+    summary_line,
+    write_contract,
+)
 from decguard_pipeline_tests.support.wavering import Wavering, contract, expected_consistency
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
@@ -43,3 +49,14 @@ def test_a_targets_job_measures_consistency(tmp_path):
                  "mean_tv_distance"):  # fmt: skip
         assert meta[f"consistency/{name}"].value == pytest.approx(expected[name], abs=1e-12)
     assert "Consistency  3 asks per case · 12 of 12 cases measured" in meta["consistency"].value
+
+
+def test_evaluate_summary_shows_the_unanimous_share(tmp_path, monkeypatch, ours):
+    place = Place(tmp_path).use(monkeypatch)
+    path = write_contract(place.contracts / "tiny", MOCK)
+    path.write_text(path.read_text() + "pipeline:\n  repeats: {count: 3}\n")
+    ran = ours("evaluate", "--contracts", place.contracts)
+    assert ran.exit_code == 0, ran.stdout + ran.stderr
+    header = ran.stdout.splitlines()[0].split()
+    assert header[:6] == ["contract", "target", "accuracy", "ECE", "coverage", "unanimous"]
+    assert summary_line(ran.stdout, "default@tiny-v1").split()[5] == "1.000"  # the mock
