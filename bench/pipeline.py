@@ -12,6 +12,14 @@
    orchestration, check evaluations);
 3. the same three on the refund contract with `--cases` generated cases, where the fixed cost
    is small against the work.
+
+Part 1 runs side by side, alternating, ``--repeat`` times: the main job on a fresh instance and
+warehouse (what ``make run`` does after install), the main job again on that instance (a
+second ``make run``), and the same evaluations through the CLI: one ``decguard-pipeline test``
+process per target (``--all`` when the contract has properties), one after the other. It
+prints the best of each, the ratios main job / CLI (issue 15: at most 1.5x) and Dagster's
+cost per run, (main job - CLI) / runs. ``--workers N`` passes ``evaluate --workers N`` and
+runs N CLI processes at a time. ``--only-end-to-end`` skips parts 2 and 3.
 """
 
 from __future__ import annotations
@@ -79,23 +87,99 @@ def run_steps(wh, entry, key: str) -> None:
     golden.write_report(entry, key, step)
 
 
+def cli_commands(contracts_dir: Path) -> list[list[str]]:
+    """One ``test`` command per target ``evaluate`` would run (the backends it can reach)."""
+    from decguard_pipeline.steps.contracts import discover_contracts
+    from decguard_pipeline.steps.golden import load_golden
+    from decguard_pipeline.steps.properties import has_properties
+    from decguard_pipeline.steps.targets import discover_targets
+
+    commands = []
+    for entry in discover_contracts(str(contracts_dir)):
+        loaded = entry.require()
+        data = load_golden(entry)
+        targets, _ = discover_targets(loaded, canary_input=data.inputs[0] if len(data) else None)
+        every = ["--all"] if has_properties(loaded) else []
+        for target in targets:
+            commands.append([sys.executable, "-m", "decguard_pipeline", "test", *every,
+                             str(entry.path), "-b", target.backend])  # fmt: skip
+    return commands
+
+
+def production_days(contracts_dir: Path) -> int:
+    """How many production-day runs ``evaluate`` adds to the targets' runs."""
+    from decguard_pipeline.defs.assets.production import production_days as days_of
+    from decguard_pipeline.steps.contracts import discover_contracts
+
+    return sum(len(days_of(entry)) for entry in discover_contracts(str(contracts_dir)))
+
+
+def run_cli(commands: list[list[str]], workers: int) -> float:
+    """Wall time of the commands, ``workers`` at a time; exit 0 or 1 (a gate failed)."""
+    start = time.perf_counter()
+    pending, running = list(commands), []
+    while pending or running:
+        while pending and len(running) < workers:
+            running.append(subprocess.Popen(pending.pop(0), cwd=ROOT, stdout=subprocess.DEVNULL))
+        running[0].wait()
+        if running[0].returncode not in (0, 1):
+            raise SystemExit(f"{running[0].args} exited {running[0].returncode}")
+        running.pop(0)
+    return time.perf_counter() - start
+
+
+def run_evaluate(home: Path, warehouse: Path, workers: int) -> tuple[float, str]:
+    env = {**os.environ, "DAGSTER_HOME": str(home), "DECGUARD_WAREHOUSE": str(warehouse)}
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "decguard_pipeline", "evaluate", "--workers", str(workers)],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    took = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"evaluate exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+    return took, done.stdout
+
+
+def end_to_end(tmp: Path, repeat: int, workers: int) -> None:
+    commands = cli_commands(ROOT / "data" / "contracts")
+    fresh, warm, cli = [], [], []
+    summary = ""
+    for i in range(repeat):
+        home, wh = tmp / f"home-{i}", tmp / f"wh-{i}"
+        took, summary = run_evaluate(home, wh, workers)
+        fresh.append(took)
+        cli.append(run_cli(commands, workers))
+        warm.append(run_evaluate(home, wh, workers)[0])
+        print(f"  round {i + 1}: evaluate fresh {fresh[-1]:.2f} s, CLI {cli[-1]:.2f} s, "
+              f"evaluate again {warm[-1]:.2f} s  (load {os.getloadavg()[0]:.2f})")  # fmt: skip
+    runs = len(commands) + production_days(ROOT / "data" / "contracts")
+    print(summary)
+    best_cli, best_fresh, best_warm = min(cli), min(fresh), min(warm)
+    print(f"1. main job vs CLI on the examples ({len(commands)} targets, {runs} Dagster runs, "
+          f"workers {workers}), best of {repeat}:")  # fmt: skip
+    print(f"  CLI, one `test` process per target      {best_cli:7.2f} s")
+    print(f"  evaluate, fresh instance and warehouse  {best_fresh:7.2f} s   "
+          f"{best_fresh / best_cli:.2f}x the CLI")  # fmt: skip
+    print(f"  evaluate again on that instance         {best_warm:7.2f} s   "
+          f"{best_warm / best_cli:.2f}x the CLI")  # fmt: skip
+    print(f"  Dagster's cost per run (evaluate again - CLI) / runs: "
+          f"{(best_warm - best_cli) / runs * 1000:.0f} ms\n")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--cases", type=int, default=20000)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--only-end-to-end", action="store_true")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}")
     tmp = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
-    env = {**os.environ, "DAGSTER_HOME": str(tmp / "home"),
-           "DECGUARD_WAREHOUSE": str(tmp / "wh-cli")}  # fmt: skip
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "decguard_pipeline", "evaluate"],
-        cwd=ROOT, env=env, capture_output=True, text=True,
-    )  # fmt: skip
-    end_to_end = time.perf_counter() - start
-    print(done.stdout)
-    print(f"1. main job end to end (fresh process, instance and warehouse): {end_to_end:.2f} s\n")
+    end_to_end(tmp, args.repeat, args.workers)
+    if args.only_end_to_end:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
 
     warnings.filterwarnings("ignore")
     os.environ["DAGSTER_HOME"] = str(tmp / "home")
