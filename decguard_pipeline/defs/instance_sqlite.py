@@ -1,46 +1,52 @@
 """What a run costs on a local SQLite instance, cut at the root.
 
-Dagster's SQLite storages open a new connection (through a new engine) for every event they
-write, commit it with ``synchronous=FULL`` and close it. In WAL mode (every Dagster SQLite
-database is created in it) the close of the last connection to a database checkpoints the
-WAL into the database file and deletes it, so each of a run's ~80 events paid an fsync of the
-WAL, a checkpoint with an fsync of the database file and the WAL's re-creation: about two
-thirds of a run's time on the bundled examples (docs/performance.md).
+Dagster's SQLite storages build a new SQLAlchemy engine and open a new connection for every
+event they write, commit it with ``synchronous=FULL`` and close it. In WAL mode (every Dagster
+SQLite database is created in it) the close of the last connection to a database checkpoints
+the WAL into the database file and deletes it; a new engine also compiles every statement
+again (the compiled cache is the engine's) and initialises its dialect. Each of a run's ~80
+events paid all of that: about two thirds of a run's time on the bundled examples, and most
+of the rest of Dagster's own share (docs/performance.md).
 
-``tune`` changes two things for the process that executes runs (``evaluate`` and its
-workers), never what is stored:
+``tune`` changes how the process that executes runs (``evaluate`` and its workers) connects
+to the instance's run, event-log and schedule databases, never what is stored:
 
-* it keeps one idle connection open to each of the instance's databases for as long as the
-  instance is used, so no close by Dagster is the last one and the WAL is checkpointed by
+* one engine per database for the life of the instance, with a pool of open connections:
+  statements are compiled once, no close is the last one, and the WAL is checkpointed by
   SQLite's automatic checkpoint (every ~1000 pages) instead of after every event; an idle
-  connection holds no read transaction, so it never holds a checkpoint back;
-* it sets ``synchronous=NORMAL`` on every SQLite connection of a WAL database that this
-  process opens: a commit no longer waits for an fsync of the WAL. In WAL mode this keeps
-  the database consistent through a crash of the process (kill -9 loses nothing committed);
-  only an OS crash or power loss may roll back the last commits, never corrupt the file.
+  pooled connection holds no read transaction, so it never holds a checkpoint back;
+* ``synchronous=NORMAL`` on those connections (WAL databases only): a commit no longer waits
+  for an fsync of the WAL. In WAL mode the database stays consistent through a crash of the
+  process (kill -9 loses nothing committed); only an OS crash or power loss may roll back the
+  last commits, never corrupt the file.
 
-PostgreSQL instances are left alone."""
+Other processes on the same instance (the UI, the daemon, another ``evaluate``) keep Dagster's
+own connections and are unaffected; WAL lets them read and write meanwhile. PostgreSQL
+instances, and SQLite storages of other classes, are left alone. Tested against the pinned
+Dagster (pyproject.toml): the methods replaced are the storages' connection factories."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
-import threading
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
+import sqlalchemy as sa
 
-# The databases of a SQLite instance (dagster 1.13's layout: runs, consolidated event log
-# and schedules; the per-run event logs of the unconsolidated storage live one level deeper).
-DATABASES = ("history/*.db", "schedules/*.db")
-
-_lock = threading.Lock()
-_listening = False
+# storage class -> (its connection factory's name, sqlite3.connect arguments Dagster uses)
+BUSY_TIMEOUT_S = 30  # dagster._core.storage.sqlite.SQLITE_BUSY_TIMEOUT_SECONDS
+FACTORIES = {
+    "ConsolidatedSqliteEventLogStorage": ("_connect", {"timeout": BUSY_TIMEOUT_S}),
+    "SqliteRunStorage": ("connect", {}),
+    "SqliteScheduleStorage": ("connect", {}),
+}
 
 
 def _on_connect(connection: Any, _record: Any) -> None:
-    """SQLAlchemy's connect hook: ``synchronous=NORMAL`` for a SQLite database in WAL mode
-    (in a rollback-journal database NORMAL would risk corruption on power loss)."""
+    """``synchronous=NORMAL`` for a database in WAL mode (in a rollback-journal database
+    NORMAL would risk corruption on power loss, so it keeps SQLite's FULL)."""
     if not isinstance(connection, sqlite3.Connection):
         return
     mode = connection.execute("PRAGMA journal_mode").fetchone()
@@ -48,49 +54,68 @@ def _on_connect(connection: Any, _record: Any) -> None:
         connection.execute("PRAGMA synchronous=NORMAL")
 
 
-def _listen() -> None:
-    global _listening
-    with _lock:
-        if _listening:
-            return
-        from sqlalchemy import event
-        from sqlalchemy.engine import Engine
-
-        event.listen(Engine, "connect", _on_connect)
-        _listening = True
-
-
-def is_sqlite(instance: dg.DagsterInstance) -> bool:
-    return type(instance.event_log_storage).__module__.startswith(
-        "dagster._core.storage.event_log.sqlite"
+def _engine(conn_string: str, connect_args: dict[str, Any]) -> sa.Engine:
+    engine = sa.create_engine(
+        conn_string,
+        poolclass=sa.pool.QueuePool,
+        connect_args={**connect_args, "check_same_thread": False},
     )
+    sa.event.listen(engine, "connect", _on_connect)
+    return engine
+
+
+def _transaction(engine: sa.Engine) -> Any:
+    """A connection factory like Dagster's: a connection in a transaction, committed on exit."""
+
+    @contextlib.contextmanager
+    def connect() -> Iterator[sa.Connection]:
+        with engine.connect() as connection, connection.begin():
+            yield connection
+
+    return connect
 
 
 class Tuned:
-    """The idle connections ``tune`` holds; ``close`` lets them go."""
+    """The storages ``tune`` changed; ``close`` gives them back their own factories and
+    closes the pooled connections (the last close checkpoints the WAL)."""
 
-    def __init__(self, connections: list[sqlite3.Connection]) -> None:
-        self.connections = connections
+    def __init__(self) -> None:
+        self.changed: list[tuple[Any, list[str], sa.Engine]] = []
 
     def close(self) -> None:
-        for connection in self.connections:
-            connection.close()
-        self.connections = []
+        for storage, names, engine in self.changed:
+            for name in names:
+                storage.__dict__.pop(name, None)
+            engine.dispose()
+        self.changed = []
+
+
+def _tune_storage(storage: Any, tuned: Tuned) -> None:
+    factory = FACTORIES.get(type(storage).__name__)
+    conn_string = getattr(storage, "_conn_string", None)
+    if factory is None or not isinstance(conn_string, str):
+        return
+    if not type(storage).__module__.startswith("dagster._core.storage."):
+        return
+    name, connect_args = factory
+    engine = _engine(conn_string, connect_args)
+    names = [name]
+    setattr(storage, name, _transaction(engine))
+    if name == "_connect":  # the event log also builds an engine for every has_table
+
+        def has_table(table_name: str) -> bool:
+            with engine.connect() as connection:
+                return bool(engine.dialect.has_table(connection, table_name))
+
+        storage.has_table = has_table
+        names.append("has_table")
+    tuned.changed.append((storage, names, engine))
 
 
 def tune(instance: dg.DagsterInstance) -> Tuned:
-    """Cheaper commits for the runs this process executes on ``instance`` (see the module
-    docstring); a no-op on anything but a local SQLite instance. Call after the instance's
-    storages exist (``open_instance`` creates them)."""
-    if not is_sqlite(instance):
-        return Tuned([])
-    _listen()
-    root = Path(instance.root_directory)
-    held = []
-    for pattern in DATABASES:
-        for path in sorted(root.glob(pattern)):
-            connection = sqlite3.connect(path, check_same_thread=False)
-            # a first read maps the WAL index: from now on this connection counts as open
-            connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            held.append(connection)
-    return Tuned(held)
+    """Pooled, cheaper connections for the runs this process executes on ``instance`` (see
+    the module docstring); nothing changes on a PostgreSQL instance."""
+    tuned = Tuned()
+    for storage in (instance.run_storage, instance.event_log_storage, instance.schedule_storage):
+        _tune_storage(storage, tuned)
+    return tuned
