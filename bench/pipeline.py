@@ -19,7 +19,9 @@ second ``make run``), and the same evaluations through the CLI: one ``decguard-p
 process per target (``--all`` when the contract has properties), one after the other. It
 prints the best of each, the ratios main job / CLI (issue 15: at most 1.5x) and Dagster's
 cost per run, (main job - CLI) / runs. ``--workers N`` passes ``evaluate --workers N`` and
-runs N CLI processes at a time. ``--only-end-to-end`` skips parts 2 and 3.
+runs N CLI processes at a time. ``--before DIR`` also times ``evaluate`` from another checkout
+(``git archive main | tar -x -C DIR``) in the same rounds. ``--only-end-to-end`` skips parts 2
+and 3.
 """
 
 from __future__ import annotations
@@ -135,12 +137,15 @@ def run_cli(commands: list[list[str]], workers: int) -> float:
     return time.perf_counter() - start
 
 
-def run_evaluate(home: Path, warehouse: Path, workers: int) -> tuple[float, str]:
-    env = {**os.environ, "DAGSTER_HOME": str(home), "DECGUARD_WAREHOUSE": str(warehouse)}
+def run_evaluate(home: Path, warehouse: Path, workers: int, tree: Path = ROOT) -> tuple[float, str]:
+    """Wall time and summary of ``evaluate`` run from ``tree`` (a checkout of this project:
+    another commit's code, with its bundled examples)."""
+    env = {**os.environ, "DAGSTER_HOME": str(home), "DECGUARD_WAREHOUSE": str(warehouse),
+           "PYTHONPATH": str(tree)}  # fmt: skip
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "decguard_pipeline", "evaluate", "--workers", str(workers)],
-        cwd=ROOT, env=env, capture_output=True, text=True,
+        cwd=tree, env=env, capture_output=True, text=True,
     )  # fmt: skip
     took = time.perf_counter() - start
     if done.returncode != 0:
@@ -148,35 +153,45 @@ def run_evaluate(home: Path, warehouse: Path, workers: int) -> tuple[float, str]
     return took, done.stdout
 
 
-def end_to_end(tmp: Path, repeat: int, workers: int) -> None:
+def end_to_end(tmp: Path, repeat: int, workers: int, before: Path | None) -> None:
     commands = cli_commands(ROOT / "data" / "contracts")
     (tmp / "reports").mkdir()
     with_reports = cli_commands(ROOT / "data" / "contracts", tmp / "reports")
-    fresh, warm, cli, cli_o = [], [], [], []
+    trees = {"": ROOT, **({"before: ": before} if before is not None else {})}
+    times: dict[str, list[float]] = {}
     summary = ""
     for i in range(repeat):
-        home, wh = tmp / f"home-{i}", tmp / f"wh-{i}"
-        took, summary = run_evaluate(home, wh, workers)
-        fresh.append(took)
-        cli.append(run_cli(commands, workers))
-        warm.append(run_evaluate(home, wh, workers)[0])
-        cli_o.append(run_cli(with_reports, workers))
-        print(f"  round {i + 1}: evaluate fresh {fresh[-1]:.2f} s, CLI {cli[-1]:.2f} s, "
-              f"evaluate again {warm[-1]:.2f} s, CLI -o {cli_o[-1]:.2f} s  "
-              f"(load {os.getloadavg()[0]:.2f})")  # fmt: skip
+        row = {}
+        for label, tree in trees.items():
+            home, wh = tmp / f"home-{label}{i}", tmp / f"wh-{label}{i}"
+            took, out = run_evaluate(home, wh, workers, tree)
+            summary = summary or out
+            row[f"{label}evaluate, fresh instance and warehouse"] = took
+            row[f"{label}evaluate again on that instance"] = run_evaluate(home, wh, workers, tree)[
+                0
+            ]
+        row["CLI, one `test` process per target"] = run_cli(commands, workers)
+        row["CLI, the same writing its report (-o)"] = run_cli(with_reports, workers)
+        for name, took in row.items():
+            times.setdefault(name, []).append(took)
+        print(f"  round {i + 1} (load {os.getloadavg()[0]:.2f}): "
+              + ", ".join(f"{name} {took:.2f} s" for name, took in row.items()))  # fmt: skip
     runs = len(commands) + production_days(ROOT / "data" / "contracts")
     print(summary)
-    best_cli, best_o, best_fresh, best_warm = min(cli), min(cli_o), min(fresh), min(warm)
+    best = {name: min(took) for name, took in times.items()}
+    cli = best["CLI, one `test` process per target"]
+    cli_o = best["CLI, the same writing its report (-o)"]
     print(f"1. main job vs CLI on the examples ({len(commands)} targets, {runs} Dagster runs, "
           f"workers {workers}), best of {repeat}:")  # fmt: skip
-    print(f"  CLI, one `test` process per target          {best_cli:7.2f} s")
-    print(f"  CLI, the same writing its report (-o)       {best_o:7.2f} s")
-    for name, took in (("evaluate, fresh instance and warehouse", best_fresh),
-                       ("evaluate again on that instance", best_warm)):  # fmt: skip
-        print(f"  {name:<43} {took:7.2f} s   {took / best_cli:.2f}x the CLI, "
-              f"{took / best_o:.2f}x with -o")  # fmt: skip
-    print(f"  Dagster's cost per run (evaluate again - CLI -o) / runs: "
-          f"{(best_warm - best_o) / runs * 1000:.0f} ms\n")  # fmt: skip
+    for name, took in best.items():
+        ratio = "" if name.startswith("CLI") else (
+            f"   {took / cli:.2f}x the CLI, {took / cli_o:.2f}x with -o")  # fmt: skip
+        print(f"  {name:<51} {took:7.2f} s{ratio}")
+    for label in trees:
+        warm = best[f"{label}evaluate again on that instance"]
+        print(f"  {label}Dagster's cost per run (evaluate again - CLI -o) / runs: "
+              f"{(warm - cli_o) / runs * 1000:.0f} ms")  # fmt: skip
+    print()
 
 
 def main() -> None:
@@ -185,10 +200,12 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=20000)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--only-end-to-end", action="store_true")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="another checkout (git archive REV | tar -x)")  # fmt: skip
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}")
     tmp = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
-    end_to_end(tmp, args.repeat, args.workers)
+    end_to_end(tmp, args.repeat, args.workers, args.before)
     if args.only_end_to_end:
         shutil.rmtree(tmp, ignore_errors=True)
         return
