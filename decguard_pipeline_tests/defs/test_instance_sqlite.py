@@ -57,3 +57,17 @@ def test_a_rollback_journal_database_keeps_full(tmp_path: Path):
     with engine.connect() as connection:
         assert connection.execute(sa.text("PRAGMA synchronous")).scalar_one() == 2
     engine.dispose()
+
+
+def test_the_creation_hook_is_gone_once_the_instance_is_open(home: Path):
+    from decguard_pipeline.defs.instance_sqlite import _on_connect
+
+    with open_instance() as instance:
+        assert instance.get_runs(limit=1) == []
+        assert not sa.event.contains(sa.Engine, "connect", _on_connect)
+    # a WAL database opened by anyone else in this process keeps SQLite's FULL
+    engine = sa.create_engine(f"sqlite:///{home / 'history' / 'runs.db'}")
+    with engine.connect() as connection:
+        assert connection.execute(sa.text("PRAGMA journal_mode")).scalar_one() == "wal"
+        assert connection.execute(sa.text("PRAGMA synchronous")).scalar_one() == 2
+    engine.dispose()
