@@ -34,6 +34,7 @@ from decguard_pipeline.core.decision import (
 )
 from decguard_pipeline.core.errors import ContractError, InvalidResponse
 from decguard_pipeline.core.secrets import scrub, scrub_optional
+from decguard_pipeline.core.usage import Pricing
 from decguard_pipeline.core.validation import format_errors, redact
 
 SettingsT = TypeVar("SettingsT", bound=BaseModel)
@@ -117,6 +118,10 @@ class Backend(ABC):
         versions and result metadata). A backend that records provenance from its answers
         (the versions that answered, for ``metadata()``) records these too, so that a report
         made from cached answers says what a clean run's says."""
+
+    def pricing(self) -> Pricing | None:
+        """What the backend's tokens cost (its ``pricing`` setting); None when it has none."""
+        return None
 
     def version_hint(self) -> str | None:
         """The model version the backend says it serves without deciding anything (from its

@@ -34,7 +34,7 @@ from decguard_pipeline.core.errors import InvalidResponse
 
 if TYPE_CHECKING:
     from decguard_pipeline.backends.base import Backend
-    from decguard_pipeline.backends.runner import Collector
+    from decguard_pipeline.backends.collector import Collector
 
 # Requests tried one by one to learn the model version before the batch (each is one of the
 # run's own requests: a failure is that case's typed error, not an extra request).

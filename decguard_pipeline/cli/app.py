@@ -58,7 +58,8 @@ def emit_report(
             from decguard_pipeline.core.report.sidecar import write_section
 
             for name, section in report.extensions.items():
-                write_section(output, report.document, name, section)
+                status = section["status"] if name == "calibration" else None  # its gates
+                write_section(output, report.document, name, section, status=status)
     if html is not None:
         from decguard_pipeline.core.report.html import write_report_html
 
@@ -81,7 +82,17 @@ def emit_report(
             from decguard_pipeline.core.cache.summary import render_cache
 
             click.echo("\n" + render_cache(report.extensions["cache"]))
-    _exit_for(report.status if guarded is None else guarded.status, fail_on_warn)
+        if "usage" in report.extensions:
+            from decguard_pipeline.core.usage import render_usage
+
+            click.echo("\n" + render_usage(report.extensions["usage"]))
+        if "calibration" in report.extensions:
+            from decguard_pipeline.core.calibration.render import render_calibration
+
+            click.echo("\n" + render_calibration(report.extensions["calibration"]))
+    from decguard_pipeline.runs.golden import command_status
+
+    _exit_for(command_status(report, None if guarded is None else guarded.status), fail_on_warn)
 
 
 def run_sidecar(report: Any, guarded: Any, output: Path | None) -> dict[str, Any] | None:
@@ -139,6 +150,9 @@ def _run(
                 gc.enable()
         import os
 
+        from decguard_pipeline.core.contract import load_contract
+        from decguard_pipeline.demo.autostart import demo_server_for
+
         options = None
         if cache or retry_errors or (os.environ.get("DECGUARD_CACHE") and not no_cache):
             from decguard_pipeline.cli.cache_cmd import run_cache_options
@@ -147,19 +161,21 @@ def _run(
                 contract, cache=cache, no_cache=no_cache, retry_errors=retry_errors,
                 backend=backend, suite=suite, dataset=dataset,
             )  # fmt: skip
-        report, guarded = run_guarded_test(
-            contract if options is None else options.loaded,
-            suite=suite,
-            dataset=dataset,
-            backend=backend,
-            max_concurrency=max_concurrency,
-            check_health_first=healthcheck,
-            mode=mode,
-            seed=seed,
-            properties=list(properties) or None,
-            minimize=minimize,
-            cache=None if options is None else options.cache,
-        )
+        loaded = load_contract(contract) if options is None else options.loaded
+        with demo_server_for([loaded.contract]):  # when the contract names the demo server
+            report, guarded = run_guarded_test(
+                loaded,
+                suite=suite,
+                dataset=dataset,
+                backend=backend,
+                max_concurrency=max_concurrency,
+                check_health_first=healthcheck,
+                mode=mode,
+                seed=seed,
+                properties=list(properties) or None,
+                minimize=minimize,
+                cache=None if options is None else options.cache,
+            )
         if options is not None:  # the sidecar section and the text block
             report.extensions["cache"] = options.cache.stats.section()
         emit_report(report, fmt, output, fail_on_warn, guarded, html=html)

@@ -99,7 +99,7 @@ def cache_stats(cache: Path | None, fmt: str) -> None:
     """Answers kept per contract and target (backend@model version)."""
     with handled():
         from decguard_pipeline.core.report.jsonio import dumps
-        from decguard_pipeline.warehouse.responses import response_stats
+        from decguard_pipeline.warehouse.responses_upkeep import response_stats
 
         warehouse = _directory(cache)
         rows = response_stats(warehouse)
@@ -135,7 +135,7 @@ def cache_prune(cache: Path | None, older_than: float) -> None:
     """Drop old answers (and duplicate rows); the answers kept are rewritten into one file per
     partition. Safe while runs use the cache."""
     with handled():
-        from decguard_pipeline.warehouse.responses import prune
+        from decguard_pipeline.warehouse.responses_upkeep import prune
 
         warehouse = _directory(cache)
         done = prune(warehouse, older_than_days=older_than, run_id=f"prune-{uuid.uuid4().hex[:12]}")

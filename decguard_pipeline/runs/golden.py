@@ -17,6 +17,7 @@ from decguard_pipeline.core.dataset import Dataset, load_dataset
 from decguard_pipeline.core.errors import ContractError, DecGuardError
 from decguard_pipeline.core.report.golden import Report, build_report, dataset_info
 from decguard_pipeline.core.results import CaseResults
+from decguard_pipeline.core.usage import USAGE, run_cost, usage_extension, usage_section
 
 if TYPE_CHECKING:
     from decguard_pipeline.runs.cache import CacheOptions
@@ -116,6 +117,7 @@ def run_test(
             )
             property_section, property_checks = outcome
         metadata = instance.metadata()
+        usage = usage_of(instance, results)  # the counters cover the property checks too
     finally:
         if owned:
             instance.close()
@@ -132,7 +134,25 @@ def run_test(
     if fuzz_plan is not None:
         report.extensions["properties"] = outcome.pipeline  # sidecar section, not DecGuard's
     add_golden_statistics(loaded, report)
+    add_usage(loaded, report, usage)
+    add_calibration(loaded, report)
     return report
+
+
+def usage_of(backend: Backend, results: CaseResults) -> dict[str, Any]:
+    """The run's tokens and cost (the golden cases') and the backend's request counters, as
+    the ``usage`` section (core/usage.py); read before the backend is closed."""
+    pricing = backend.pricing()
+    cost = run_cost(results.prompt_tokens, results.completion_tokens, pricing, decided=results.ok)
+    return usage_section(cost, pricing, backend.run_stats())
+
+
+def add_usage(loaded: LoadedContract, report: Report, usage: dict[str, Any] | None) -> None:
+    """The ``usage`` sidecar section with the contract's cost gates checked (fuzz runs check
+    no golden gates), when the run used anything worth saying or a cost gate is set."""
+    section = usage_extension(loaded.contract, usage, gated=report.mode != "fuzz")
+    if section is not None:
+        report.extensions[USAGE] = section
 
 
 def add_golden_statistics(loaded: LoadedContract, report: Report) -> None:
@@ -144,3 +164,30 @@ def add_golden_statistics(loaded: LoadedContract, report: Report) -> None:
         report.extensions["statistics"] = golden_statistics(
             report.results, report.document["metrics"], settings
         )
+
+
+def add_calibration(loaded: LoadedContract, report: Report) -> None:
+    """With ``pipeline.calibration_measures`` (or a calibration gate): the calibration
+    measures and checks as the sidecar section ``calibration``; fuzz reports have no golden
+    metrics and get none."""
+    from decguard_pipeline.core.calibration.extension import SECTION, calibration_extension
+
+    if report.mode == "fuzz":
+        return
+    section = calibration_extension(report.results, loaded.contract)
+    if section is not None:
+        report.extensions[SECTION] = section
+
+
+def command_status(report: Report, status: str | None = None) -> str:
+    """What a run exits with: ``status`` (DecGuard's or the guard extension's verdict, the
+    report's own by default) made worse by a failing calibration section or cost gate."""
+    from decguard_pipeline.core.gates import overall_status
+    from decguard_pipeline.core.usage import usage_status
+
+    statuses = [report.status if status is None else status]
+    calibration = report.extensions.get("calibration")
+    if calibration is not None:
+        statuses.append(calibration["status"])
+    statuses += [s for s in [usage_status(report.extensions)] if s is not None]
+    return overall_status([{"status": s} for s in statuses])

@@ -19,6 +19,7 @@ from decguard_pipeline.core.contract.baseline import BaselineSettings
 from decguard_pipeline.core.diff import BaselineChoice, Diff, choose_baseline, diff_reports
 from decguard_pipeline.core.diff import sidecar_path as statistics_path
 from decguard_pipeline.core.diff.baseline import no_baseline_reason
+from decguard_pipeline.core.diff.calibration import diff_sidecar
 from decguard_pipeline.core.diff.gates import configured_gates
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.report.golden import Report
@@ -28,6 +29,7 @@ from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.golden import golden_report
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline.warehouse.rows.calibration import diff_calibration_rows
 from decguard_pipeline.warehouse.rows.diff import (
     change_rows,
     diffs_row,
@@ -212,9 +214,10 @@ def _write_documents(outcome: DiffOutcome, directory: Path, step: Step) -> None:
     assert diff is not None
     outcome.diff_path = directory / f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}.diff.json"
     write_document(outcome.diff_path, diff.document, what="diff")
-    if diff.statistics is not None:
+    sidecar = diff_sidecar(diff)  # statistics and/or the calibration comparison
+    if sidecar is not None:
         outcome.sidecar = statistics_path(outcome.diff_path)
-        write_document(outcome.sidecar, diff.statistics, what="statistics")
+        write_document(outcome.sidecar, sidecar, what="statistics")
 
 
 def _tables(
@@ -252,6 +255,8 @@ def _tables(
     if diff.statistics is not None:
         tables["diff_intervals"] = interval_rows(base, diff.statistics)
         tables["diff_tests"] = statistical_test_rows(base, diff.statistics)
+    if diff.calibration is not None:
+        tables["diff_calibration"] = diff_calibration_rows(base, diff.calibration)
     return tables
 
 

@@ -19,13 +19,8 @@ import pytest
 
 from decguard_pipeline.core.cache.answers import Answers
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.responses import (
-    JOURNAL_GLOB,
-    ResponseTable,
-    prune,
-    read_journal,
-    response_stats,
-)
+from decguard_pipeline.warehouse.responses import JOURNAL_GLOB, ResponseTable, read_journal
+from decguard_pipeline.warehouse.responses_upkeep import prune, response_stats
 from decguard_pipeline.warehouse.store import published_files
 
 LABELS = ("yes", "no")

@@ -19,9 +19,10 @@ from decguard_pipeline.defs.metadata.base import (
     results_table,
     table,
 )
+from decguard_pipeline.defs.metadata.calibration import calibration_metadata
 from decguard_pipeline.steps.base import Evaluated
 from decguard_pipeline.steps.golden import GoldenReport
-from decguard_pipeline.warehouse.rows.golden import flat_metrics
+from decguard_pipeline.warehouse.rows.golden import USAGE_METRICS, flat_metrics, usage_columns
 
 PER_LABEL = [("label", "string"), ("precision", "float"), ("recall", "float"), ("f1", "float"),
              ("support", "int")]  # fmt: skip
@@ -76,6 +77,7 @@ def golden_metrics_metadata(golden: GoldenReport) -> dict[str, Any]:
     flat = flat_metrics(m)
     per_label = [{"label": k, **v} for k, v in m["classification"]["per_label"].items()]
     intervals = {} if golden.intervals is None else {"intervals": intervals_table(golden.intervals)}
+    usage = golden.usage or {}
     return {
         "summary": dg.MetadataValue.md(summary_markdown(report)),
         "status": report.status.upper(),
@@ -83,9 +85,26 @@ def golden_metrics_metadata(golden: GoldenReport) -> dict[str, Any]:
         "per_label": table(per_label, PER_LABEL, limit=ALL_ROWS),
         "reliability": table(m["calibration"]["reliability"], RELIABILITY, limit=ALL_ROWS),
         "failing_cases": failing_cases_table(report.document["failures"]),
-        "gates": checks_table(golden.checks),
+        "gates": checks_table([*golden.checks, *usage.get("checks", [])]),
         **intervals,
+        **usage_metadata(golden.usage),
+        **calibration_metadata(golden.calibration, title=report.document["backend"]["name"]),
         "dagster/row_count": len(flat),
+    }
+
+
+def usage_metadata(usage: dict[str, Any] | None) -> dict[str, Any]:
+    """Tokens and cost of the run as numbers (the UI plots numeric metadata over time); only
+    those known: tokens when the backend reported usage, costs when it has pricing."""
+    if usage is None or "cases" not in usage:
+        return {}
+    columns = usage_columns(usage)
+    return {
+        name: (dg.MetadataValue.int if name.endswith("tokens") else dg.MetadataValue.float)(
+            columns[name]
+        )
+        for name in USAGE_METRICS
+        if columns[name] is not None
     }
 
 

@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from decguard_pipeline.warehouse.schema import cache, diff, golden, guard, production, properties
+from decguard_pipeline.warehouse.schema import (
+    cache,
+    calibration,
+    diff,
+    golden,
+    guard,
+    production,
+    properties,
+)
 
 SCHEMA_VERSION = 1
 
 TABLES: dict[str, pa.Schema] = {
     **golden.TABLES,
+    **calibration.TABLES,
     **properties.TABLES,
     **diff.TABLES,
     **guard.TABLES,
