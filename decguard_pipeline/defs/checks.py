@@ -1,5 +1,6 @@
-"""Gates as asset checks on ``golden_metrics``, partitioned like it: requirements are
-blocking ERROR checks (a failure stops the report), warnings are WARN checks."""
+"""Gates as asset checks on ``golden_metrics``, partitioned like it: requirements are ERROR
+checks, warnings WARN checks; a failing requirement blocks the target's approval
+(``defs/assets/verdict.py``), not its report."""
 
 import dagster as dg
 
@@ -24,7 +25,8 @@ def contract_checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
             asset_key(entry, "golden_metrics"),
             gates,
             name=f"{entry.key}_golden_gates",
-            description="DecGuard's golden gates: requirements block the report, warnings warn.",
+            description="DecGuard's golden gates: a failing requirement (ERROR) blocks the "
+            "target's approval, warnings warn.",
             load=gate_results,
         )
     ]

@@ -30,6 +30,7 @@ from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_ro
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.golden import golden_report
 from decguard_pipeline.steps.targets import backend_of
+from decguard_pipeline.steps.verdict import approvals
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.base import to_json
 from decguard_pipeline.warehouse.schema.diff import COUNTS, DIFF_METRICS, SHIFT
@@ -80,15 +81,18 @@ def known_targets(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]:
     ``backend`` is the contract backend of the key; ``model_version`` is the key's version
     segment (unique per target, also when a backend reports no version and the key uses its
     model name); ``created_at`` is the target's first registration or first evaluation,
-    whichever came first; ``requirements_passed`` is True when the target's newest golden
-    gate results hold no failing requirement. Targets never evaluated cannot be a baseline
-    (there is nothing to compare) and are left out.
+    whichever came first; ``requirements_passed`` is True when the target's newest evaluation
+    was approved (its verdict: no failing requirement of any kind, ``steps/verdict.py``), or,
+    before it has a verdict, when its newest golden gate results hold no failing
+    requirement. Targets never evaluated cannot be a baseline (there is nothing to compare)
+    and are left out.
 
     Reads only the first and newest files of each target's ``runs``, ``targets`` and
     ``gate_results`` partitions, so the cost grows with the contract's targets, not with the
     warehouse."""
     registered = _partitions(warehouse, "targets", contract)
     gates = _partitions(warehouse, "gate_results", contract)
+    verdicts = approvals(contract, warehouse)
     known = []
     for directory, files in _partitions(warehouse, "runs", contract).items():
         newest = _first_row(files[-1])
@@ -98,14 +102,20 @@ def known_targets(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]:
         checks = read_file(gates[directory][-1]).to_pylist() if directory in gates else []
         golden = [c for c in checks if c["source"] == "golden"]
         target = newest["target"]
+        verdict = verdicts.get(target)
+        if verdict is not None and verdict["evaluation_run_id"] == newest["run_id"]:
+            passed = bool(verdict["approved"])
+        else:
+            passed = bool(golden) and not any(
+                c["level"] == "requirement" and c["status"] == "fail" for c in golden
+            )
         known.append(
             {
                 "backend": backend_of(target),
                 "model_version": version_of(target),
                 "target": target,
                 "created_at": min(first_seen),
-                "requirements_passed": bool(golden)
-                and not any(c["level"] == "requirement" and c["status"] == "fail" for c in golden),
+                "requirements_passed": passed,
                 "run_id": newest["run_id"],
                 "served_model_version": newest["model_version"],
                 "evaluated_at": newest["recorded_at"],

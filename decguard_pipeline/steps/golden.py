@@ -18,12 +18,14 @@ from typing import Any
 from decguard_pipeline.core.dataset import Dataset
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.golden.statistics import golden_statistics, statistics_settings
+from decguard_pipeline.core.guard.curves import evaluation_curves
 from decguard_pipeline.core.report.golden import (
     Report,
     build_report,
     dataset_info,
     result_records,
 )
+from decguard_pipeline.core.report.html import write_report_html
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.report.sidecar import write_section
 from decguard_pipeline.core.report.verify import load_report
@@ -38,6 +40,7 @@ from decguard_pipeline.warehouse.rows.golden import (
     dataset_row,
     gate_rows,
     interval_rows,
+    intervals_section,
     metrics_rows,
     per_label_rows,
     reliability_rows,
@@ -165,6 +168,8 @@ class GoldenReport:
     evaluated: Evaluated
     report: Report
     intervals: dict[str, Any] | None = None  # with pipeline.statistics, set by score_target
+    # reliability (equal-width and equal-mass) and risk-coverage, set by score_target
+    curves: dict[str, Any] | None = None
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -225,8 +230,10 @@ def golden_report(
 def score_target(entry: ContractEntry, target: str, step: Step) -> GoldenReport:
     """The golden report of this run's evaluation (else the newest); its metrics and gate
     checks written to ``metrics``, ``per_label_metrics``, ``reliability_bins`` and
-    ``gate_results`` (and the intervals to ``metric_intervals`` with pipeline.statistics)."""
+    ``gate_results`` (and the intervals to ``metric_intervals`` with pipeline.statistics).
+    Its reliability and risk-coverage curves come with it, for the pictures."""
     golden = golden_report(entry, target, step.warehouse, run_id=step.run_id)
+    golden.curves = evaluation_curves(golden.evaluated.results, entry.require().contract)
     metrics = golden.metrics
     where = step.keys(entry.key, target)
     base = run_base(where, golden.evaluated.run)
@@ -252,8 +259,18 @@ def gate_results(
     return {(r["source"], r["gate"], r["level"]): r for r in rows}
 
 
-def write_report(entry: ContractEntry, target: str, step: Step) -> tuple[Path, Report]:
-    """Write the report file (verified by loading it back) and its ``reports`` row."""
+@dataclass
+class WrittenReport:
+    """A report file the ``report`` asset wrote, its HTML page next to it, and the report."""
+
+    path: Path
+    html: Path
+    report: Report
+
+
+def write_report(entry: ContractEntry, target: str, step: Step) -> WrittenReport:
+    """Write the report file (verified by loading it back), its sidecar sections, its HTML
+    page (``<report>.html``, with the intervals this run stored) and its ``reports`` row."""
     report = golden_report(
         entry, target, step.warehouse, run_id=step.run_id, with_properties=True
     ).report
@@ -266,6 +283,11 @@ def write_report(entry: ContractEntry, target: str, step: Step) -> tuple[Path, R
     load_report(path)  # the file must verify exactly, as DecGuard would check it
     for name, section in report.extensions.items():  # <stem>.pipeline.json, as -o writes
         write_section(path, report.document, name, section)
+    sidecar = dict(report.extensions)
+    intervals = wh.read_run("metric_intervals", entry.key, target, step.run_id)
+    if intervals is not None and intervals.num_rows:  # golden_metrics of this run stored them
+        sidecar["statistics"] = intervals_section(intervals.to_pylist())
+    html = write_report_html(path.with_suffix(".html"), report, sidecar or None, source=path.name)
     keys = step.keys(entry.key, target)
     wh.write("reports", [report_row(keys, report.document, path)], **keys)
-    return path, report
+    return WrittenReport(path, html, report)

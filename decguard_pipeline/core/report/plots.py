@@ -9,6 +9,8 @@ global pyplot state, safe in worker threads.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,17 @@ from decguard_pipeline.core.errors import ReportError
 DPI = 100
 SIZE = (9.0, 4.2)  # inches: two panels side by side
 RELIABILITY, RISK_COVERAGE = "reliability", "risk_coverage"
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One more line on both panels of the reliability diagram (e.g. a smooth reliability
+    curve): accuracy ``y`` against confidence ``x``, named in the legend."""
+
+    label: str
+    x: Sequence[float]
+    y: Sequence[float]
+    color: str = "tab:orange"
 
 
 def _figure(size: tuple[float, float]) -> Any:
@@ -35,7 +48,9 @@ def _png(figure: Any) -> bytes:
     return buffer.getvalue()
 
 
-def _reliability_panel(axes: Any, bins: list[dict[str, Any]], title: str) -> None:
+def _reliability_panel(
+    axes: Any, bins: list[dict[str, Any]], title: str, curves: Sequence[Curve] = ()
+) -> None:
     axes.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="calibrated")
     full = [b for b in bins if b["count"]]
     if full:
@@ -46,6 +61,9 @@ def _reliability_panel(axes: Any, bins: list[dict[str, Any]], title: str) -> Non
         axes.scatter(conf, acc, s=sizes, color="tab:blue", alpha=0.7, label="bins (size = cases)")
         for c, a in zip(conf, acc, strict=True):
             axes.plot([c, c], [c, a], color="tab:red", linewidth=1, alpha=0.6)
+    for curve in curves:
+        axes.plot(list(curve.x), list(curve.y), color=curve.color, linewidth=1.5,
+                  label=curve.label)  # fmt: skip
     axes.set_xlim(0, 1)
     axes.set_ylim(0, 1.02)
     axes.set_xlabel("mean confidence in bin")
@@ -58,20 +76,25 @@ def _curve(axes: Any, xs: list[float], ys: list[float], color: str) -> None:
     axes.plot(xs, ys, marker="o", markersize=3, color=color)
 
 
-def reliability_png(calibration: dict[str, Any], *, title: str = "") -> bytes:
+def reliability_png(
+    calibration: dict[str, Any], *, title: str = "", curves: Sequence[Curve] = ()
+) -> bytes:
     """Reliability diagram: equal-width and equal-mass bins side by side; the red segments
-    are each bin's gap (below the diagonal = over-confident)."""
+    are each bin's gap (below the diagonal = over-confident). ``curves`` are drawn on both
+    panels."""
     figure = _figure(SIZE)
     left, right = figure.subplots(1, 2)
     _reliability_panel(
         left,
         calibration["reliability_equal_width"],
         f"equal-width · ECE {_fmt(calibration['ece_equal_width'])}",
+        curves,
     )
     _reliability_panel(
         right,
         calibration["reliability_equal_mass"],
         f"equal-mass · ECE {_fmt(calibration['ece_equal_mass'])}",
+        curves,
     )
     gap, direction = calibration["confidence_gap"], calibration["direction"]
     heading = f"gap {gap:+.3f} ({direction})" if gap is not None else "no labeled cases"

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from decguard_pipeline.warehouse.schema import diff, golden, guard, production, properties
+from decguard_pipeline.warehouse.schema import (
+    diff,
+    golden,
+    guard,
+    production,
+    properties,
+    verdict,
+)
 
 SCHEMA_VERSION = 1
 
@@ -15,6 +22,7 @@ TABLES: dict[str, pa.Schema] = {
     **diff.TABLES,
     **guard.TABLES,
     **production.TABLES,
+    **verdict.TABLES,
 }
 
 # Contract-level tables use the target ``_``. ``latest_<table>`` views keep, per contract and
