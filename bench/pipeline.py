@@ -60,8 +60,10 @@ def scaled_refund(directory: Path, n: int) -> Path:
 def run_steps(wh, entry, key: str) -> None:
     """One target's evaluation through the steps the assets call, in asset order, without
     Dagster (what a run costs beyond its steps is Dagster's own)."""
-    from decguard_pipeline.steps import diff, golden, guard, properties
+    from decguard_pipeline.steps import golden, guard
     from decguard_pipeline.steps.base import Step
+    from decguard_pipeline.steps.diff import diff_target
+    from decguard_pipeline.steps.properties import has_properties, run_target
 
     loaded = entry.require()
     step = Step(wh, f"steps-{time.perf_counter_ns()}")
@@ -69,9 +71,9 @@ def run_steps(wh, entry, key: str) -> None:
     golden.record_dataset(entry, step)
     golden.evaluate_target(entry, key, step)
     golden.score_target(entry, key, step)
-    if properties.enabled(loaded):
-        properties.run_target(entry, key, step)
-    diff.diff_target(entry, key, step)
+    if has_properties(loaded):
+        run_target(entry, key, step)
+    diff_target(entry, key, step)
     if loaded.contract.pipeline is not None and loaded.contract.pipeline.guard:
         guard.measure_target(entry, key, step)
     golden.write_report(entry, key, step)
@@ -103,8 +105,8 @@ def main() -> None:
     from decguard_pipeline.defs.job_runs import QUIET
     from decguard_pipeline.defs.jobs import job_name
     from decguard_pipeline.runs.golden import run_test
-    from decguard_pipeline.steps import properties
     from decguard_pipeline.steps.contracts import discover_contracts
+    from decguard_pipeline.steps.properties import has_properties
     from decguard_pipeline.steps.targets import backend_of
     from decguard_pipeline.warehouse import Warehouse
 
@@ -124,7 +126,7 @@ def main() -> None:
                 instance.add_dynamic_partitions(f"{entry.key}_targets", keys)
             loaded = entry.require()
             for key in keys:
-                mode = "all" if properties.enabled(loaded) else "test"
+                mode = "all" if has_properties(loaded) else "test"
 
                 def core(key=key, loaded=loaded, mode=mode) -> None:
                     run_test(loaded, backend=backend_of(key), mode=mode)

@@ -13,8 +13,10 @@ chunk); other codings are passed through undecoded, as httpx does. A corrupt str
 
 from __future__ import annotations
 
+import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 DEFAULT_MAX_RESPONSE_BYTES = 1 << 20  # 1 MiB: a model answer is a few hundred bytes
 ACCEPT_ENCODING = "gzip, deflate"  # the codings decoded here, and no others
@@ -129,3 +131,18 @@ class BoundedBody:
             if self.size > self.limit:
                 raise TooLarge
             self.parts.append(data)
+
+
+def read_within(
+    response: Any, limit: int, timeout_s: float, timeout: Callable[[], Exception]
+) -> bytes:
+    """A synchronous (httpx) response's body: at most ``limit`` decoded bytes (TooLarge
+    beyond), arriving within about ``timeout_s`` (each read waits at most the client's
+    timeout; ``timeout()`` is raised once the whole body takes longer)."""
+    deadline = time.monotonic() + timeout_s
+    body = BoundedBody(response.headers, limit)
+    for chunk in response.iter_raw():
+        body.feed(chunk)
+        if time.monotonic() > deadline:
+            raise timeout()
+    return body.finish()

@@ -162,6 +162,24 @@ class Collector:
         self.error_kind[i] = kind
         self.error_message[i] = scrub_text(message)
 
+    def decided(self, backend: Backend, probs: np.ndarray) -> dict[str, Any]:
+        """The decided columns every result type holds, as its keyword arguments: DecGuard's
+        selection over ``probs`` (these probabilities, or the caller's reordering of them)
+        with the latencies, models and errors collected here."""
+        selected, confidence = select_many(probs)
+        return {
+            "backend": backend.name,
+            "provider": backend.provider,
+            "probs": probs,
+            "selected": selected,
+            "confidence": confidence,
+            "latency_ms": self.latency,
+            "model": self.model,
+            "model_version": self.model_version,
+            "error_kind": self.error_kind,
+            "error_message": self.error_message,
+        }
+
     def _groups(self, rows: list[int]) -> list[tuple[tuple[str, ...], list[int]]]:
         """Positions in ``rows`` by presented label order, in order of first appearance."""
         if self.same_labels is not None:  # golden runs: one group, known without looking
@@ -351,24 +369,14 @@ def _run_cases(
         backend, requests, k=len(spec.labels), max_concurrency=max_concurrency, tolerance=tolerance
     )
     del requests
-    selected, confidence = select_many(out.probs)
     return CaseResults(
         spec=spec,
-        backend=backend.name,
-        provider=backend.provider,
         case_ids=cases.ids,
         inputs=cases.inputs,
         expected=cases.expected,
         metadata=cases.metadata,
-        probs=out.probs,
-        selected=selected,
-        confidence=confidence,
-        latency_ms=out.latency,
-        model=out.model,
-        model_version=out.model_version,
         result_metadata=out.metadata,
-        error_kind=out.error_kind,
-        error_message=out.error_message,
         prompt_tokens=out.prompt_tokens,
         completion_tokens=out.completion_tokens,
+        **out.decided(backend, out.probs),
     )

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import httpx
 
 from decguard_pipeline.backends.base import Backend
-from decguard_pipeline.backends.body import ACCEPT_ENCODING, BoundedBody, TooLarge
+from decguard_pipeline.backends.body import ACCEPT_ENCODING, BoundedBody, TooLarge, read_within
 from decguard_pipeline.core.errors import (
     BackendError,
     BackendTimeout,
@@ -231,15 +231,11 @@ class HttpTransport(Backend):
         raise AssertionError("unreachable")
 
     def _read_sync(self, response: httpx.Response) -> bytes:
-        # each read waits at most timeout_s (the client's timeout); the whole body about as long
-        deadline = time.monotonic() + self.settings.timeout_s
+        settings = self.settings
         try:
-            body = BoundedBody(response.headers, self.settings.max_response_bytes)
-            for chunk in response.iter_raw():
-                body.feed(chunk)
-                if time.monotonic() > deadline:
-                    raise self._timeout()
-            return body.finish()
+            return read_within(
+                response, settings.max_response_bytes, settings.timeout_s, self._timeout
+            )
         except TooLarge:
             raise self._too_large() from None
 

@@ -13,5 +13,12 @@ def pct(value: float | None) -> str:
 
 
 def signed(value: float | None) -> str:
-    """A difference with its sign: ``+0.120``, ``-0.034``."""
+    """A change, with its sign: ``+0.012``, ``-0.300``."""
     return "n/a" if value is None else f"{value:+.3f}"
+
+
+def check_line(status: str, gate: str, text: str, *, width: int, level: str) -> str:
+    """One check in a layout's list of checks: the status, the gate padded to ``width``, what
+    is said about it, and ``(warning)`` after a warning's."""
+    tag = "" if level == "requirement" else " (warning)"
+    return f"    {status.upper():<4}  {gate:<{width}} {text}{tag}"

@@ -98,9 +98,8 @@ def run_test(
             from decguard_pipeline.runs.properties import run_properties
 
             outcome = run_properties(
-                fuzz_plan, loaded, instance, results,
-                max_concurrency=max_concurrency or loaded.contract.evaluation.max_concurrency,
-            )  # fmt: skip
+                fuzz_plan, loaded, instance, results, max_concurrency=max_concurrency
+            )
             property_section, property_checks = outcome
         metadata = instance.metadata()
     finally:

@@ -11,34 +11,36 @@ compared exactly as ``decguard-pipeline diff BASELINE CANDIDATE -c CONTRACT`` co
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from decguard_pipeline.core.contract import LoadedContract
+from decguard_pipeline.core.contract import LoadedContract, Regression
 from decguard_pipeline.core.contract.baseline import BaselineSettings
 from decguard_pipeline.core.diff import BaselineChoice, Diff, choose_baseline, diff_reports
 from decguard_pipeline.core.diff import sidecar_path as statistics_path
-from decguard_pipeline.core.diff.baseline import DEFAULT_BACKEND
-from decguard_pipeline.core.diff.gates import REGRESSION_GATES, configured_gates
+from decguard_pipeline.core.diff.baseline import no_baseline_reason
+from decguard_pipeline.core.diff.gates import configured_gates
 from decguard_pipeline.core.errors import DecGuardError
-from decguard_pipeline.core.gates import PASS
 from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.report.jsonio import write_document
-from decguard_pipeline.core.report.render import preview
 from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.golden import golden_report
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.steps.verdict import approvals
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.rows.base import to_json
-from decguard_pipeline.warehouse.schema.diff import COUNTS, DIFF_METRICS, SHIFT
+from decguard_pipeline.warehouse.rows.diff import (
+    change_rows,
+    diffs_row,
+    interval_rows,
+    no_baseline_check_rows,
+    regression_check_rows,
+    segment_rows,
+    statistical_test_rows,
+)
 from decguard_pipeline.warehouse.store import read_file
 
 NO_BASELINE = "no_baseline"  # the ``diffs.status`` of a candidate with nothing to compare to
-SOURCE = "regression"  # ``regression_checks.source``
-PREVIEW_WIDTH = 70  # DecGuard's preview of an input in the diff's changes
 
 
 def regression_gates(loaded: LoadedContract) -> list[tuple[str, str]]:
@@ -66,11 +68,6 @@ def evaluation_ref(contract: str, target: str, run_id: str) -> str:
 # -- which targets the warehouse knows ------------------------------------------------------
 
 
-def _partitions(warehouse: Warehouse, table: str, contract: str) -> dict[str, list[Path]]:
-    """A contract's files of ``table`` by target, oldest first."""
-    return warehouse.partitions(table, contract)
-
-
 def _first_row(path: Path) -> dict[str, Any]:
     return read_file(path).slice(0, 1).to_pylist()[0]
 
@@ -88,13 +85,13 @@ def known_targets(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]:
     and are left out.
 
     Reads only the first and newest files of each target's ``runs``, ``targets`` and
-    ``gate_results`` partitions, so the cost grows with the contract's targets, not with the
-    warehouse."""
-    registered = _partitions(warehouse, "targets", contract)
-    gates = _partitions(warehouse, "gate_results", contract)
+    ``gate_results`` partitions and its newest ``verdicts`` file, so the cost grows with the
+    contract's targets, not with the warehouse."""
+    registered = warehouse.partitions("targets", contract)
+    gates = warehouse.partitions("gate_results", contract)
     verdicts = approvals(contract, warehouse)
     known = []
-    for directory, files in _partitions(warehouse, "runs", contract).items():
+    for directory, files in warehouse.partitions("runs", contract).items():
         newest = _first_row(files[-1])
         first_seen = [_first_row(files[0])["recorded_at"]]
         if directory in registered:
@@ -124,22 +121,6 @@ def known_targets(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]:
     return sorted(known, key=lambda k: (k["created_at"], k["target"]))
 
 
-def _why_none(settings: BaselineSettings | None, target: str) -> str:
-    backend = backend_of(target)
-    if settings is not None and settings.target == target:
-        return f"the pinned baseline target {target} is the candidate itself"
-    if settings is not None and settings.target is not None:
-        return f"pinned baseline target {settings.target} has not been evaluated yet"
-    if settings is not None and settings.backend is not None:
-        return f"backend {settings.backend!r} has no evaluated target whose requirements passed"
-    if backend == DEFAULT_BACKEND:
-        return f"no earlier version of backend {backend!r} whose requirements passed"
-    return (
-        f"no earlier version of backend {backend!r} and no target of the "
-        f"{DEFAULT_BACKEND!r} backend whose requirements passed"
-    )
-
-
 @dataclass
 class Resolved:
     candidate: dict[str, Any]  # the candidate's entry in ``known``
@@ -155,15 +136,13 @@ def resolve_baseline(entry: ContractEntry, target: str, warehouse: Warehouse) ->
     if candidate is None:
         raise DecGuardError(f"{entry.key}: target {target!r} has not been evaluated yet")
     settings = baseline_settings(loaded)
+    backend = backend_of(target)
     choice = choose_baseline(
-        backend_of(target),
-        version_of(target),
-        known,
-        settings=settings,
-        created_at=candidate["created_at"],
+        backend, version_of(target), known, settings=settings, created_at=candidate["created_at"]
     )
-    reason = choice.reason if choice is not None else _why_none(settings, target)
-    return Resolved(candidate, choice, reason, known)
+    if choice is None:
+        return Resolved(candidate, None, no_baseline_reason(backend, target, settings), known)
+    return Resolved(candidate, choice, choice.reason, known)
 
 
 # -- the diff -------------------------------------------------------------------------------
@@ -175,8 +154,7 @@ class DiffOutcome:
 
     target: str
     resolved: Resolved
-    diff: Diff | None  # None: no baseline
-    row: dict[str, Any]  # the ``diffs`` row
+    diff: Diff | None = None  # None: no baseline
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # table -> rows
     diff_path: Path | None = None
     sidecar: Path | None = None
@@ -193,6 +171,11 @@ class DiffOutcome:
     def status(self) -> str:
         return NO_BASELINE if self.diff is None else self.diff.status
 
+    @property
+    def row(self) -> dict[str, Any]:
+        """The ``diffs`` row."""
+        return self.rows["diffs"][0]
+
 
 def diff_target(entry: ContractEntry, target: str, step: Step) -> DiffOutcome:
     """Diff a target's newest evaluation against its baseline; the diff document (and the
@@ -201,60 +184,85 @@ def diff_target(entry: ContractEntry, target: str, step: Step) -> DiffOutcome:
     ``diff_tests``. Without a baseline: a ``no_baseline`` row and passing check rows."""
     loaded = entry.require()
     wh = step.warehouse
-    resolved = resolve_baseline(entry, target, wh)
+    outcome = DiffOutcome(target, resolve_baseline(entry, target, wh))
     evaluated = load_evaluated(entry, target, wh, step.run_id)
-    base = {
-        "contract": entry.key,
-        "target": target,
-        "run_id": step.run_id,
-        "recorded_at": step.at,
-        "backend": evaluated.run["backend"],
-        "model_version": evaluated.run["model_version"],
-        "baseline_target": None,
-    }
-    choice = resolved.choice
-    if choice is None:
-        outcome = DiffOutcome(target, resolved, None, {})
-        outcome.row = _diffs_row(base, outcome, evaluated.run, None)
-        outcome.rows = {
-            "diffs": [outcome.row],
-            "regression_checks": _no_baseline_checks(base, loaded, resolved.reason),
-        }
-    else:
-        baseline_target = str(choice.target["target"])
-        base["baseline_target"] = baseline_target
-        base_eval = load_evaluated(entry, baseline_target, wh)
-        diff = diff_reports(
+    baseline_target = outcome.baseline_target
+    baseline = None
+    if baseline_target is not None:
+        baseline = load_evaluated(entry, baseline_target, wh)
+        outcome.diff = diff_reports(
             as_evaluated(
-                golden_report(entry, baseline_target, wh, evaluated=base_eval).report, base_eval
+                golden_report(entry, baseline_target, wh, evaluated=baseline).report, baseline
             ),
             as_evaluated(golden_report(entry, target, wh, evaluated=evaluated).report, evaluated),
             contract=loaded,
-            baseline_path=evaluation_ref(entry.key, baseline_target, base_eval.run["run_id"]),
+            baseline_path=evaluation_ref(entry.key, baseline_target, baseline.run["run_id"]),
             candidate_path=evaluation_ref(entry.key, target, evaluated.run["run_id"]),
             created_at=step.at.isoformat(timespec="seconds"),
         )
-        outcome = DiffOutcome(target, resolved, diff, {})
-        directory = wh.partition_dir("report_files", entry.key, target)
-        outcome.diff_path = directory / f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}.diff.json"
-        write_document(outcome.diff_path, diff.document, what="diff")
-        if diff.statistics is not None:
-            outcome.sidecar = statistics_path(outcome.diff_path)
-            write_document(outcome.sidecar, diff.statistics, what="statistics")
-        outcome.row = _diffs_row(base, outcome, evaluated.run, base_eval.run)
-        outcome.rows = {
-            "diffs": [outcome.row],
-            "diff_changes": _change_rows(base, diff),
-            "diff_segments": _segment_rows(base, diff),
-            "regression_checks": _check_rows(base, diff),
-        }
-        if diff.statistics is not None:
-            outcome.rows["diff_intervals"] = _interval_rows(base, diff.statistics)
-            outcome.rows["diff_tests"] = _test_rows(base, diff.statistics)
+        _write_documents(outcome, wh.partition_dir("report_files", entry.key, target), step)
     where = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
+    base = {
+        **where,
+        "backend": evaluated.run["backend"],
+        "model_version": evaluated.run["model_version"],
+        "baseline_target": baseline_target,
+    }
+    base_run = None if baseline is None else baseline.run
+    outcome.rows = _tables(base, outcome, loaded.contract.regression, evaluated.run, base_run)
     for table, rows in outcome.rows.items():
         wh.write(table, rows, **where)
     return outcome
+
+
+def _write_documents(outcome: DiffOutcome, directory: Path, step: Step) -> None:
+    """The diff document and, with ``pipeline.statistics``, its sidecar next to the run's
+    report files."""
+    diff = outcome.diff
+    assert diff is not None
+    outcome.diff_path = directory / f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}.diff.json"
+    write_document(outcome.diff_path, diff.document, what="diff")
+    if diff.statistics is not None:
+        outcome.sidecar = statistics_path(outcome.diff_path)
+        write_document(outcome.sidecar, diff.statistics, what="statistics")
+
+
+def _tables(
+    base: dict[str, Any],
+    outcome: DiffOutcome,
+    regression: Regression,
+    run: dict[str, Any],
+    base_run: dict[str, Any] | None,
+) -> dict[str, list[dict[str, Any]]]:
+    """The rows of every table the outcome writes, by table."""
+    resolved, diff = outcome.resolved, outcome.diff
+    row = diffs_row(
+        base,
+        choice=resolved.choice,
+        reason=resolved.reason,
+        candidate_created_at=resolved.candidate["created_at"],
+        status=outcome.status,
+        run=run,
+        base_run=base_run,
+        diff=diff,
+        diff_path=outcome.diff_path,
+        sidecar=outcome.sidecar,
+    )
+    if diff is None:
+        return {
+            "diffs": [row],
+            "regression_checks": no_baseline_check_rows(base, regression, resolved.reason),
+        }
+    tables = {
+        "diffs": [row],
+        "diff_changes": change_rows(base, diff),
+        "diff_segments": segment_rows(base, diff),
+        "regression_checks": regression_check_rows(base, diff),
+    }
+    if diff.statistics is not None:
+        tables["diff_intervals"] = interval_rows(base, diff.statistics)
+        tables["diff_tests"] = statistical_test_rows(base, diff.statistics)
+    return tables
 
 
 def as_evaluated(report: Report, evaluated: Evaluated) -> Report:
@@ -266,235 +274,6 @@ def as_evaluated(report: Report, evaluated: Evaluated) -> Report:
     document["contract"] = {**document["contract"], "hash": run["contract_hash"]}
     document["created_at"] = run["started_at"].isoformat(timespec="seconds")
     return Report(document, report.results, report.extensions)
-
-
-def _moment(value: Any) -> datetime | None:
-    return value if isinstance(value, datetime) else None
-
-
-def _diffs_row(
-    base: dict[str, Any],
-    outcome: DiffOutcome,
-    run: dict[str, Any],
-    base_run: dict[str, Any] | None,
-) -> dict[str, Any]:
-    resolved, diff = outcome.resolved, outcome.diff
-    choice = resolved.choice
-    row: dict[str, Any] = {
-        **base,
-        "candidate_run_id": run["run_id"],
-        "baseline_backend": None if base_run is None else base_run["backend"],
-        "baseline_model_version": None if base_run is None else base_run["model_version"],
-        "baseline_run_id": None if base_run is None else base_run["run_id"],
-        "baseline_rule": None if choice is None else choice.rule,
-        "baseline_reason": resolved.reason,
-        "baseline_created_at": None if choice is None else _moment(choice.target["created_at"]),
-        "candidate_created_at": _moment(resolved.candidate["created_at"]),
-        "status": outcome.status,
-        "candidate_dataset_hash": run["dataset_hash"],
-        "has_statistics": False,
-        "diff_path": None if outcome.diff_path is None else str(outcome.diff_path),
-        "sidecar_path": None if outcome.sidecar is None else str(outcome.sidecar),
-    }
-    if diff is None:
-        return row
-    doc = diff.document
-    worst = diff.worst_segment
-    row.update(
-        {
-            "exit_code": doc["exit_code"],
-            "same_dataset": doc["same_dataset"],
-            "baseline_dataset_hash": doc["baseline"]["dataset"]["hash"],
-            "candidate_dataset_hash": doc["candidate"]["dataset"]["hash"],
-            "segment_by": list(diff.regression.segment_by),
-            **{name: doc["counts"][name] for name in COUNTS},
-            **{name: doc["shift"][name] for name in SHIFT},
-            **{
-                f"{metric}_{side}": doc["metrics"][metric][side]
-                for metric in DIFF_METRICS
-                for side in ("baseline", "candidate", "delta")
-            },
-            "worst_segment_key": None if worst is None else worst["key"],
-            "worst_segment_value": None if worst is None else worst["value"],
-            "worst_segment_accuracy_drop": None if worst is None else worst["accuracy_drop"],
-            "n_changes": len(doc["changes"]),
-            "has_statistics": diff.statistics is not None,
-        }
-    )
-    return row
-
-
-def _change_rows(base: dict[str, Any], diff: Diff) -> list[dict[str, Any]]:
-    return [
-        {
-            **base,
-            "position": i,
-            "case_id": c["case_id"],
-            "kind": c["kind"],
-            "input_preview": preview(c["input"], PREVIEW_WIDTH),
-            "input_json": to_json(c["input"]),
-            "expected": c["expected"],
-            "baseline_selected": c["baseline_selected"],
-            "candidate_selected": c["candidate_selected"],
-            "baseline_confidence": c["baseline_confidence"],
-            "candidate_confidence": c["candidate_confidence"],
-            "tv_distance": c["tv_distance"],
-            "error": c["error"],
-        }
-        for i, c in enumerate(diff.document["changes"])
-    ]
-
-
-_SEGMENT_FIELDS = (
-    "matched", "compared", "baseline_accuracy", "candidate_accuracy", "accuracy_drop",
-    "answer_flip_rate", "gated",
-)  # fmt: skip
-
-
-def _segment_rows(base: dict[str, Any], diff: Diff) -> list[dict[str, Any]]:
-    worst = diff.worst_segment
-    return [
-        {
-            **base,
-            "position": i,
-            "segment_key": s["key"],
-            "segment_value": s["value"],
-            **{k: s[k] for k in _SEGMENT_FIELDS},
-            "is_worst": s is worst,
-        }
-        for i, s in enumerate(diff.document["segments"])
-    ]
-
-
-def _check_rows(base: dict[str, Any], diff: Diff) -> list[dict[str, Any]]:
-    """The diff's checks (as the gate modes decided them), with how each was judged."""
-    records = diff.statistics["gates"] if diff.statistics is not None else None
-    rows = []
-    for i, check in enumerate(diff.document["checks"]):
-        rec = records[i] if records is not None else None
-        segment = rec.get("segment") if rec is not None else None
-        rows.append(
-            {
-                **base,
-                "source": SOURCE,
-                **check,
-                "mode": "point" if rec is None else rec["mode"],
-                "p_value": None if rec is None else rec["p_value"],
-                "alpha": None if rec is None else rec["alpha"],
-                "ci_low": None if rec is None else rec["low"],
-                "ci_high": None if rec is None else rec["high"],
-                "confidence": None if rec is None else rec["confidence"],
-                "test": None if rec is None else rec["test"],
-                "segment_key": None if segment is None else segment["key"],
-                "segment_value": None if segment is None else segment["value"],
-            }
-        )
-    return rows
-
-
-def no_baseline_message(reason: str) -> str:
-    return f"no baseline: {reason}; nothing to compare, the gate holds"
-
-
-def _no_baseline_checks(
-    base: dict[str, Any], loaded: LoadedContract, reason: str
-) -> list[dict[str, Any]]:
-    """Every regression gate passes when there is nothing to compare against."""
-    limits = {(g, lvl): limit for g, limit, lvl in configured_gates(loaded.contract.regression)}
-    return [
-        {
-            **base,
-            "source": SOURCE,
-            "gate": gate,
-            "level": level,
-            "metric": REGRESSION_GATES[gate],
-            "comparison": "<=",
-            "threshold": limits[(gate, level)],
-            "value": None,
-            "status": PASS,
-            "message": no_baseline_message(reason),
-            "mode": None,
-        }
-        for gate, level in regression_gates(loaded)
-    ]
-
-
-def _blocks(statistics: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """``(segment columns, block)``: the whole diff, then every segment."""
-    out = [({"segment_key": None, "segment_value": None, "gated": None}, statistics["overall"])]
-    out += [
-        ({"segment_key": s["key"], "segment_value": s["value"], "gated": s["gated"]}, s)
-        for s in statistics["segments"]
-    ]
-    return out
-
-
-def _interval_rows(base: dict[str, Any], statistics: dict[str, Any]) -> list[dict[str, Any]]:
-    confidence = statistics["settings"]["confidence"]
-    rows = []
-    for where, block in _blocks(statistics):
-        common = {**base, **where, "matched": block["matched"], "confidence": confidence}
-        for metric, sides in block["metrics"].items():
-            for side in ("baseline", "candidate", "delta"):
-                entry = sides[side]
-                rows.append(
-                    {
-                        **common,
-                        "metric": metric,
-                        "side": side,
-                        "value": entry["value"],
-                        "low": entry["low"],
-                        "high": entry["high"],
-                        "method": entry["method"],
-                        "p_value_candidate_worse": entry.get("p_value_candidate_worse"),
-                        "test": entry.get("test"),
-                    }
-                )
-        for metric, entry in block["shift"].items():
-            rows.append(
-                {
-                    **common,
-                    "metric": metric,
-                    "side": "shift",
-                    "value": entry["value"],
-                    "low": entry["low"],
-                    "high": entry["high"],
-                    "method": entry["method"],
-                    "p_value_candidate_worse": None,
-                    "test": None,
-                }
-            )
-    return rows
-
-
-def _test_rows(base: dict[str, Any], statistics: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
-    for where, block in _blocks(statistics):
-        common = {**base, **where, "matched": block["matched"], "compared": block["compared"]}
-        mc, err = block["mcnemar"], block["errors"]
-        rows.append(
-            {
-                **common,
-                "test": "mcnemar_exact",
-                "n_pairs": mc["n_pairs"],
-                "baseline_only": mc["baseline_only_correct"],
-                "candidate_only": mc["candidate_only_correct"],
-                "p_value": mc["p_value"],
-                "p_value_candidate_worse": mc["p_value_candidate_worse"],
-            }
-        )
-        rows.append(
-            {
-                **common,
-                "test": "sign_test_exact",
-                "n_pairs": err["newly_errored"] + err["recovered"],
-                "baseline_only": err["newly_errored"],
-                "candidate_only": err["recovered"],
-                "p_value": err["p_value"],
-                "p_value_candidate_worse": err["p_value_candidate_worse"],
-            }
-        )
-    return rows
 
 
 # -- what the checks report -----------------------------------------------------------------

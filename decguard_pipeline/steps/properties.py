@@ -26,21 +26,20 @@ from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.dataset import gc_paused
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.gates import overall_status
-from decguard_pipeline.core.properties.summary import is_failed, property_checks
+from decguard_pipeline.core.properties.summary import property_checks
 from decguard_pipeline.core.report.jsonio import write_document
-from decguard_pipeline.steps import base as steps
+from decguard_pipeline.steps.base import Step, load_evaluated, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.rows.base import input_text, to_json
+from decguard_pipeline.warehouse.rows.properties import property_rows
 from decguard_pipeline.warehouse.store import now
 
-SOURCE = "properties"  # ``source`` of the rows in ``property_checks``
 SECTION_SUFFIX = ".properties.json"
 TABLES = ("property_pairs", "property_skips", "property_summaries", "property_checks")
 
 
-def enabled(loaded: LoadedContract) -> bool:
+def has_properties(loaded: LoadedContract) -> bool:
     """The contract enables at least one property."""
     return bool(loaded.contract.properties.enabled())
 
@@ -50,12 +49,6 @@ def gate_list(loaded: LoadedContract) -> list[tuple[str, str]]:
     ``<p>.max_error_rate`` (always a requirement), ``<p>.max_violation_rate`` and
     ``<p>.max_flip_rate`` at the property's level, when configured."""
     return [(c["gate"], c["level"]) for c in property_checks([], loaded.contract.properties)]
-
-
-def check_name(gate: str) -> str:
-    """A Dagster check name (an identifier): ``option_order.max_error_rate`` ->
-    ``option_order__max_error_rate``."""
-    return gate.replace(".", "__")
 
 
 def _plan(loaded: LoadedContract) -> Any:
@@ -79,9 +72,7 @@ class PropertyRun:
         return overall_status(self.checks)
 
 
-def run_target(
-    entry: ContractEntry, target: str, step: steps.Step, *, max_concurrency: int | None = None
-) -> PropertyRun:
+def run_target(entry: ContractEntry, target: str, step: Step) -> PropertyRun:
     """Every enabled property of the contract against the target's backend, the newest golden
     results of the target as originals; the stored section and the warehouse rows."""
     from decguard_pipeline.runs.golden import check_health, make_backend
@@ -90,16 +81,13 @@ def run_target(
     loaded = entry.require()
     plan = _plan(loaded)  # a ContractError before any backend call
     wh = step.warehouse
-    evaluated = steps.load_evaluated(entry, target, wh, step.run_id)
+    evaluated = load_evaluated(entry, target, wh, step.run_id)
     started = now()
     clock = time.perf_counter()
     backend = make_backend(loaded, backend_of(target))
     try:
         health = check_health(backend)
-        outcome = run_properties(
-            plan, loaded, backend, evaluated.results,
-            max_concurrency=max_concurrency or loaded.contract.evaluation.max_concurrency,
-        )  # fmt: skip
+        outcome = run_properties(plan, loaded, backend, evaluated.results)
     finally:
         backend.close()
     wall = time.perf_counter() - clock
@@ -118,12 +106,15 @@ def run_target(
     # the pairs encoded a batch at a time (the same bytes): never one string of the section
     write_document(path, stored, chunked=(("section", "pairs"),), what="property results")
 
-    who = {"backend": evaluated.run["backend"], "model_version": evaluated.run["model_version"]}
-    base = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
+    where = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
+    base = {
+        **where,
+        "backend": evaluated.run["backend"],
+        "model_version": evaluated.run["model_version"],
+    }
     summaries = section["summaries"]
     run = {
         **base,
-        **who,
         "golden_run_id": golden_run_id,
         "contract_hash": loaded.hash,
         "seed": plan.seed,
@@ -146,125 +137,11 @@ def run_target(
         "section_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
     }
     done = PropertyRun(section, checks, outcome.pipeline, run)
-    done.rows = _rows(done, {**base, **who})
-    where = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
+    done.rows = property_rows(section, checks, outcome.pipeline, base)
     for table in TABLES:
         wh.write(table, done.rows[table], **where)
     wh.write("property_runs", [run], **where)  # last: it points at everything else
     return done
-
-
-# -- rows --------------------------------------------------------------------------------
-
-
-def _json(value: Any) -> str | None:
-    return None if value is None else to_json(value)
-
-
-def pair_row(pair: dict[str, Any], position: int) -> dict[str, Any]:
-    """A pair of the section as a ``property_pairs`` row (without the key columns)."""
-    result, comparison, error = pair["result"], pair["comparison"], pair["error"]
-    presentation, reduced = pair["presentation"], pair["reduced"]
-    comparison = comparison or {}
-    probabilities = result["probabilities"] if result is not None else None
-    return {
-        "position": position,
-        "pair_id": pair["id"],
-        "property": pair["property"],
-        "case_id": pair["case_id"],
-        "sample": pair["sample"],
-        "steps_json": to_json(pair["steps"]),
-        "provenance_json": to_json(pair["provenance"]),
-        "input_text": input_text(pair["input"]),
-        "input_json": to_json(pair["input"]),
-        "presentation_json": _json(presentation),
-        "shown_labels": None if presentation is None else [s for s, _ in presentation],
-        "labels": None if result is None else result["labels"],
-        "probs_after": None if probabilities is None else list(probabilities.values()),
-        "probabilities_after": None if probabilities is None else list(probabilities.items()),
-        "selected_before": comparison.get("selected_before"),
-        "selected_after": comparison.get("selected_after"),
-        "confidence_after": None if result is None else result["confidence"],
-        "latency_ms": None if result is None else result["latency_ms"],
-        "result_model": None if result is None else result["model"],
-        "result_model_version": None if result is None else result["model_version"],
-        "result_metadata_json": None if result is None else to_json(result["metadata"]),
-        "tv_distance": comparison.get("tv_distance"),
-        "js_divergence": comparison.get("js_divergence"),
-        "max_abs_delta": comparison.get("max_abs_delta"),
-        "confidence_delta": comparison.get("confidence_delta"),
-        "flipped": comparison.get("flipped"),
-        "rank_changed": comparison.get("rank_changed"),
-        "level_delta": comparison.get("level_delta"),
-        "violations": list(pair["violations"]),
-        "violated": bool(pair["violations"]),
-        "failed": is_failed(pair),
-        "error_kind": None if error is None else error["kind"],
-        "error_message": None if error is None else error["message"],
-        "reduced_json": _json(reduced),
-        "reduced_input_text": None if reduced is None else input_text(reduced["input"]),
-        "reduced_backend_calls": None if reduced is None else reduced["backend_calls"],
-    }
-
-
-def summary_row(
-    summary: dict[str, Any], extension: dict[str, Any], confidence: float, status: str
-) -> dict[str, Any]:
-    """DecGuard's summary fields, the Wilson intervals and the calls of one property."""
-    row = {k: v for k, v in summary.items() if k != "errors_by_kind"}
-    violation = extension["violation_rate_interval"] or [None, None]
-    flip = extension["flip_rate_interval"] or [None, None]
-    calls = extension["backend_calls"]
-    return {
-        **row,
-        "errors_by_kind_json": to_json(summary["errors_by_kind"]),
-        "confidence": confidence,
-        "violation_rate_low": violation[0],
-        "violation_rate_high": violation[1],
-        "flip_rate_low": flip[0],
-        "flip_rate_high": flip[1],
-        "calls_transformed": calls["transformed"],
-        "calls_minimize": calls["minimize"],
-        "calls_total": calls["total"],
-        "status": status,
-    }
-
-
-def _property_of(gate: str) -> str:
-    return gate.split(".", 1)[0]
-
-
-def _rows(done: PropertyRun, base: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    section, pipeline = done.section, done.pipeline
-    extensions = {e["property"]: e for e in pipeline["summaries"]}
-    by_property: dict[str, list[dict[str, Any]]] = {}
-    for check in done.checks:
-        by_property.setdefault(_property_of(check["gate"]), []).append(check)
-    return {
-        "property_pairs": [
-            {**base, **pair_row(pair, i)} for i, pair in enumerate(section["pairs"])
-        ],
-        "property_skips": [
-            {**base, "position": i, **skip} for i, skip in enumerate(section["skipped"])
-        ],
-        "property_summaries": [
-            {
-                **base,
-                "position": i,
-                **summary_row(
-                    s,
-                    extensions[s["property"]],
-                    pipeline["confidence"],
-                    overall_status(by_property.get(s["property"], [])),
-                ),
-            }
-            for i, s in enumerate(section["summaries"])
-        ],
-        "property_checks": [
-            {**base, "source": SOURCE, **c, "property": _property_of(c["gate"])}
-            for c in done.checks
-        ],
-    }
 
 
 # -- checks and the report ---------------------------------------------------------------
@@ -275,7 +152,7 @@ def check_rows(
 ) -> dict[str, dict]:
     """The property checks of a target by gate (what the asset checks report): those of run
     ``run_id`` when it wrote any, else the newest."""
-    rows = steps.run_rows(warehouse, "property_checks", entry.key, target, run_id)
+    rows = run_rows(warehouse, "property_checks", entry.key, target, run_id)
     if rows is None:
         raise DecGuardError(f"{entry.key}: target {target!r} has no property checks yet")
     return {r["gate"]: r for r in rows}
@@ -303,7 +180,7 @@ def stored_for_report(
     property. Raises when they were judged against other originals or other property
     settings than the report's (the report would not verify)."""
     loaded = entry.require()
-    if not enabled(loaded):
+    if not has_properties(loaded):
         return None
     table = "property_runs"
     runs = None if run_id is None else warehouse.read_run(table, entry.key, target, run_id)
@@ -338,18 +215,3 @@ def stored_for_report(
             f"for target {target!r}; materialise property_results again"
         )
     return StoredProperties(section, stored["checks"], stored["pipeline"], path)
-
-
-def worst_pairs(section: dict[str, Any], limit: int = 20) -> list[dict[str, Any]]:
-    """Failed pairs first (violations, then errors), then by TV distance, largest first."""
-
-    def badness(pair: dict[str, Any]) -> tuple[int, int, float]:
-        comparison = pair["comparison"] or {}
-        return (
-            len(pair["violations"]),
-            int(is_failed(pair)),
-            comparison.get("tv_distance") or 0.0,
-        )
-
-    ranked = sorted(section["pairs"], key=badness, reverse=True)  # stable: section order
-    return ranked[:limit]

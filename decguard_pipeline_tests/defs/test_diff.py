@@ -2,7 +2,11 @@
 group, the baseline chosen by the contract's rule from what the warehouse knows, the stored
 diff equal to ``decguard-pipeline diff`` (and the reference's ``decguard diff``) on report files
 of the same two evaluations, one check per regression gate, ``no baseline`` for a contract's
-first target, and the statistics tables with ``pipeline.statistics``."""
+first target, and the statistics tables with ``pipeline.statistics``.
+
+The first test runs the contract's evaluate job (the wiring: a blocked report, the diff made
+anyway); the second calls the asset and its check functions directly. The baseline rules are
+tested on the step (steps/test_diff.py)."""
 
 from __future__ import annotations
 
@@ -18,14 +22,17 @@ import pytest
 from decguard_pipeline.core.report.golden import result_records
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.definitions import build_definitions
-from decguard_pipeline.defs.assets import diff as diff_assets
+from decguard_pipeline.defs.assets.base import asset_key
+from decguard_pipeline.defs.assets.diff import NAME, assets, check_result, checks
+from decguard_pipeline.defs.gate_checks import check_name
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
-from decguard_pipeline.steps import diff as diff_steps
 from decguard_pipeline.steps.contracts import discover_contracts
+from decguard_pipeline.steps.diff import check_rows, known_targets, regression_gates
 from decguard_pipeline.steps.golden import golden_report
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES
+from decguard_pipeline_tests.support.evaluations import call_asset, evaluate
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -106,9 +113,9 @@ def test_refund_candidate_is_diffed_against_the_default_backend(contracts, tmp_p
     first = p.run("refund", STABLE)
     assert first.success
     assert {"regression_diff", "report"} <= materialised(first)
-    checks = regression_checks(first)
-    assert list(checks) == REFUND_GATES
-    assert all(c.passed and c.description.startswith("no baseline: ") for c in checks.values())
+    evaluations = regression_checks(first)
+    assert list(evaluations) == REFUND_GATES
+    assert all(c.passed and c.description.startswith("no baseline: ") for c in evaluations.values())
     meta = diff_metadata(first)
     assert meta["status"] == "NO_BASELINE" and meta["baseline"] == "none"
     row = p.wh.read_latest("diffs", "refund", STABLE).to_pylist()[0]
@@ -126,9 +133,7 @@ def test_refund_candidate_is_diffed_against_the_default_backend(contracts, tmp_p
     done = materialised(second)
     assert "regression_diff" in done and "golden_metrics" in done and "report" not in done
 
-    known = {
-        k["target"]: k["requirements_passed"] for k in diff_steps.known_targets("refund", p.wh)
-    }
+    known = {k["target"]: k["requirements_passed"] for k in known_targets("refund", p.wh)}
     assert known == {STABLE: True, CANDIDATE: False}
     row = p.wh.read_latest("diffs", "refund", CANDIDATE).to_pylist()[0]
     assert row["baseline_target"] == STABLE
@@ -148,13 +153,16 @@ def test_refund_candidate_is_diffed_against_the_default_backend(contracts, tmp_p
     assert row["coverage_baseline"] == 8 / 11 and row["coverage_candidate"] == 6 / 11
     assert row["same_dataset"] and row["segment_by"] == ["locale"]
 
-    checks = regression_checks(second)
-    assert list(checks) == REFUND_GATES
-    failed = [(n, c.severity) for n, c in checks.items() if not c.passed]
+    evaluations = regression_checks(second)
+    assert list(evaluations) == REFUND_GATES
+    failed = [(n, c.severity) for n, c in evaluations.items() if not c.passed]
     assert failed == [("max_mean_tv_distance", dg.AssetCheckSeverity.ERROR)]
-    assert checks["max_mean_tv_distance"].description == "mean_tv_distance 0.05082 violates <= 0.03"
-    assert checks["max_ece_increase"].metadata["threshold"].value == 0.05
-    spec = {s.name: s.blocking for s in diff_assets.checks(p.entry("refund"))[0].check_specs}
+    assert (
+        evaluations["max_mean_tv_distance"].description
+        == "mean_tv_distance 0.05082 violates <= 0.03"
+    )
+    assert evaluations["max_ece_increase"].metadata["threshold"].value == 0.05
+    spec = {s.name: s.blocking for s in checks(p.entry("refund"))[0].check_specs}
     assert spec == dict.fromkeys(REFUND_GATES, True)
 
     segments = p.wh.read_latest("diff_segments", "refund", CANDIDATE).to_pylist()
@@ -210,27 +218,6 @@ def test_refund_candidate_is_diffed_against_the_default_backend(contracts, tmp_p
     assert theirs.pop("decguard_version") != ours_doc.pop("decguard_version")
     assert ours_doc == theirs
 
-    # the other rules, from the same warehouse
-    path = contracts / "refund" / "decguard.yaml"
-    text = path.read_text()
-
-    # a pinned target is used even though its requirement gates failed
-    path.write_text(text + f"\npipeline:\n  baseline:\n    target: {CANDIDATE}\n")
-    pinned = diff_steps.resolve_baseline(entry, STABLE, p.wh)
-    assert (pinned.choice.target["target"], pinned.choice.rule) == (CANDIDATE, "pinned")
-    # a backend name means its newest target whose requirements passed: order_sensitive has none
-    path.write_text(text + "\npipeline:\n  baseline:\n    backend: order_sensitive\n")
-    none = diff_steps.resolve_baseline(entry, STABLE, p.wh)
-    assert none.choice is None
-    assert (
-        none.reason == "backend 'order_sensitive' has no evaluated target whose requirements passed"
-    )
-    # the candidate is never its own baseline, even when pinned
-    path.write_text(text + f"\npipeline:\n  baseline:\n    target: {STABLE}\n")
-    itself = diff_steps.resolve_baseline(entry, STABLE, p.wh)
-    assert itself.choice is None
-    assert itself.reason == f"the pinned baseline target {STABLE} is the candidate itself"
-
 
 # -- a second version of the same backend, with statistics --------------------------------
 
@@ -283,7 +270,20 @@ def write_contract(folder: Path, version: str, invoice: str) -> Path:
     return path
 
 
+def gate_results(entry, target: str, wh: Warehouse) -> dict[str, dg.AssetCheckResult]:
+    """What the regression checks report for ``target``, by check name: the stored rows (as
+    the multi-asset check loads them) through ``check_result``, called directly."""
+    rows = check_rows(entry, target, wh)
+    asset = asset_key(entry, NAME)
+    named = [(check_name(gate, level), (gate, level)) for gate, level in regression_gates(
+        entry.require())]  # fmt: skip
+    return {name: check_result(rows[key], asset, name) for name, key in named}
+
+
 def test_next_version_is_diffed_against_the_previous_one_with_statistics(tmp_path, ours):
+    """The asset and its checks called as plain functions on evaluations the golden steps
+    wrote: the default rule takes the backend's previous version, and pipeline.statistics
+    judges the accuracy drop by its significance."""
     folder = tmp_path / "contracts" / "tickets"
     folder.mkdir(parents=True)
     (folder / "cases.jsonl").write_text(
@@ -294,22 +294,28 @@ def test_next_version_is_diffed_against_the_previous_one_with_statistics(tmp_pat
         )
     )  # fmt: skip
     contract = write_contract(folder, "v1", V1_INVOICE)
-    p = Pipeline(tmp_path / "contracts", tmp_path / "wh")
+    [entry] = discover_contracts(str(tmp_path / "contracts"))
+    wh = Warehouse(tmp_path / "wh")
+    [regression_diff] = assets(entry)
+    spec = {s.name: s.blocking for s in checks(entry)[0].check_specs}
+    assert spec == {"max_accuracy_drop": True, "max_error_rate_increase": True,
+                    "max_answer_flip_rate_warning": False}  # fmt: skip
 
-    first = p.run("tickets", "default@v1")
-    assert first.success
-    assert list(regression_checks(first)) == GATES
-    row = p.wh.read_latest("diffs", "tickets", "default@v1").to_pylist()[0]
+    evaluate(entry, "default@v1", wh, "run-1")
+    first = call_asset(regression_diff, "default@v1", wh)
+    assert (first["status"], first["baseline"]) == ("NO_BASELINE", "none")
+    assert list(gate_results(entry, "default@v1", wh)) == GATES
+    row = wh.read_latest("diffs", "tickets", "default@v1").to_pylist()[0]
     assert row["status"] == "no_baseline" and row["baseline_target"] is None
-    assert p.wh.read_latest("diff_intervals", "tickets", "default@v1") is None
+    assert wh.read_latest("diff_intervals", "tickets", "default@v1") is None
     v1_report = tmp_path / "v1.json"
     assert ours("test", contract, "-o", v1_report, "-f", "json").exit_code == 0
 
     # the backend now serves v2 (ContractEntry.require() re-reads the edited file)
     write_contract(folder, "v2", V2_INVOICE)
-    second = p.run("tickets", "default@v2")
-    assert second.success  # golden min_accuracy 5/8 holds; the regression warning warns
-    row = p.wh.read_latest("diffs", "tickets", "default@v2").to_pylist()[0]
+    evaluate(entry, "default@v2", wh, "run-2")  # golden min_accuracy 5/8 holds
+    meta = call_asset(regression_diff, "default@v2", wh)
+    row = wh.read_latest("diffs", "tickets", "default@v2").to_pylist()[0]
     assert (row["baseline_target"], row["baseline_rule"]) == ("default@v1", "previous_version")
     assert row["baseline_reason"] == "previous passing version of backend 'default'"
     assert (row["baseline_model_version"], row["model_version"]) == ("v1", "v2")
@@ -319,7 +325,7 @@ def test_next_version_is_diffed_against_the_previous_one_with_statistics(tmp_pat
     assert (row["accuracy_baseline"], row["accuracy_candidate"]) == (1.0, 5 / 8)
     tv = 0.5 * (abs(0.9 - 0.3) + abs(0.05 - 0.6) + abs(0.05 - 0.1))  # per flipped case
     assert row["mean_tv_distance"] == pytest.approx(3 * tv / 8)
-    changes = p.wh.read_latest("diff_changes", "tickets", "default@v2").to_pylist()
+    changes = wh.read_latest("diff_changes", "tickets", "default@v2").to_pylist()
     assert [(c["case_id"], c["kind"], c["expected"], c["baseline_selected"],
              c["candidate_selected"], c["baseline_confidence"], c["candidate_confidence"])
             for c in changes] == [
@@ -327,15 +333,15 @@ def test_next_version_is_diffed_against_the_previous_one_with_statistics(tmp_pat
     ]  # fmt: skip
     assert all(c["tv_distance"] == pytest.approx(tv) for c in changes)
     assert changes[0]["input_preview"] == "The invoice is missing"
-    segments = p.wh.read_latest("diff_segments", "tickets", "default@v2").to_pylist()
+    segments = wh.read_latest("diff_segments", "tickets", "default@v2").to_pylist()
     assert [
         (s["segment_value"], s["candidate_accuracy"], s["answer_flip_rate"], s["is_worst"])
         for s in segments
     ] == [("chat", 0.75, 0.25, False), ("email", 0.5, 0.5, True)]
 
-    checks = regression_checks(second)
-    assert list(checks) == GATES
-    drop = checks["max_accuracy_drop"]
+    results = gate_results(entry, "default@v2", wh)
+    assert list(results) == GATES
+    drop = results["max_accuracy_drop"]
     # 0.375 > 0.05, but McNemar with 3 discordant pairs all against the candidate gives
     # p(candidate worse) = 0.5^3 = 0.125 > alpha 0.05: not significant, the gate holds
     assert drop.passed and drop.severity == dg.AssetCheckSeverity.ERROR
@@ -345,15 +351,14 @@ def test_next_version_is_diffed_against_the_previous_one_with_statistics(tmp_pat
     assert drop.metadata["mode"].value == "significant"
     assert drop.metadata["p_value"].value == 0.125
     assert "significant: p=0.125 (alpha 0.05)" in drop.metadata["statistics"].value
-    flips = checks["max_answer_flip_rate_warning"]
+    assert drop.metadata["baseline"].value == "default@v1"
+    flips = results["max_answer_flip_rate_warning"]
     assert not flips.passed and flips.severity == dg.AssetCheckSeverity.WARN
     assert flips.description == "answer_flip_rate 0.375 violates <= 0.1"
-    spec = {s.name: s.blocking for s in diff_assets.checks(p.entry("tickets"))[0].check_specs}
-    assert spec == {"max_accuracy_drop": True, "max_error_rate_increase": True,
-                    "max_answer_flip_rate_warning": False}  # fmt: skip
+    assert flips.metadata["mode"].value == "point" and "statistics" not in flips.metadata
 
     # statistics rows: the whole diff and each segment; exact McNemar by hand
-    tests = p.wh.read_latest("diff_tests", "tickets", "default@v2").to_pylist()
+    tests = wh.read_latest("diff_tests", "tickets", "default@v2").to_pylist()
     mcnemar = {
         t["segment_value"]: (t["baseline_only"], t["candidate_only"], t["p_value"],
                              t["p_value_candidate_worse"])
@@ -362,7 +367,7 @@ def test_next_version_is_diffed_against_the_previous_one_with_statistics(tmp_pat
     # two-sided min(1, 2·P(X <= 0)) and one-sided P(X >= b) for X ~ Binomial(b, 1/2)
     assert mcnemar == {None: (3, 0, 0.25, 0.125), "chat": (1, 0, 1.0, 0.5),
                        "email": (2, 0, 0.5, 0.25)}  # fmt: skip
-    intervals = p.wh.read_latest("diff_intervals", "tickets", "default@v2").to_pylist()
+    intervals = wh.read_latest("diff_intervals", "tickets", "default@v2").to_pylist()
     overall = {(r["metric"], r["side"]): r for r in intervals if r["segment_key"] is None}
     delta = overall[("accuracy", "delta")]
     assert delta["value"] == 5 / 8 - 1.0 and delta["method"] == "paired_bootstrap"
@@ -372,7 +377,9 @@ def test_next_version_is_diffed_against_the_previous_one_with_statistics(tmp_pat
         "accuracy", "macro_f1", "ece", "brier", "nll", "error_rate"
     }  # fmt: skip
 
-    meta = diff_metadata(second)
+    assert (meta["status"], meta["baseline"], meta["baseline_rule"]) == (
+        "WARN", "default@v1", "previous_version"
+    )  # fmt: skip
     # baseline rows × candidate columns: the three invoices moved from billing to tech
     assert "| billing | **0** | 3 | 0 | 3 |" in meta["flip_matrix"]
     assert "| tech | 0 | **2** | 0 | 2 |" in meta["flip_matrix"]

@@ -18,11 +18,21 @@ import dagster as dg
 import pytest
 
 from decguard_pipeline.definitions import build_definitions
+from decguard_pipeline.defs.assets.base import asset_key
+from decguard_pipeline.defs.assets.properties import (
+    NAME,
+    assets,
+    check_name,
+    check_result,
+    checks,
+)
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
 from decguard_pipeline.steps.contracts import discover_contracts
+from decguard_pipeline.steps.properties import check_rows, gate_list
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES
+from decguard_pipeline_tests.support.evaluations import call_asset, evaluate, refund_over_http
 from decguard_pipeline_tests.support.fuzz_scenarios import first_difference, normalised
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -264,14 +274,55 @@ def test_failing_property_requirement_blocks_the_report(refund, tmp_path, ours, 
     reductions = sum(p["reduced"]["backend_calls"] for p in section["pairs"] if p["reduced"])
     assert (summary["calls_transformed"], summary["calls_minimize"]) == (33, 30)
     assert reductions <= summary["calls_minimize"]
-    worst = next(
-        e for e in result.get_asset_materialization_events()
-        if e.asset_key.to_user_string() == "refund/property_results"
-    ).materialization.metadata["worst_pairs"].records  # fmt: skip
-    assert all(r.data["violations"] == "tv_distance 0.1 > 0.03" for r in worst)
-    first = next(p for p in section["pairs"] if p["id"] == worst[0].data["id"])
-    shown = ", ".join(s for s, _ in first["presentation"])
-    assert worst[0].data["sent"] == f"options [{shown}] · {first['input']}"
+
+
+def test_asset_and_checks_called_as_plain_functions(refund, tmp_path):
+    """``property_results`` and its check results called directly (``build_asset_context``)
+    on the golden evaluation the steps wrote: what the UI shows, and a check per gate."""
+    edit(refund, "max_ece: 0.15", "max_ece: 0.2")
+    [entry] = discover_contracts(str(refund))
+    wh = Warehouse(tmp_path / "wh")
+    evaluate(entry, ORDER_SENSITIVE, wh, "golden-run")
+    [property_results] = assets(entry)
+    meta = call_asset(property_results, ORDER_SENSITIVE, wh)
+
+    pairs = rows(wh, "property_pairs", ORDER_SENSITIVE)
+    violating = [p for p in pairs if p["violated"]]
+    assert (meta["status"], meta["golden_run_id"]) == ("FAIL", "golden-run")
+    assert (meta["pairs"], meta["dagster/row_count"]) == (len(pairs), len(pairs))
+    assert meta["violating_pairs"] == len(violating) == 27
+    assert (meta["skips"], meta["skip_reasons"]) == (0, {})
+    low, high = wilson(27, 33)
+    assert (
+        f"| option_order | requirement | 33 | 27 ({27 / 33:.1%}) | [{low:.1%}, {high:.1%}] |"
+        in meta["summary"]
+    )
+    assert (
+        "- FAIL option_order.max_violation_rate: option_order.violation_rate 0.8182"
+        in (meta["summary"])
+    )
+    # the worst pairs first: violating ones by TV distance, largest first (section order
+    # among equals), as they were sent
+    worst = meta["worst_pairs"].records
+    assert len(worst) == 20 and all(r.data["violations"] == "tv_distance 0.1 > 0.03" for r in worst)
+    by_tv = sorted(violating, key=lambda p: -p["tv_distance"])
+    assert [r.data["id"] for r in worst] == [p["pair_id"] for p in by_tv][:20]
+    first = by_tv[0]
+    shown = ", ".join(first["shown_labels"])
+    assert worst[0].data["sent"] == f"options [{shown}] · {json.loads(first['input_json'])}"
+
+    stored = check_rows(entry, ORDER_SENSITIVE, wh)
+    asset = asset_key(entry, NAME)
+    results = {
+        check_name(gate): check_result(stored[gate], asset, check_name(gate))
+        for gate, _ in gate_list(entry.require())
+    }
+    assert list(results) == [s.name for s in checks(entry)[0].check_specs]
+    failed = [(name, r.severity) for name, r in results.items() if not r.passed]
+    assert failed == [("option_order__max_violation_rate", dg.AssetCheckSeverity.ERROR)]
+    violation = results["option_order__max_violation_rate"]
+    assert violation.metadata["property"].value == "option_order"
+    assert violation.metadata["value"].value == 27 / 33
 
 
 def test_warning_property_does_not_block(refund, tmp_path, ours, ref):
@@ -301,19 +352,14 @@ def test_originals_are_sent_once_over_http(tmp_path, loopback, ref):
     original case exactly once; every other request is a pair (counted per property)."""
     server = loopback({"seed": 1, "position_bias": 0.2}, labels=("refund", "reject", "review"))
     folder = tmp_path / "contracts" / "loop"
-    folder.mkdir(parents=True)
-    shutil.copy(EXAMPLES / "refund" / "cases.jsonl", folder / "cases.jsonl")
-    contract = folder / "decguard.yaml"
-    contract.write_text(
-        'schema_version: "0.1"\n'
-        "decision: {name: refund_request, type: choice, options: [refund, reject, review]}\n"
-        f"backend: {{provider: http, url: '{server.url}', health_url: '{server.health_url}'}}\n"
-        "dataset: cases.jsonl\n"
+    contract = refund_over_http(
+        folder,
+        server,
         "evaluation: {max_concurrency: 8}\n"
         "fuzz: {seed: 42, max_minimize_calls: 4}\n"
         "properties:\n"
         "  option_order: {samples: 3, max_tv_distance: 0.03, level: warning}\n"
-        "  whitespace: {max_tv_distance: 0.0, level: warning}\n"
+        "  whitespace: {max_tv_distance: 0.0, level: warning}\n",
     )
     wh = Warehouse(tmp_path / "wh")
     target = "default@loop-v1"

@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from decguard_pipeline.core.contract.types import NAME_PATTERN, Level, NonNegative, Probability
 from decguard_pipeline.core.validation import Strict
 
-PROPERTY_NAMES = (
-    "option_order",
-    "label_format",
-    "irrelevant_context",
-    "repeated_context",
-    "whitespace",
-    "paraphrase",
-    "inversion",
-    "monotonic",
-)
 PropertyName = Literal[
     "option_order",
     "label_format",
@@ -29,16 +19,9 @@ PropertyName = Literal[
     "inversion",
     "monotonic",
 ]
+PROPERTY_NAMES: tuple[PropertyName, ...] = get_args(PropertyName)  # DecGuard's order
 LabelStyle = Literal["upper", "lower", "capitalized", "lettered", "numbered", "quoted", "bracketed"]
-LABEL_STYLES: tuple[LabelStyle, ...] = (
-    "upper",
-    "lower",
-    "capitalized",
-    "lettered",
-    "numbered",
-    "quoted",
-    "bracketed",
-)
+LABEL_STYLES: tuple[LabelStyle, ...] = get_args(LabelStyle)
 DEFAULT_FRAGMENTS: tuple[str, ...] = (
     "The weather was mild that day.",
     "This note was written on a Tuesday.",

@@ -9,7 +9,8 @@ evaluated as a dict ``{backend, model_version, target, created_at, requirements_
 3. default: the previous version of the candidate's backend (its newest passing target created
    before the candidate), else the ``default`` backend's newest passing target.
 
-The candidate itself is never its own baseline; nothing fitting gives None.
+The candidate itself is never its own baseline; nothing fitting gives None, and
+:func:`no_baseline_reason` says why.
 """
 
 from __future__ import annotations
@@ -75,19 +76,11 @@ def choose_baseline(
 
     if settings.target is not None:
         pinned = _newest([e for e in others if e.get("target") == settings.target])
-        if pinned is None:
-            return None
-        return BaselineChoice(
-            pinned, "pinned", f"pinned by pipeline.baseline.target {settings.target}"
-        )
+        return _choice(pinned, "pinned", f"pinned by pipeline.baseline.target {settings.target}")
 
     if settings.backend is not None:
         chosen = _newest([e for e in passing if e.get("backend") == settings.backend])
-        if chosen is None:
-            return None
-        return BaselineChoice(
-            chosen, "backend", f"newest passing target of backend {settings.backend!r}"
-        )
+        return _choice(chosen, "backend", f"newest passing target of backend {settings.backend!r}")
 
     if created_at is None:
         own = _newest([e for e in known if is_candidate(e)])
@@ -100,14 +93,29 @@ def choose_baseline(
         and (moment is None or (_moment(e.get("created_at")) or moment) < moment)
     ]
     chosen = _newest(earlier)
-    if chosen is not None:
-        return BaselineChoice(
-            chosen, "previous_version", f"previous passing version of backend {backend!r}"
-        )
-    if backend != DEFAULT_BACKEND:
-        chosen = _newest([e for e in passing if e.get("backend") == DEFAULT_BACKEND])
-        if chosen is not None:
-            return BaselineChoice(
-                chosen, "default_backend", "newest passing target of the default backend"
-            )
-    return None
+    if chosen is None and backend != DEFAULT_BACKEND:
+        default = _newest([e for e in passing if e.get("backend") == DEFAULT_BACKEND])
+        return _choice(default, "default_backend", "newest passing target of the default backend")
+    return _choice(chosen, "previous_version", f"previous passing version of backend {backend!r}")
+
+
+def _choice(entry: Mapping[str, Any] | None, rule: str, reason: str) -> BaselineChoice | None:
+    return None if entry is None else BaselineChoice(entry, rule, reason)
+
+
+def no_baseline_reason(backend: str, target: str, settings: BaselineSettings | None = None) -> str:
+    """Why :func:`choose_baseline` found no baseline for the candidate ``target`` (a target key
+    of ``backend``), in the words of the rule that applied."""
+    settings = settings or BaselineSettings()
+    if settings.target == target:
+        return f"the pinned baseline target {target} is the candidate itself"
+    if settings.target is not None:
+        return f"pinned baseline target {settings.target} has not been evaluated yet"
+    if settings.backend is not None:
+        return f"backend {settings.backend!r} has no evaluated target whose requirements passed"
+    if backend == DEFAULT_BACKEND:
+        return f"no earlier version of backend {backend!r} whose requirements passed"
+    return (
+        f"no earlier version of backend {backend!r} and no target of the "
+        f"{DEFAULT_BACKEND!r} backend whose requirements passed"
+    )

@@ -15,7 +15,7 @@ from typing import Any
 
 from decguard_pipeline.core.diff.html_changes import change_table
 from decguard_pipeline.core.diff.render import VERDICTS
-from decguard_pipeline.core.html.blocks import checks_table, reasons, safely, tally
+from decguard_pipeline.core.html.blocks import checks_table, header, safely, table, tile
 from decguard_pipeline.core.html.charts import heat_table
 from decguard_pipeline.core.html.markup import Html, el, sig, signed
 from decguard_pipeline.core.html.page import Page, Section, write_html
@@ -48,17 +48,13 @@ def render_diff_html(
     doc = document
     stats = statistics if isinstance(statistics, dict) else {}
     contract = doc["contract"]
-    status = doc["status"]
     base, cand = doc["baseline"]["backend"], doc["candidate"]["backend"]
-    page = Page(
+    page = Page.judged(
+        doc,
+        VERDICTS,
         kind="DecGuard regression diff",
-        title=contract["name"],
         subtitle=f"{contract['type']} · baseline {model_label(base)} → candidate "
         f"{model_label(cand)}",
-        status=status,
-        headline=VERDICTS.get(status, status),
-        tally=tally(doc["checks"]),
-        reasons=reasons(doc["checks"]),
         facts=_facts(doc),
         source=source,
     )
@@ -118,9 +114,8 @@ def _facts(doc: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def _gates(doc: dict[str, Any], stats: dict[str, Any]) -> Html:
-    table = checks_table(doc["checks"])
     if not isinstance(stats.get("gates"), list):
-        return table
+        return checks_table(doc["checks"])
 
     def modes() -> Html:
         rows = [
@@ -135,22 +130,12 @@ def _gates(doc: dict[str, Any], stats: dict[str, Any]) -> Html:
             )
             for g in stats["gates"]
         ]
-        head = el(
-            "tr",
-            el("th", "gate"),
-            el("th", "mode"),
-            el("th", "p (worse)", class_="num"),
-            el("th", "interval of the value", class_="num"),
-            el("th", "test"),
-            el("th", "segment"),
-        )
+        head = header(("gate", "mode"), ("p (worse)", "interval of the value"), ("test", "segment"))
         return el(
-            "div",
-            el("h3", "How each gate was judged (pipeline.statistics)"),
-            el("table", el("thead", head), el("tbody", rows)),
+            "div", el("h3", "How each gate was judged (pipeline.statistics)"), table(head, rows)
         )
 
-    return el("div", table, safely("statistics", modes))
+    return el("div", checks_table(doc["checks"]), safely("statistics", modes))
 
 
 def _change_tiles(doc: dict[str, Any], stats: dict[str, Any]) -> Html:
@@ -158,14 +143,8 @@ def _change_tiles(doc: dict[str, Any], stats: dict[str, Any]) -> Html:
     shift_ci = safely("statistics", lambda: stats.get("overall", {}).get("shift") or {})
     shift_ci = shift_ci if isinstance(shift_ci, dict) else {}
 
-    def tile(title: str, value: str, note: str = "", tone: str = "") -> Html:
-        return el(
-            "div",
-            el("div", title, class_="name"),
-            el("div", value, class_="value"),
-            el("div", note, class_="ci") if note else None,
-            class_=f"tile st-{tone}" if tone else "tile",
-        )
+    def noted(title: str, value: str, note: str = "", tone: str = "") -> Html:
+        return tile(title, value, el("div", note, class_="ci") if note else None, tone=tone)
 
     def ci(name: str) -> str:
         entry = shift_ci.get(name)
@@ -179,27 +158,27 @@ def _change_tiles(doc: dict[str, Any], stats: dict[str, Any]) -> Html:
         "div",
         el(
             "div",
-            tile(
+            noted(
                 "answer flips",
                 sig(c["answer_flips"]),
                 flips_note + (f" · {extra}" if extra else ""),
                 "warn" if c["answer_flips"] else "",
             ),
-            tile("newly wrong", sig(c["newly_wrong"]), "", "fail" if c["newly_wrong"] else ""),
-            tile(
+            noted("newly wrong", sig(c["newly_wrong"]), "", "fail" if c["newly_wrong"] else ""),
+            noted(
                 "newly correct", sig(c["newly_correct"]), "", "pass" if c["newly_correct"] else ""
             ),
-            tile(
+            noted(
                 "newly errored", sig(c["newly_errored"]), "", "fail" if c["newly_errored"] else ""
             ),
-            tile("recovered", sig(c["recovered"]), f"{sig(c['still_errored'])} still errored"),
-            tile(
+            noted("recovered", sig(c["recovered"]), f"{sig(c['still_errored'])} still errored"),
+            noted(
                 "mean TV distance",
                 sig(s["mean_tv_distance"]),
                 f"max {sig(s['max_tv_distance'])}"
                 + (f" · {ci('mean_tv_distance')}" if ci("mean_tv_distance") else ""),
             ),
-            tile(
+            noted(
                 "mean |confidence shift|",
                 sig(s["mean_abs_confidence_delta"]),
                 f"mean shift {signed(s['mean_confidence_delta'])} · max |shift| "
@@ -213,19 +192,8 @@ def _change_tiles(doc: dict[str, Any], stats: dict[str, Any]) -> Html:
 def _metrics(doc: dict[str, Any], stats: dict[str, Any]) -> Html:
     found = safely("statistics", lambda: (stats.get("overall") or {}).get("metrics") or {})
     intervals = found if isinstance(found, dict) else {}
-    head = el(
-        "tr",
-        el("th", "metric"),
-        [el("th", t, class_="num") for t in ("baseline", "candidate", "delta")],
-        el("th", "change"),
-    )
-    if intervals:
-        head = el(
-            "tr",
-            el("th", "metric"),
-            [el("th", t, class_="num") for t in ("baseline", "candidate", "delta", "p (worse)")],
-            el("th", "change"),
-        )
+    numbers = ("baseline", "candidate", "delta") + (("p (worse)",) if intervals else ())
+    head = header(("metric",), numbers, ("change",))
     rows = []
     for name, m in doc["metrics"].items():
         if m["baseline"] is None and m["candidate"] is None:
@@ -259,7 +227,7 @@ def _metrics(doc: dict[str, Any], stats: dict[str, Any]) -> Html:
         if intervals
         else el("p", "Each run's metrics over the matched cases.", class_="muted")
     )
-    return el("div", note, el("table", el("thead", head), el("tbody", rows)))
+    return el("div", note, table(head, rows))
 
 
 def _with(value: Any, interval: Any, *, delta: bool = False) -> Html:
@@ -310,20 +278,10 @@ def _segments(doc: dict[str, Any], stats: dict[str, Any]) -> Html:
         "statistics", lambda: {(s["key"], s["value"]): s for s in stats.get("segments") or []}
     )
     by_segment = found if isinstance(found, dict) else {}
-    head = el(
-        "tr",
-        el("th", "segment"),
-        [
-            el("th", t, class_="num")
-            for t in (
-                "matched",
-                "baseline accuracy",
-                "candidate accuracy",
-                "accuracy drop",
-                "flip rate",
-            )
-        ],
-        el("th", "gated"),
+    head = header(
+        ("segment",),
+        ("matched", "baseline accuracy", "candidate accuracy", "accuracy drop", "flip rate"),
+        ("gated",),
     )
     rows = []
     for seg in doc["segments"]:
@@ -346,4 +304,4 @@ def _segments(doc: dict[str, Any], stats: dict[str, Any]) -> Html:
                 el("td", "yes" if seg["gated"] else "no (small)"),
             )
         )
-    return el("div", el("table", el("thead", head), el("tbody", rows)), class_="tablewrap")
+    return el("div", table(head, rows), class_="tablewrap")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from decguard_pipeline.core.formatting import num, pct
+from decguard_pipeline.core.formatting import check_line, num, pct, signed
 from decguard_pipeline.core.report.render import MAX_SHOWN, model_label, preview
 
 VERDICTS = {
@@ -12,10 +12,6 @@ VERDICTS = {
     "warn": "WARN: requirements hold, some warning gates do not",
     "fail": "FAIL: the candidate regresses beyond the contract's limits",
 }
-
-
-def _signed(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.3f}"
 
 
 def render_diff(doc: dict[str, Any]) -> str:
@@ -55,24 +51,23 @@ def render_diff(doc: dict[str, Any]) -> str:
         if m["baseline"] is None and m["candidate"] is None:
             continue
         lines.append(
-            f"  {name:<16}{num(m['baseline']):>10}{num(m['candidate']):>11}"
-            f"{_signed(m['delta']):>10}"
+            f"  {name:<16}{num(m['baseline']):>10}{num(m['candidate']):>11}{signed(m['delta']):>10}"
         )
     if doc["segments"]:
         lines += ["", "  Segments"]
-        for seg in doc["segments"]:
-            lines.append(
-                f"    {seg['key']}={seg['value']:<14} n={seg['matched']:<4}"
-                f" accuracy {num(seg['baseline_accuracy'])} -> {num(seg['candidate_accuracy'])}"
-                f"   flips {pct(seg['answer_flip_rate'])}"
-                + ("" if seg["gated"] else "   (not gated: small)")
+        lines += [
+            segment_line(
+                seg,
+                f"accuracy {num(seg['baseline_accuracy'])} -> {num(seg['candidate_accuracy'])}"
+                f"   flips {pct(seg['answer_flip_rate'])}",
             )
+            for seg in doc["segments"]
+        ]
     lines += ["", "  Checks"]
-    for check in doc["checks"]:
-        tag = "" if check["level"] == "requirement" else " (warning)"
-        lines.append(
-            f"    {check['status'].upper():<4}  {check['gate']:<30} {check['message']}{tag}"
-        )
+    lines += [
+        check_line(c["status"], c["gate"], c["message"], width=30, level=c["level"])
+        for c in doc["checks"]
+    ]
     changes = doc["changes"]
     if changes:
         shown = changes[:MAX_SHOWN]
@@ -82,6 +77,14 @@ def render_diff(doc: dict[str, Any]) -> str:
             lines.append(f"    {'':<12} input: {preview(change['input'])}")
     lines += ["", VERDICTS[doc["status"]]]
     return "\n".join(lines)
+
+
+def segment_line(seg: dict[str, Any], text: str) -> str:
+    """One segment in the diff's layouts: its key, value and size, what is said about it, and
+    a note when it is too small to be gated."""
+    return f"    {seg['key']}={seg['value']:<14} n={seg['matched']:<4} {text}" + (
+        "" if seg["gated"] else "   (not gated: small)"
+    )
 
 
 def _describe(change: dict[str, Any]) -> str:

@@ -13,7 +13,9 @@ import numpy as np
 
 from decguard_pipeline.core.contract.statistics import StatisticsSettings
 from decguard_pipeline.core.diff.modes import judged_checks, level_label
+from decguard_pipeline.core.diff.render import segment_line
 from decguard_pipeline.core.diff.statistics import block_statistics, paired_columns
+from decguard_pipeline.core.formatting import check_line, num, signed
 from decguard_pipeline.core.gates import Check
 from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.report.sidecar import SIDECAR_VERSION
@@ -68,12 +70,8 @@ def diff_statistics(
     return StatisticsResult(document, checks)
 
 
-def _ci(entry: dict[str, Any], signed: bool = False) -> str:
-    def fmt(value: float | None) -> str:
-        if value is None:
-            return "n/a"
-        return f"{value:+.3f}" if signed else f"{value:.3f}"
-
+def _ci(entry: dict[str, Any], change: bool = False) -> str:
+    fmt = signed if change else num
     if entry["value"] is None:
         return "n/a"
     return f"{fmt(entry['value'])} [{fmt(entry['low'])}, {fmt(entry['high'])}]"
@@ -98,7 +96,7 @@ def render_statistics(doc: dict[str, Any]) -> str:
     for name, m in overall["metrics"].items():
         lines.append(
             f"  {name:<12}{_ci(m['baseline']):>26}{_ci(m['candidate']):>26}"
-            f"{_ci(m['delta'], signed=True):>28}{_p(m['delta']['p_value_candidate_worse']):>10}"
+            f"{_ci(m['delta'], change=True):>28}{_p(m['delta']['p_value_candidate_worse']):>10}"
         )
     mc, err, sh = overall["mcnemar"], overall["errors"], overall["shift"]
     lines += [
@@ -115,15 +113,17 @@ def render_statistics(doc: dict[str, Any]) -> str:
     ]
     if doc["segments"]:
         lines += ["", f"  Segments     accuracy delta [{ci}], McNemar p (two-sided)"]
-        for seg in doc["segments"]:
-            delta = seg["metrics"]["accuracy"]["delta"]
-            lines.append(
-                f"    {seg['key']}={seg['value']:<14} n={seg['matched']:<4}"
-                f" {_ci(delta, signed=True):<26} p {_p(seg['mcnemar']['p_value'])}"
-                + ("" if seg["gated"] else "   (not gated: small)")
+        lines += [
+            segment_line(
+                seg,
+                f"{_ci(seg['metrics']['accuracy']['delta'], change=True):<26}"
+                f" p {_p(seg['mcnemar']['p_value'])}",
             )
+            for seg in doc["segments"]
+        ]
     lines += ["", "  Gate modes"]
-    for g in doc["gates"]:
-        tag = "" if g["level"] == "requirement" else " (warning)"
-        lines.append(f"    {g['status'].upper():<4}  {g['gate']:<30} {g['mode']}{tag}")
+    lines += [
+        check_line(g["status"], g["gate"], g["mode"], width=30, level=g["level"])
+        for g in doc["gates"]
+    ]
     return "\n".join(lines)

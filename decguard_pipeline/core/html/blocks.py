@@ -1,9 +1,10 @@
-"""Blocks several pages share: status chips, the table of checks, values with intervals,
-and :func:`safely` for sections read from unverified files."""
+"""Blocks several pages share: status chips, tables and their head rows, metric tiles, the
+table of checks, values with intervals, and :func:`safely` for sections read from unverified
+files."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from decguard_pipeline.core.html.markup import Html, el, sig
@@ -25,6 +26,36 @@ def safely(name: str, build: Callable[[], T]) -> T | Html | None:
 
 def status_chip(status: str) -> Html:
     return el("span", str(status).upper(), class_=f"chip st-{status}")
+
+
+def header(
+    left: Sequence[str] = (), numeric: Sequence[str] = (), right: Sequence[str] = ()
+) -> Html:
+    """A table's head row: text columns, then right-aligned number columns, then text."""
+    return el(
+        "tr",
+        [el("th", t) for t in left],
+        [el("th", t, class_="num") for t in numeric],
+        [el("th", t) for t in right],
+    )
+
+
+def table(head: Html, rows: Any, **attrs: Any) -> Html:
+    """A table of a head row and body rows."""
+    return el("table", el("thead", head), el("tbody", rows), **attrs)
+
+
+def tile(title: str, value: str, *more: Any, tone: str | None = None, **attrs: Any) -> Html:
+    """A metric tile: its name, its value, then what else it says (an interval, gates);
+    ``tone`` (pass, warn, fail) colours it."""
+    return el(
+        "div",
+        el("div", title, class_="name"),
+        el("div", value, class_="value"),
+        *more,
+        class_=f"tile st-{tone}" if tone else "tile",
+        **attrs,
+    )
 
 
 COMPARISONS = {">=": "≥", "<=": "≤", "<": "<", ">": ">"}
@@ -82,12 +113,7 @@ def checks_table(checks: list[dict[str, Any]]) -> Html:
 
 
 def _gate_rows(checks: list[dict[str, Any]]) -> Html:
-    head = el(
-        "tr",
-        [el("th", t) for t in ("status", "gate", "level", "holds when")],
-        el("th", "value", class_="num"),
-        el("th", "message"),
-    )
+    head = header(("status", "gate", "level", "holds when"), ("value",), ("message",))
     rows = [
         el(
             "tr",
@@ -106,7 +132,7 @@ def _gate_rows(checks: list[dict[str, Any]]) -> Html:
         )
         for c in checks
     ]
-    return el("table", el("thead", head), el("tbody", rows), class_="gates")
+    return table(head, rows, class_="gates")
 
 
 def with_ci(value: Any, interval: Any) -> Html:

@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from decguard_pipeline.core.html.blocks import table
 from decguard_pipeline.core.html.markup import Html, el, esc, sig
 
 WIDTH, HEIGHT = 360, 350
@@ -209,7 +210,7 @@ def heat_table(
         flat = [v for row in cells for v in row]
         grand = sig(sum(flat)) if None not in flat else "–"  # type: ignore[arg-type]
         rows.append(el("tr", el("th", "total"), sums, el("td", grand)))
-    return el("table", el("thead", head), el("tbody", rows), class_="heat")
+    return table(head, rows, class_="heat")
 
 
 def figure(svg: Html, caption: str) -> Html:

@@ -13,6 +13,7 @@ import base64
 import hashlib
 import os
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from decguard_pipeline.core.errors import ReportError
+from decguard_pipeline.core.html.blocks import reasons, tally
 from decguard_pipeline.core.html.markup import Html, el, join
 from decguard_pipeline.core.product import PRODUCER_VERSION
 
@@ -72,6 +74,32 @@ class Page:
     sections: list[Section] = field(default_factory=list)
     blocks: list[Html] = field(default_factory=list)  # JSON data blocks for the tables
     source: str = ""  # the file the page was made from
+
+    @classmethod
+    def judged(
+        cls,
+        doc: dict[str, Any],
+        verdicts: Mapping[str, str],
+        *,
+        kind: str,
+        subtitle: str,
+        facts: list[tuple[str, Any]],
+        source: str = "",
+    ) -> Page:
+        """The page of a judged document (a report, a diff): titled by its contract, its
+        verdict told in ``verdicts``' words, its checks tallied and the failing ones named."""
+        status, checks = doc["status"], doc["checks"]
+        return cls(
+            kind=kind,
+            title=doc["contract"]["name"],
+            subtitle=subtitle,
+            status=status,
+            headline=verdicts.get(status, status),
+            tally=tally(checks),
+            reasons=reasons(checks),
+            facts=facts,
+            source=source,
+        )
 
     def render(self) -> str:
         script = asset("page.js")

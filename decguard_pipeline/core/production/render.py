@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from decguard_pipeline.core.formatting import num, pct
+from decguard_pipeline.core.formatting import num, pct, signed
 from decguard_pipeline.core.production.segments import shown
 
 VERDICTS = {
@@ -72,10 +72,6 @@ def render_check(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _signed(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.3f}"
-
-
 def _interval(entry: dict[str, Any]) -> str:
     if entry["low"] is None:
         return "n/a (no record with correctness)"
@@ -122,9 +118,7 @@ def render_extensions(ext: dict[str, Any]) -> str:
             f" · accuracy {num(entry['accuracy'])} · ECE {num(entry['ece'])}"
         )
         if entry["baseline"] is not None:
-            text += (
-                f" · baseline {num(entry['baseline']['ece'])} ({_signed(entry['ece_increase'])})"
-            )
+            text += f" · baseline {num(entry['baseline']['ece'])} ({signed(entry['ece_increase'])})"
         lines.append(text)
     if ext["segments"]:
         lines.append("  Segments")

@@ -28,14 +28,16 @@ from decguard_pipeline.core.properties.text import (
     sentence_parts,
     whitespace_spans,
 )
-from decguard_pipeline.core.properties.transforms import (
+from decguard_pipeline.core.properties.transform import (
     Generated,
     GeneratedCase,
-    LabelFormatTransform,
-    OptionOrderTransform,
     Presentation,
     Steps,
     Transform,
+)
+from decguard_pipeline.core.properties.transforms import (
+    LabelFormatTransform,
+    OptionOrderTransform,
     WhitespaceTransform,
     _InsertionTransform,
 )

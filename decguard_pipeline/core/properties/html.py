@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from decguard_pipeline.core.html.blocks import safely, status_chip, with_ci
+from decguard_pipeline.core.gates import overall_status
+from decguard_pipeline.core.html.blocks import header, safely, status_chip, table, with_ci
 from decguard_pipeline.core.html.markup import Html, el, rounded, sig
 from decguard_pipeline.core.html.tables import Column, DataTable, Filter, as_text, clip
 
@@ -24,36 +25,21 @@ def properties_section(doc: dict[str, Any], sidecar: dict[str, Any]) -> tuple[Ht
             checks.setdefault(name, []).append(check)
     extra = safely("properties", lambda: _property_intervals(sidecar))
     intervals, level = extra if isinstance(extra, tuple) else ({}, "")
-    head = el(
-        "tr",
-        el("th", "property"),
-        el("th", "gates"),
-        el("th", "level"),
-        [
-            el("th", t, class_="num")
-            for t in (
-                "pairs",
-                "violations",
-                "violation rate",
-                "flips",
-                "flip rate",
-                "max TV",
-                "errors",
-                "skipped",
-            )
-        ],
-    )
+    head = header(
+        ("property", "gates", "level"),
+        ("pairs", "violations", "violation rate", "flips", "flip rate", "max TV", "errors",
+         "skipped"),
+    )  # fmt: skip
     rows = []
     for s in section["summaries"]:
         name = s["property"]
         own = checks.get(name, [])
-        worst = next((w for w in ("fail", "warn") if any(c["status"] == w for c in own)), "pass")
         ci = intervals.get(name, {})
         rows.append(
             el(
                 "tr",
                 el("th", name, class_="mono"),
-                el("td", status_chip(worst) if own else "–"),
+                el("td", status_chip(overall_status(own)) if own else "–"),
                 el("td", s["level"]),
                 el("td", sig(s["n_evaluated"]), class_="num"),
                 el("td", sig(s["n_violations"]), class_="num"),
@@ -70,13 +56,13 @@ def properties_section(doc: dict[str, Any], sidecar: dict[str, Any]) -> tuple[Ht
                 data_property=name,
             )
         )
-    table = el("table", el("thead", head), el("tbody", rows))
+    summaries = table(head, rows)
     notes = [el("p", f"seed {section['seed']}" + level, class_="muted")]
     if isinstance(extra, Html):
         notes.append(extra)
     mount, block = pair_table(doc).render()
     body = el(
-        "div", el("div", table, class_="tablewrap"), notes, el("h3", "Transformed pairs"), mount
+        "div", el("div", summaries, class_="tablewrap"), notes, el("h3", "Transformed pairs"), mount
     )
     return body, block
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Generator
 
 from decguard_pipeline.core.decision import DecisionInput
-from decguard_pipeline.core.properties.transforms import Mutation, Steps, Transform, is_no_op
+from decguard_pipeline.core.properties.transform import Mutation, Steps, Transform, is_no_op
 
 
 class GreedySearch:

@@ -10,7 +10,7 @@ import numpy as np
 from decguard_pipeline.core.contract.properties import AnyProperty, Fuzz, Properties
 from decguard_pipeline.core.decision import DecisionInput
 from decguard_pipeline.core.properties.compare import Comparisons, compare, direction_of
-from decguard_pipeline.core.properties.transforms import Presentation, Steps
+from decguard_pipeline.core.properties.transform import Presentation, Steps
 from decguard_pipeline.core.results import CaseResults
 
 

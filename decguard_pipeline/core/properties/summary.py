@@ -56,38 +56,21 @@ def summarize(
     """The summary of one property over its pairs. Violations are re-judged from the stored
     comparisons with ``config`` (tolerance violations only: flips are counted apart)."""
     compared = [p["comparison"] for p in pairs if p["comparison"] is not None]
-    errors = Counter(p["error"]["kind"] for p in pairs if p["error"] is not None)
-    n = len(compared)
-    n_violations = count_violations(config, compared)
-    n_flips = sum(1 for c in compared if c["flipped"])
-    tv = [c["tv_distance"] for c in compared]
     level_decrease = None
     direction = getattr(config, "direction", None)
     if direction is not None:
         sign = 1.0 if direction == "increasing" else -1.0
         level_decrease = _max([max(0.0, -sign * (c["level_delta"] or 0.0)) for c in compared])
-    return {
-        "property": name,
-        "level": config.level,
-        "relation": config.relation,
-        "n_cases": n_cases,
-        "n_transformed": len(pairs),
-        "n_skipped": n_skipped,
-        "n_errors": sum(errors.values()),
-        "errors_by_kind": dict(sorted(errors.items())),
-        "n_evaluated": n,
-        "n_violations": n_violations,
-        "violation_rate": n_violations / n if n else None,
-        "n_flips": n_flips,
-        "flip_rate": n_flips / n if n else None,
-        "mean_tv_distance": math.fsum(tv) / n if n else None,
-        "max_tv_distance": _max(tv),
-        "max_js_divergence": _max([c["js_divergence"] for c in compared]),
-        "max_abs_delta": _max([c["max_abs_delta"] for c in compared]),
-        "max_abs_confidence_delta": _max([abs(c["confidence_delta"]) for c in compared]),
-        "max_level_decrease": level_decrease,
-        "n_reduced": sum(1 for p in pairs if p["reduced"] is not None),
-    }
+    return _summary(
+        name, config, pairs, n_skipped, n_cases,
+        n_violations=count_violations(config, compared),
+        n_flips=sum(1 for c in compared if c["flipped"]),
+        tv=[c["tv_distance"] for c in compared],
+        js=[c["js_divergence"] for c in compared],
+        delta=[c["max_abs_delta"] for c in compared],
+        confidence=[abs(c["confidence_delta"]) for c in compared],
+        level_decrease=level_decrease,
+    )  # fmt: skip
 
 
 def summarize_columns(
@@ -101,7 +84,6 @@ def summarize_columns(
     """``summarize`` for a run that has its pairs' comparisons as columns (``comparisons``:
     those of the pairs holding one, in pair order; None when none does): the figures come
     from the columns, read as the same Python floats the stored comparisons hold."""
-    errors = Counter(p["error"]["kind"] for p in pairs if p["error"] is not None)
     n = 0 if comparisons is None else len(comparisons)
     n_violations = n_flips = 0
     tv: list[float] = []
@@ -124,6 +106,33 @@ def summarize_columns(
         if comparisons is not None and comparisons.level_delta is not None:
             levels = comparisons.level_delta.tolist()
         level_decrease = _max([max(0.0, -sign * (value or 0.0)) for value in levels])
+    return _summary(
+        name, config, pairs, n_skipped, n_cases,
+        n_violations=n_violations, n_flips=n_flips, tv=tv, js=js, delta=delta,
+        confidence=confidence, level_decrease=level_decrease,
+    )  # fmt: skip
+
+
+def _summary(
+    name: str,
+    config: AnyProperty,
+    pairs: Sequence[dict[str, Any]],
+    n_skipped: int,
+    n_cases: int,
+    *,
+    n_violations: int,
+    n_flips: int,
+    tv: list[float],
+    js: list[float],
+    delta: list[float],
+    confidence: list[float],
+    level_decrease: float | None,
+) -> dict[str, Any]:
+    """DecGuard's summary fields from the figures of the compared pairs (``tv``, ``js``,
+    ``delta``, ``confidence``: per compared pair, the TV distance, JS divergence, largest
+    probability change and absolute confidence change)."""
+    errors = Counter(p["error"]["kind"] for p in pairs if p["error"] is not None)
+    n = len(tv)
     return {
         "property": name,
         "level": config.level,

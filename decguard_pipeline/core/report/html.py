@@ -17,14 +17,7 @@ import numpy as np
 import orjson
 
 from decguard_pipeline.core.golden.metrics import gate_values
-from decguard_pipeline.core.html.blocks import (
-    COMPARISONS,
-    checks_table,
-    reasons,
-    safely,
-    status_chip,
-    tally,
-)
+from decguard_pipeline.core.html.blocks import COMPARISONS, checks_table, safely, status_chip, tile
 from decguard_pipeline.core.html.markup import Html, el, rounded_array, sig
 from decguard_pipeline.core.html.page import Page, Section, write_html
 from decguard_pipeline.core.html.tables import Column, DataTable, Filter, as_text, clip
@@ -67,15 +60,11 @@ def render_report_html(
     doc = report.document
     sidecar = sidecar if isinstance(sidecar, dict) else {}
     contract = doc["contract"]
-    status = doc["status"]
-    page = Page(
+    page = Page.judged(
+        doc,
+        VERDICTS,
         kind=f"DecGuard report · {MODES.get(doc['mode'], doc['mode'])}",
-        title=contract["name"],
         subtitle=f"{contract['type']} · labels: {', '.join(contract['labels'])}",
-        status=status,
-        headline=VERDICTS.get(status, status),
-        tally=tally(doc["checks"]),
-        reasons=reasons(doc["checks"]),
         facts=_facts(doc),
         source=source,
     )
@@ -240,15 +229,7 @@ def _tile(title: str, value: Any, checks: list[dict[str, Any]], interval: Any) -
             f"[{sig(interval['low'])}, {sig(interval.get('high'))}] {interval.get('method', '')}",
             class_="ci",
         )
-    return el(
-        "div",
-        el("div", title, class_="name"),
-        el("div", sig(value), class_="value"),
-        ci,
-        gate_lines,
-        class_=f"tile st-{status}" if status else "tile",
-        data_metric=title,
-    )
+    return tile(title, sig(value), ci, gate_lines, tone=status, data_metric=title)
 
 
 def _cases_note(doc: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from decguard_pipeline.core.calibration import (
     mean_confidence,
 )
 from decguard_pipeline.core.golden.metrics import expected_calibration_error, per_label_counts
-from decguard_pipeline.core.html.blocks import checks_table, safely, status_chip
+from decguard_pipeline.core.html.blocks import checks_table, header, safely, status_chip, table
 from decguard_pipeline.core.html.charts import figure, heat_table, reliability_svg
 from decguard_pipeline.core.html.markup import Html, el, sig
 from decguard_pipeline.core.report.golden import Report
@@ -64,14 +64,8 @@ def calibration_section(report: Report) -> Html:
 
 
 def _bin_tables(width_bins: list[dict[str, Any]], mass_bins: list[dict[str, Any]]) -> Html:
-    def table(bins: list[dict[str, Any]]) -> Html:
-        head = el(
-            "tr",
-            [
-                el("th", t, class_="num")
-                for t in ("from", "to", "cases", "mean confidence", "accuracy")
-            ],
-        )
+    def bin_table(bins: list[dict[str, Any]]) -> Html:
+        head = header((), ("from", "to", "cases", "mean confidence", "accuracy"))
         rows = [
             el(
                 "tr",
@@ -82,15 +76,15 @@ def _bin_tables(width_bins: list[dict[str, Any]], mass_bins: list[dict[str, Any]
             )
             for b in bins
         ]
-        return el("table", el("thead", head), el("tbody", rows))
+        return table(head, rows)
 
     return el(
         "details",
         el("summary", "the bins as numbers"),
         el(
             "div",
-            el("div", el("h3", "equal-width"), table(width_bins)),
-            el("div", el("h3", "equal-mass"), table(mass_bins)),
+            el("div", el("h3", "equal-width"), bin_table(width_bins)),
+            el("div", el("h3", "equal-mass"), bin_table(mass_bins)),
             class_="two",
         ),
     )
@@ -109,11 +103,7 @@ def labels_section(report: Report) -> Html:
     predicted = results.selected[labeled]
     _, predicted_n, _ = per_label_counts(expected, predicted, k)
     matrix = np.bincount(expected * k + predicted, minlength=k * k).reshape(k, k).tolist()
-    head = el(
-        "tr",
-        el("th", "label"),
-        [el("th", t, class_="num") for t in ("precision", "recall", "F1", "support", "chosen")],
-    )
+    head = header(("label",), ("precision", "recall", "F1", "support", "chosen"))
     rows = [
         el(
             "tr",
@@ -127,13 +117,13 @@ def labels_section(report: Report) -> Html:
         )
         for i, label in enumerate(labels)
     ]
-    table = el("table", el("thead", head), el("tbody", rows), class_="labels")
+    scores = table(head, rows, class_="labels")
     confusion = heat_table(labels, labels, matrix, corner="expected ↓ · selected →")
     return el(
         "div",
         el(
             "div",
-            el("div", el("h3", "Precision, recall, F1"), table),
+            el("div", el("h3", "Precision, recall, F1"), scores),
             el("div", el("h3", "Confusion (labeled, decided cases)"), confusion),
             class_="two",
         ),
@@ -144,25 +134,11 @@ def guard_section(sidecar: dict[str, Any]) -> Html:
     """The guard extension's result per suite and its gates (from the sidecar)."""
 
     def build() -> Html:
-        head = el(
-            "tr",
-            el("th", "suite"),
-            el("th", "status"),
-            el("th", "DecGuard"),
-            [
-                el("th", t, class_="num")
-                for t in (
-                    "cases",
-                    "accuracy",
-                    "AUROC",
-                    "FNR",
-                    "FPR",
-                    "ECE equal-mass",
-                    "confidence gap",
-                    "AURC",
-                )
-            ],
-        )
+        head = header(
+            ("suite", "status", "DecGuard"),
+            ("cases", "accuracy", "AUROC", "FNR", "FPR", "ECE equal-mass", "confidence gap",
+             "AURC"),
+        )  # fmt: skip
         rows, gates = [], []
         for e in sidecar["evaluations"]:
             m = e["metrics"]
@@ -192,10 +168,9 @@ def guard_section(sidecar: dict[str, Any]) -> Html:
             )
             for c in e["checks"]:
                 gates.append({**c, "gate": f"{c['gate']} [{suite}]"})
-        table = el("table", el("thead", head), el("tbody", rows))
         return el(
             "div",
-            el("div", table, class_="tablewrap"),
+            el("div", table(head, rows), class_="tablewrap"),
             el("h3", "Extension gates"),
             checks_table(gates),
         )

@@ -17,9 +17,9 @@ import numpy as np
 from decguard_pipeline.backends.base import Backend
 from decguard_pipeline.backends.runner import decide_all
 from decguard_pipeline.core.contract import DecisionSpec
-from decguard_pipeline.core.decision import DecisionInput, DecisionRequest, select_many
+from decguard_pipeline.core.decision import DecisionInput, DecisionRequest
 from decguard_pipeline.core.errors import ReportError
-from decguard_pipeline.core.properties.transforms import Presentation
+from decguard_pipeline.core.properties.transform import Presentation
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,19 +181,6 @@ def decide_columns(
     if len(request_ids):
         positions = np.asarray(rows, dtype=np.int64)[slots]
         probs = np.take_along_axis(probs, positions, axis=1)
-    selected, confidence = select_many(probs)
     return Decided(
-        spec=spec,
-        backend=backend.name,
-        provider=backend.provider,
-        request_ids=request_ids,
-        probs=probs,
-        selected=selected,
-        confidence=confidence,
-        latency_ms=out.latency,
-        model=out.model,
-        model_version=out.model_version,
-        metadata=out.metadata,
-        error_kind=out.error_kind,
-        error_message=out.error_message,
+        spec=spec, request_ids=request_ids, metadata=out.metadata, **out.decided(backend, probs)
     )

@@ -18,7 +18,6 @@ import functools
 import hashlib
 import json
 import os
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -30,8 +29,8 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from decguard_pipeline.backends.body import (
     ACCEPT_ENCODING,
     DEFAULT_MAX_RESPONSE_BYTES,
-    BoundedBody,
     TooLarge,
+    read_within,
 )
 from decguard_pipeline.core.contract.properties import ParaphraseSource
 from decguard_pipeline.core.errors import (
@@ -270,14 +269,8 @@ class OpenAIParaphraser(Paraphraser):
     def _read(self, response: httpx.Response) -> bytes:
         """The body within max_response_bytes, arriving within about timeout_s."""
         limit = self.settings.max_response_bytes
-        deadline = time.monotonic() + self.settings.timeout_s
         try:
-            body = BoundedBody(response.headers, limit)
-            for chunk in response.iter_raw():
-                body.feed(chunk)
-                if time.monotonic() > deadline:
-                    raise self._timeout()
-            return body.finish()
+            return read_within(response, limit, self.settings.timeout_s, self._timeout)
         except TooLarge:
             raise ParaphraseError(
                 f"paraphraser answered more than {limit} bytes (max_response_bytes)"

@@ -14,13 +14,8 @@ from decguard_pipeline.core.decision import DecisionInput
 from decguard_pipeline.core.errors import BackendError, ContractError, DecGuardError
 from decguard_pipeline.core.properties import bulk
 from decguard_pipeline.core.properties.pairs import skip_doc
-from decguard_pipeline.core.properties.transforms import (
-    NotApplicable,
-    Presentation,
-    Steps,
-    Transform,
-    make_transform,
-)
+from decguard_pipeline.core.properties.transform import Presentation, Steps, Transform
+from decguard_pipeline.core.properties.transforms import NotApplicable, make_transform
 from decguard_pipeline.runs.properties.paraphrase import Paraphraser
 
 

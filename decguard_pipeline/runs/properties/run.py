@@ -32,7 +32,7 @@ from decguard_pipeline.core.properties.summary import (
     property_checks,
     summarize_columns,
 )
-from decguard_pipeline.core.properties.transforms import Transform
+from decguard_pipeline.core.properties.transform import Transform
 from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.runs.properties.execute import Decided, decide_columns
 from decguard_pipeline.runs.properties.extension import properties_extension
@@ -266,14 +266,16 @@ def run_properties(
     backend: Backend,
     results: CaseResults,
     *,
-    max_concurrency: int,
+    max_concurrency: int | None = None,
 ) -> PropertyOutcome:
     """The ``properties`` section and property checks of a fuzz run whose golden results
-    (the originals) are ``results``."""
+    (the originals) are ``results``; ``max_concurrency`` parallel backend calls, by default
+    the contract's ``evaluation.max_concurrency`` (as for the golden cases)."""
+    concurrency = max_concurrency or loaded.contract.evaluation.max_concurrency
     # with the collector paused: a run builds hundreds of thousands of acyclic objects, and
     # every collection would walk all of them; the section they form is kept afterwards
     with gc_paused(settle=True):
-        return _run_properties(plan, loaded, backend, results, max_concurrency)
+        return _run_properties(plan, loaded, backend, results, concurrency)
 
 
 def _run_properties(

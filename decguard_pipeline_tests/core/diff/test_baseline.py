@@ -9,6 +9,7 @@ import pytest
 from decguard_pipeline.core.contract import parse_contract
 from decguard_pipeline.core.contract.baseline import BaselineSettings
 from decguard_pipeline.core.diff import choose_baseline
+from decguard_pipeline.core.diff.baseline import no_baseline_reason
 from decguard_pipeline.core.errors import ContractError
 
 
@@ -85,6 +86,29 @@ def test_nothing_known():
     assert choose_baseline("staging", "s1", []) is None
     only_failures = [target("default", "v1", "2026-01-01T00:00:00+00:00", passed=False)]
     assert choose_baseline("staging", "s1", only_failures) is None
+
+
+def test_no_baseline_says_which_rule_found_nothing():
+    def reason(backend, version, settings=None):
+        assert choose_baseline(backend, version, KNOWN, settings=settings) is None
+        return no_baseline_reason(backend, f"{backend}@{version}", settings)
+
+    assert reason("staging", "s3", BaselineSettings(target="staging@s3")) == (
+        "the pinned baseline target staging@s3 is the candidate itself"
+    )
+    assert reason("staging", "s3", BaselineSettings(target="x@y")) == (
+        "pinned baseline target x@y has not been evaluated yet"
+    )
+    assert reason("canary", "c1", BaselineSettings(backend="nowhere")) == (
+        "backend 'nowhere' has no evaluated target whose requirements passed"
+    )
+    assert reason("default", "v1") == (
+        "no earlier version of backend 'default' whose requirements passed"
+    )
+    assert no_baseline_reason("canary", "canary@c0") == (
+        "no earlier version of backend 'canary' and no target of the 'default' backend "
+        "whose requirements passed"
+    )
 
 
 def test_repeated_runs_of_a_target_and_missing_versions():

@@ -38,7 +38,7 @@ from decguard_pipeline.core.properties.text import (
     whitespace_runs,
     whitespace_spans,
 )
-from decguard_pipeline.core.properties.transforms import Transform
+from decguard_pipeline.core.properties.transform import Transform
 from decguard_pipeline.core.report import jsonio
 from decguard_pipeline.runs.golden import decide_dataset, make_backend, resolve_dataset
 from decguard_pipeline.runs.properties import plan_properties
