@@ -250,7 +250,7 @@ def test_failing_property_requirement_blocks_the_approval(refund, tmp_path, ours
     done = materialised(result)
     assert {"refund/golden_metrics", "refund/property_results", "refund/report"} <= done
     assert "refund/verdict" in done and "refund/approved_target" not in done
-    path, doc = report_of(wh, ORDER_SENSITIVE)
+    _, doc = report_of(wh, ORDER_SENSITIVE)
     assert (doc["mode"], doc["status"], doc["exit_code"]) == ("all", "fail", 1)
     failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
     assert [(e.check_name, e.severity) for e in failed] == [
