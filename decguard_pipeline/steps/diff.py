@@ -20,6 +20,7 @@ from decguard_pipeline.core.diff import BaselineChoice, Diff, choose_baseline, d
 from decguard_pipeline.core.diff import sidecar_path as statistics_path
 from decguard_pipeline.core.diff.baseline import no_baseline_reason
 from decguard_pipeline.core.diff.gates import configured_gates
+from decguard_pipeline.core.diff.html import write_diff_html
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.report.jsonio import write_document
@@ -158,6 +159,7 @@ class DiffOutcome:
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # table -> rows
     diff_path: Path | None = None
     sidecar: Path | None = None
+    html: Path | None = None  # the page next to the diff (``diff --html``)
 
     @property
     def choice(self) -> BaselineChoice | None:
@@ -216,8 +218,8 @@ def diff_target(entry: ContractEntry, target: str, step: Step) -> DiffOutcome:
 
 
 def _write_documents(outcome: DiffOutcome, directory: Path, step: Step) -> None:
-    """The diff document and, with ``pipeline.statistics``, its sidecar next to the run's
-    report files."""
+    """The diff document, with ``pipeline.statistics`` its sidecar, and its HTML page
+    (``<stem>.diff.html``, as ``diff --html`` writes it) next to the run's report files."""
     diff = outcome.diff
     assert diff is not None
     outcome.diff_path = directory / f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}.diff.json"
@@ -225,6 +227,13 @@ def _write_documents(outcome: DiffOutcome, directory: Path, step: Step) -> None:
     if diff.statistics is not None:
         outcome.sidecar = statistics_path(outcome.diff_path)
         write_document(outcome.sidecar, diff.statistics, what="statistics")
+    outcome.html = write_diff_html(
+        outcome.diff_path.with_suffix("").with_suffix(".html"),
+        diff.document,
+        diff.statistics,
+        flip_matrix=diff.flip_matrix(),
+        source=outcome.diff_path.name,
+    )
 
 
 def _tables(
