@@ -228,7 +228,8 @@ def _write_documents(outcome: DiffOutcome, directory: Path, step: Step) -> None:
         outcome.sidecar = statistics_path(outcome.diff_path)
         write_document(outcome.sidecar, diff.statistics, what="statistics")
     outcome.html = write_diff_html(
-        outcome.diff_path.with_suffix("").with_suffix(".html"),
+        # <stem>.diff.html (with_suffix would drop ".diff" and hit the report's own page)
+        outcome.diff_path.with_name(outcome.diff_path.name.removesuffix(".json") + ".html"),
         diff.document,
         diff.statistics,
         flip_matrix=diff.flip_matrix(),

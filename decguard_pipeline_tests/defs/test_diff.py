@@ -154,6 +154,20 @@ def test_refund_candidate_is_diffed_against_the_default_backend(contracts, tmp_p
     assert (round(row["ece_baseline"], 3), round(row["ece_candidate"], 3)) == (0.139, 0.175)
     assert row["coverage_baseline"] == 8 / 11 and row["coverage_candidate"] == 6 / 11
     assert row["same_dataset"] and row["segment_by"] == ["locale"]
+    # the UI: the deltas as numbers (the per-partition plots), the diff's page to open
+    [meta] = [
+        e.materialization.metadata
+        for e in second.get_asset_materialization_events()
+        if e.asset_key.to_user_string() == "refund/regression_diff"
+    ]
+    assert meta["coverage_delta"].value == pytest.approx(6 / 11 - 8 / 11)
+    assert meta["mean_tv_distance"].value == pytest.approx(row["mean_tv_distance"])
+    page = Path(meta["diff_html_path"].value)
+    assert page.is_file() and page.name.endswith(".diff.html")
+    assert page.with_suffix(".json") == Path(meta["diff_path"].value)
+    report = p.wh.read_latest("reports", "refund", CANDIDATE).to_pylist()[-1]
+    assert page != Path(report["path"]).with_suffix(".html")  # the report's page stays its own
+    assert "Flip matrix" in page.read_text()
 
     evaluations = regression_checks(second)
     assert list(evaluations) == REFUND_GATES

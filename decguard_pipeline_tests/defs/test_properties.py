@@ -29,6 +29,7 @@ from decguard_pipeline.defs.assets.properties import (
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
 from decguard_pipeline.steps.contracts import discover_contracts
+from decguard_pipeline.steps.diff import known_targets
 from decguard_pipeline.steps.properties import check_rows, gate_list
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES
@@ -260,6 +261,16 @@ def test_failing_property_requirement_blocks_the_approval(refund, tmp_path, ours
         "option_order.violation_rate 0.8182 violates <= 0 (per case: max_tv_distance 0.03)"
     )
     assert failed[0].metadata["value"].value == 27 / 33
+    # the golden gates held, but the target is not approved: it cannot be a later baseline
+    known = {k["target"]: k["requirements_passed"] for k in known_targets("refund", wh)}
+    assert known == {ORDER_SENSITIVE: False}
+    [props] = [
+        e.materialization.metadata
+        for e in result.get_asset_materialization_events()
+        if e.asset_key.to_user_string() == "refund/property_results"
+    ]
+    assert props["option_order.violation_rate"].value == pytest.approx(27 / 33)
+    assert isinstance(props["option_order.flip_rate"], dg.FloatMetadataValue)
 
     cli = cli_run(ours, refund, "order_sensitive")
     theirs = cli_run(ref, refund, "order_sensitive")
