@@ -362,7 +362,7 @@ def test_records_from_the_warehouse_inbox(production, tmp_path, ours):
 
 def test_schedule_checks_yesterday_or_the_latest_day_with_records(production, tmp_path):
     p = Pipeline(tmp_path)
-    schedule = p.defs.get_schedule_def("production_refund_daily")
+    schedule = p.defs.resolve_schedule_def("production_refund_daily")
     assert schedule.cron_schedule == "0 5 * * *"
 
     def tick(day: int):
@@ -465,3 +465,28 @@ def test_first_partition(production, tmp_path, monkeypatch):
     monkeypatch.delenv("DECGUARD_PRODUCTION_START")
     shutil.rmtree(production / "refund")
     assert first(Pipeline(tmp_path / "d")) == "2026-01-01"  # nothing says: the fixed default
+
+
+def test_daily_partitions_only_with_records_or_a_declared_start(production, tmp_path, monkeypatch):
+    contracts = tmp_path / "contracts"
+    for name in ("refund", "injection"):
+        shutil.copytree(EXAMPLES / name, contracts / name)
+    keys = ("production_records", "production_check")
+
+    def production_assets_of(name: str) -> set[str]:
+        entries = discover_contracts(str(contracts))
+        defs = build_definitions(entries, warehouse_root=str(tmp_path / "wh"))
+        graph = defs.resolve_asset_graph()
+        return {k.path[-1] for k in graph.get_all_asset_keys() if k.path[0] == name} & set(keys)
+
+    # refund has records files; injection has none, so no year of always-missing days
+    assert production_assets_of("refund") == set(keys)
+    assert production_assets_of("injection") == set()
+    entries = discover_contracts(str(contracts))
+    defs = build_definitions(entries, warehouse_root=str(tmp_path / "wh"))
+    assert [s.name for s in defs.schedules if s.name.startswith("production_")] == [
+        "production_refund_daily"
+    ]
+    # a declared first day gives it its days (a producer that writes to the inbox)
+    monkeypatch.setenv("DECGUARD_PRODUCTION_START", "2026-11-01")
+    assert production_assets_of("injection") == set(keys)
