@@ -4,8 +4,9 @@
 
 ``decguard-pipeline evaluate`` in a temporary folder, ``dagster-webserver`` on its instance
 (support/dagster_ui.py), then headless Chromium as in the browser tests: the scoreboard page,
-golden_metrics with its headline numbers, its reliability diagram (one click) and the newest
-target's HTML report opened from the scoreboard's link.
+golden_metrics with its headline numbers, its reliability diagram (one click), the runs with
+their ``decguard/verdict`` tags and the newest target's HTML report opened from the
+scoreboard's link.
 """
 
 from __future__ import annotations
@@ -57,11 +58,16 @@ def main(directory: str) -> None:
                 show_markdown(page, "reliability_diagram").locator("img").wait_for()
                 page.screenshot(path=out / "ui-reliability.png")
 
+                page, _ = browser.open(f"{ui.url}/runs", width=1920, height=900)
+                dismiss_welcome(page)
+                page.get_by_text("decguard/verdict: FAIL").first.wait_for(timeout=60_000)
+                page.screenshot(path=out / "ui-runs.png")
+
                 page, _ = browser.open(link, ready="body[data-ready]", width=1280, height=1500)
                 page.screenshot(path=out / "ui-report.png")
             finally:
                 browser.close()
-    for name in ("ui-scoreboard", "ui-golden-metrics", "ui-reliability", "ui-report"):
+    for name in ("ui-scoreboard", "ui-golden-metrics", "ui-reliability", "ui-runs", "ui-report"):
         print(out / f"{name}.png")
 
 
