@@ -55,7 +55,12 @@ def main(directory: str) -> None:
                 dismiss_welcome(page)
                 metadata_row(page, "accuracy").wait_for(timeout=60_000)
                 page.screenshot(path=out / "ui-golden-metrics.png")
+                page, _ = browser.open(
+                    f"{ui.url}/assets/refund/golden_metrics", width=1400, height=1000
+                )
+                dismiss_welcome(page)
                 show_markdown(page, "reliability_diagram").locator("img").wait_for()
+                page.wait_for_timeout(1500)  # the dialog fades in
                 page.screenshot(path=out / "ui-reliability.png")
 
                 page, _ = browser.open(f"{ui.url}/runs", width=1920, height=900)
