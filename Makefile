@@ -22,7 +22,7 @@ $(STAMP_TEST): pyproject.toml | $(BIN)/python
 install: $(STAMP_RUN)
 install-test: $(STAMP_TEST)
 
-## run: evaluate every bundled example contract through Dagster (mock backends, local warehouse)
+## run: evaluate every bundled example contract through Dagster (mock backends and the demo LLM server, local warehouse)
 run: install
 	$(BIN)/decguard-pipeline evaluate
 

@@ -26,7 +26,8 @@ from decguard_pipeline.core.calibration.binned import classwise_ece, debiased_ec
 from decguard_pipeline.core.calibration.decomposition import score_decompositions
 from decguard_pipeline.core.calibration.recalibration import temperature_scaling
 from decguard_pipeline.core.calibration.section import calibration_section
-from decguard_pipeline.core.calibration.smooth import smooth_calibration, smooth_ece
+from decguard_pipeline.core.calibration.smooth import smooth_ece
+from decguard_pipeline.core.calibration.smooth_bootstrap import smooth_calibration
 
 BOOTSTRAP = 200  # the section's default resamples
 REF_BOOTSTRAP = 100  # what relplot's diagram uses; scaled up to BOOTSTRAP for the ratio

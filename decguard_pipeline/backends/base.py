@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import time
 from abc import ABC
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, ClassVar, Self, TypeVar
 
@@ -34,6 +34,7 @@ from decguard_pipeline.core.decision import (
 )
 from decguard_pipeline.core.errors import ContractError, InvalidResponse
 from decguard_pipeline.core.secrets import scrub, scrub_optional
+from decguard_pipeline.core.usage import Pricing
 from decguard_pipeline.core.validation import format_errors, redact
 
 SettingsT = TypeVar("SettingsT", bound=BaseModel)
@@ -53,6 +54,10 @@ class Backend(ABC):
     inline: ClassVar[bool] = False
     # the largest metadata (as compact JSON) stored with one answer; over it: invalid_response
     max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES
+    # the response cache the runner replays and records this backend's answers through (set
+    # by the run that made the backend: a ``backends.cache.ResponseCache``); None: every
+    # request is asked
+    response_cache: Any = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -105,6 +110,18 @@ class Backend(ABC):
         """Counters of the requests made so far (retries, waits, tokens) for extension
         reports; empty for backends that keep none. Never a secret, never a body."""
         return {}
+
+    def note_replayed(
+        self, model_versions: Sequence[str | None], metadata: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Answers were replayed from the response cache instead of asked (their model
+        versions and result metadata). A backend that records provenance from its answers
+        (the versions that answered, for ``metadata()``) records these too, so that a report
+        made from cached answers says what a clean run's says."""
+
+    def pricing(self) -> Pricing | None:
+        """What the backend's tokens cost (its ``pricing`` setting); None when it has none."""
+        return None
 
     def version_hint(self) -> str | None:
         """The model version the backend says it serves without deciding anything (from its

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import random
 import threading
-from collections.abc import Generator
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -37,6 +37,7 @@ from decguard_pipeline.backends.transport import (
     same_origin,
 )
 from decguard_pipeline.core.decision import DEFAULT_MAX_METADATA_BYTES, DecisionRequest, Prediction
+from decguard_pipeline.core.env_placeholders import expand
 from decguard_pipeline.core.errors import (
     BackendError,
     BackendUnavailable,
@@ -75,6 +76,13 @@ class EngineSettings(Strict):
 
     _health = field_validator("health_url")(check_url)
     _no_literal_secrets = field_validator("headers")(no_literal_secrets)
+
+    # ${NAME} / ${NAME:-default} in the URLs, expanded before they are checked (the providers
+    # declare base_url / url themselves)
+    @field_validator("base_url", "url", "health_url", mode="before", check_fields=False)
+    @classmethod
+    def _from_environment(cls, value: Any) -> Any:
+        return expand(value) if isinstance(value, str) else value
 
     @field_validator("prompt")
     @classmethod
@@ -346,6 +354,16 @@ class EngineBackend(HttpTransport):
 
     def run_stats(self) -> dict[str, Any]:
         return self.pacer.snapshot()
+
+    def note_replayed(
+        self, model_versions: Sequence[str | None], metadata: Sequence[Mapping[str, Any]]
+    ) -> None:
+        for version in set(model_versions):
+            if version is not None:
+                self._served.add(version)
+
+    def pricing(self) -> Pricing | None:
+        return self.settings.pricing
 
 
 def _usage(raw: Any) -> tuple[int, int] | None:

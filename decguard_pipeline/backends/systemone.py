@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
 from decguard_pipeline.backends.base import backend_metadata, backend_settings
@@ -173,6 +174,14 @@ class SystemOneBackend(HttpBackend):
             if isinstance(upstream, str):
                 self._upstream.add(upstream)
         return metadata
+
+    def note_replayed(
+        self, model_versions: Sequence[str | None], metadata: Sequence[Mapping[str, Any]]
+    ) -> None:
+        upstream = {m.get("upstream_provider") for m in metadata if m}
+        with self._seen:
+            self._served.update(v for v in model_versions if v is not None)
+            self._upstream.update(u for u in upstream if isinstance(u, str))
 
     def metadata(self) -> dict[str, Any]:
         """Provenance, including the model ids that actually answered during the run."""

@@ -173,6 +173,7 @@ class HttpTransport(Backend):
                     register_secret(value)  # before any request can carry it
                     headers[header] = prefix + value
                     secrets.append(value)
+                register_proxy_passwords()  # both clients send them to the proxy
                 self._headers, self._secrets = headers, tuple(secrets)
             return self._headers
 
@@ -367,9 +368,27 @@ def _env_proxy(url: str) -> tuple[Any, Any]:
     from yarl import URL
 
     try:
-        return get_env_proxy_for_url(URL(url))
+        proxy, auth = get_env_proxy_for_url(URL(url))
     except LookupError:
         return None, None
+    if auth is not None:  # also from ~/.netrc, which only aiohttp reads
+        register_secret(auth.password)
+    return proxy, auth
+
+
+def register_proxy_passwords() -> None:
+    """Register the passwords in the proxy URLs the environment sets (``HTTPS_PROXY=
+    http://user:password@proxy:3128``, as both HTTP clients read them) as secrets: they are
+    credentials this process sends, whichever backend's request goes through the proxy."""
+    from urllib.parse import urlsplit
+    from urllib.request import getproxies
+
+    for url in getproxies().values():
+        try:
+            password = urlsplit(url).password
+        except ValueError:  # not a URL the clients could use either
+            continue
+        register_secret(password)
 
 
 _SOCKET_ERROR = re.compile(r"\. \w+Error\(\d+, .*\)$")

@@ -13,6 +13,7 @@ from decguard_pipeline.cli.options import (
     PathArg,
     argument,
     backend_option,
+    cache_options,
     concurrency_option,
     contract_argument,
     dataset_option,
@@ -57,7 +58,8 @@ def emit_report(
             from decguard_pipeline.core.report.sidecar import write_section
 
             for name, section in report.extensions.items():
-                write_section(output, report.document, name, section)
+                status = section["status"] if name == "calibration" else None  # its gates
+                write_section(output, report.document, name, section, status=status)
     if html is not None:
         from decguard_pipeline.core.report.html import write_report_html
 
@@ -76,7 +78,21 @@ def emit_report(
             from decguard_pipeline.core.golden.statistics import render_golden_statistics
 
             click.echo("\n" + render_golden_statistics(report.extensions["statistics"]))
-    _exit_for(report.status if guarded is None else guarded.status, fail_on_warn)
+        if "cache" in report.extensions:
+            from decguard_pipeline.core.cache.summary import render_cache
+
+            click.echo("\n" + render_cache(report.extensions["cache"]))
+        if "usage" in report.extensions:
+            from decguard_pipeline.core.usage import render_usage
+
+            click.echo("\n" + render_usage(report.extensions["usage"]))
+        if "calibration" in report.extensions:
+            from decguard_pipeline.core.calibration.render import render_calibration
+
+            click.echo("\n" + render_calibration(report.extensions["calibration"]))
+    from decguard_pipeline.runs.golden import command_status
+
+    _exit_for(command_status(report, None if guarded is None else guarded.status), fail_on_warn)
 
 
 def run_sidecar(report: Any, guarded: Any, output: Path | None) -> dict[str, Any] | None:
@@ -109,7 +125,8 @@ def _run(
     mode: str, contract: Path, dataset: Path | None, backend: str | None, output: Path | None,
     fmt: str, max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool,
     seed: int | None, properties: tuple[str, ...], minimize: bool | None,
-    suite: str | None = None, html: Path | None = None,
+    suite: str | None = None, html: Path | None = None, cache: Path | None = None,
+    no_cache: bool = False, retry_errors: Path | None = None,
 ) -> None:  # fmt: skip
     with handled():
         import gc
@@ -131,18 +148,36 @@ def _run(
                     gc.freeze()
                     gc.unfreeze()
                 gc.enable()
-        report, guarded = run_guarded_test(
-            contract,
-            suite=suite,
-            dataset=dataset,
-            backend=backend,
-            max_concurrency=max_concurrency,
-            check_health_first=healthcheck,
-            mode=mode,
-            seed=seed,
-            properties=list(properties) or None,
-            minimize=minimize,
-        )
+        import os
+
+        from decguard_pipeline.core.contract import load_contract
+        from decguard_pipeline.demo.autostart import demo_server_for
+
+        options = None
+        if cache or retry_errors or (os.environ.get("DECGUARD_CACHE") and not no_cache):
+            from decguard_pipeline.cli.cache_cmd import run_cache_options
+
+            options = run_cache_options(
+                contract, cache=cache, no_cache=no_cache, retry_errors=retry_errors,
+                backend=backend, suite=suite, dataset=dataset,
+            )  # fmt: skip
+        loaded = load_contract(contract) if options is None else options.loaded
+        with demo_server_for([loaded.contract]):  # when the contract names the demo server
+            report, guarded = run_guarded_test(
+                loaded,
+                suite=suite,
+                dataset=dataset,
+                backend=backend,
+                max_concurrency=max_concurrency,
+                check_health_first=healthcheck,
+                mode=mode,
+                seed=seed,
+                properties=list(properties) or None,
+                minimize=minimize,
+                cache=None if options is None else options.cache,
+            )
+        if options is not None:  # the sidecar section and the text block
+            report.extensions["cache"] = options.cache.stats.section()
         emit_report(report, fmt, output, fail_on_warn, guarded, html=html)
 
 
@@ -161,16 +196,17 @@ def _run(
 @click.option("--suite", default=None,
               help="Only this suite of the contract's pipeline.suites (default: all).")  # fmt: skip
 @html_option
+@cache_options
 def test_command(
     contract: Path, dataset: Path | None, backend: str | None, output: Path | None, fmt: str,
     max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool, all_checks: bool,
     seed: int | None, properties: tuple[str, ...], minimize: bool | None, suite: str | None,
-    html: Path | None,
+    html: Path | None, cache: Path | None, no_cache: bool, retry_errors: Path | None,
 ) -> None:  # fmt: skip
     """Run the golden dataset through a backend and check the contract's gates."""
     _run("all" if all_checks else "test", contract, dataset, backend, output, fmt,
          max_concurrency, fail_on_warn, healthcheck, seed, properties, minimize, suite,
-         html)  # fmt: skip
+         html, cache, no_cache, retry_errors)  # fmt: skip
 
 
 @cli.command()
@@ -184,16 +220,19 @@ def test_command(
 @fail_on_warn_option
 @healthcheck_option
 @html_option
+@cache_options
 def fuzz(
     contract: Path, dataset: Path | None, backend: str | None, seed: int | None,
     properties: tuple[str, ...], minimize: bool | None, output: Path | None, fmt: str,
     max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool, html: Path | None,
+    cache: Path | None, no_cache: bool, retry_errors: Path | None,
 ) -> None:  # fmt: skip
     """Check the contract's metamorphic properties: every case is changed in controlled
     ways (option order, formatting, irrelevant context, paraphrases, ...) and the decision
     distributions before and after are compared. The same seed gives the same run."""
     _run("fuzz", contract, dataset, backend, output, fmt, max_concurrency, fail_on_warn,
-         healthcheck, seed, properties, minimize, html=html)  # fmt: skip
+         healthcheck, seed, properties, minimize, html=html, cache=cache, no_cache=no_cache,
+         retry_errors=retry_errors)  # fmt: skip
 
 
 @cli.command()
@@ -233,6 +272,7 @@ def report(
 def _register_commands() -> None:
     """Commands defined in their own modules (each decorates ``cli`` on import)."""
     from decguard_pipeline.cli import (  # noqa: F401
+        cache_cmd,
         check_cmd,
         diff_cmd,
         list_cmd,

@@ -45,7 +45,8 @@ def diff(
 
     With the contract's ``pipeline.statistics`` section, also intervals, McNemar's test and
     significance-aware gates (written to ``<output stem>.pipeline.json`` and printed after
-    the summary)."""
+    the summary); with its calibration measures, whether the candidate got less honest or
+    less able to tell cases apart (the same sidecar, section ``calibration``)."""
     with handled():
         from decguard_pipeline.core.diff import (
             load_and_diff,
@@ -53,6 +54,7 @@ def diff(
             render_statistics,
             sidecar_path,
         )
+        from decguard_pipeline.core.diff.calibration import diff_sidecar, render_calibration_shift
         from decguard_pipeline.core.report.jsonio import print_document, write_document
 
         result = load_and_diff(
@@ -61,9 +63,10 @@ def diff(
         if output is not None:
             write_document(output, result.document, what="diff")
             click.echo(f"diff written to {output}", err=True)
-            if result.statistics is not None:
+            sidecar = diff_sidecar(result)  # statistics and/or the calibration comparison
+            if sidecar is not None:
                 extra = sidecar_path(output)
-                write_document(extra, result.statistics, what="statistics")
+                write_document(extra, sidecar, what="statistics")
                 click.echo(f"statistics written to {extra}", err=True)
         if html is not None:
             from decguard_pipeline.core.diff.html import write_diff_html
@@ -82,6 +85,8 @@ def diff(
             text = render_diff(result.document)
             if result.statistics is not None:
                 text += "\n\n" + render_statistics(result.statistics)
+            if result.calibration is not None:
+                text += "\n\n" + render_calibration_shift(result.calibration)
             click.echo(text)
         status = result.status
         if status == "fail" or (fail_on_warn and status == "warn"):

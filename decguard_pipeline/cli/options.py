@@ -122,3 +122,21 @@ def fuzz_options(f: F) -> F:
         "--seed", type=click.IntRange(min=0), default=None,
         help="Transformation seed (default: fuzz.seed, else 0).",
     )(f)  # fmt: skip
+
+
+def cache_options(f: F) -> F:
+    """The response cache (pipeline extension, docs/cache.md); off unless asked for."""
+    f = click.option(
+        "--retry-errors", "retry_errors", type=PathArg, default=None, metavar="REPORT",
+        help="Ask only the cases that errored in this report (same dataset) and write a "
+        "complete new report with its other results.",
+    )(f)  # fmt: skip
+    f = click.option(
+        "--no-cache", is_flag=True, default=False,
+        help="Ask every case, even with $DECGUARD_CACHE set.",
+    )(f)  # fmt: skip
+    return click.option(
+        "--cache", "cache", type=PathArg, default=None, metavar="DIR",
+        help="Reuse the answers kept in this directory and keep the new ones "
+        "(default: $DECGUARD_CACHE; off when neither is set).",
+    )(f)  # fmt: skip

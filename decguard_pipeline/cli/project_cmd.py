@@ -59,7 +59,9 @@ def evaluate(
 ) -> None:
     """Register every contract's current targets and materialise all their assets and checks
     through Dagster (persistent instance in $DAGSTER_HOME, default .dagster_home), then print
-    a summary per contract and target, read from the rows this evaluation wrote.
+    a summary per contract and target, read from the rows this evaluation wrote. A contract
+    naming the bundled demo LLM server (${DECGUARD_DEMO_LLM_URL}, unset) gets one on a free
+    loopback port for the evaluation.
 
     Exit codes: 0 every run completed (gates pass, warn or fail); 1 with --fail-on-gate when
     a requirement gate failed; 2 when a contract could not be evaluated or a run broke (a
@@ -80,8 +82,10 @@ def evaluate(
                 "folder of <name>/decguard.yaml; several separated by os.pathsep)"
             )
         from decguard_pipeline.defs.instance import fail_dead_runs, open_instance, storage_kind
+        from decguard_pipeline.demo.autostart import demo_server_for
 
-        with open_instance() as instance:
+        named = [e.loaded.contract for e in entries if e.loaded is not None]
+        with demo_server_for(named), open_instance() as instance:  # the demo LLM, if named
             from decguard_pipeline.definitions import build_definitions
             from decguard_pipeline.defs.main_job import evaluate_all
             from decguard_pipeline.warehouse import Warehouse

@@ -56,4 +56,25 @@ def validate_text(contract_path: Path, dataset: Path | None) -> str:
             f"gates: requirements {len(g.requirements.configured())}, "
             f"warnings {len(g.warnings.configured())}"
         )
+    if c.pipeline is not None:  # the cost gate (any contract; core/usage.py)
+        cost = [
+            f"{level} {gate} {threshold:g}"
+            for level, gates in (("requirement", c.pipeline.requirements),
+                                 ("warning", c.pipeline.warnings))
+            for gate, threshold in gates.cost().items()
+        ]  # fmt: skip
+        if cost:
+            lines.append(f"    cost      {'; '.join(cost)}")
+    from decguard_pipeline.core.calibration.extension import applied_settings, measures_settings
+    from decguard_pipeline.core.contract.extension_gates import CalibrationGates
+
+    measures = measures_settings(c)
+    if measures is not None and c.pipeline is not None:  # the extension only, as the guard
+        a = applied_settings(measures, c)
+        lines.append(
+            f"    calibration {a['bins']} bins · abstention alpha {a['alpha']:g}, "
+            f"delta {a['delta']:g} · {a['folds']} folds · {a['bootstrap_resamples']} resamples; "
+            f"gates: requirements {len(c.pipeline.requirements.owned(CalibrationGates))}, "
+            f"warnings {len(c.pipeline.warnings.owned(CalibrationGates))}"
+        )
     return "\n".join(lines)

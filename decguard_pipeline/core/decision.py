@@ -84,7 +84,8 @@ def _row_values(labels: Sequence[str], raw: Any) -> list[float]:
     return values
 
 
-def _sum_message(total: float, tolerance: float) -> str:
+def sum_message(total: float, tolerance: float) -> str:
+    """Why a distribution's sum is refused."""
     return f"probabilities sum to {total:.6g}, outside 1 ± {tolerance:g}"
 
 
@@ -95,7 +96,7 @@ def validate_probabilities(
     values = _row_values(labels, raw)
     total = math.fsum(values)
     if abs(total - 1.0) > tolerance:
-        raise InvalidResponse(_sum_message(total, tolerance))
+        raise InvalidResponse(sum_message(total, tolerance))
     return dict(zip(labels, values, strict=True))
 
 
@@ -205,7 +206,7 @@ def validate_many(
         outside = np.abs(totals - 1.0) > tolerance
         for t in np.flatnonzero(outside).tolist():
             failed[table_slot[t]] = (
-                InvalidResponse.kind, _sum_message(float(totals[t]), tolerance)
+                InvalidResponse.kind, sum_message(float(totals[t]), tolerance)
             )  # fmt: skip
             row_of[table_slot[t]] = -1
         good = row_of[slot]

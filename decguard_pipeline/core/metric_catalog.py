@@ -1,9 +1,10 @@
 """Every metric the pipeline reports, with a one-line definition (``list metrics``,
-docs/metrics.md). DecGuard's come first, in report order; then the guard extension's."""
+docs/metrics.md). DecGuard's come first, in report order; then the guard extension's, then the
+usage section's, then the calibration measures'."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -89,13 +90,18 @@ CATALOG: tuple[MetricInfo, ...] = (
        "wrong one"),
     _p("excess_aurc", "risk_coverage", "aurc - optimal_aurc: the cost of imperfect ranking "
        "alone"),
+    # usage and cost of language-model backends (sidecar "usage"; core/usage.py)
+    _p("prompt_tokens, completion_tokens", "usage", "tokens the server reported, summed over "
+       "the cases that reported them"),
+    _p("cost_per_run", "usage", "(prompt x input_per_million + completion x "
+       "output_per_million) / 1e6, with the backend's pricing"),
+    _p("cost_per_1000 (usage)", "usage", "1000 x cost_per_run / cases that ended in a "
+       "decision: what the API bills per 1,000 decisions"),
 )  # fmt: skip
 
-# The calibration section (core.calibration.section.calibration_section). Not in CATALOG yet:
-# no output carries it until the integration of issue 17 (sidecar, warehouse, UI); `where` is
-# the path inside CalibrationSection.to_dict(). Append these to CATALOG, prefixed with the section's
-# place in the sidecar, when it is reported, so that `list metrics` never lists a number no
-# output holds.
+# The calibration measures (core.calibration.section.calibration_section); `where` is the path
+# inside CalibrationSection.to_dict(), which is the sidecar section "calibration" (with
+# pipeline.calibration_measures or a calibration gate): CATALOG lists them with that prefix.
 CALIBRATION_SECTION: tuple[MetricInfo, ...] = (
     _p("smece", "smooth.value", "smooth ECE (Blasiok & Nakkiran 2023): mean |kernel-smoothed "
        "residual| at the fixed-point bandwidth; 0 = calibrated, bin-free"),
@@ -125,3 +131,9 @@ CALIBRATION_SECTION: tuple[MetricInfo, ...] = (
     _p("abstention_coverage", "abstention.coverage", "share of cases kept at the guaranteed "
        "threshold; selective_risk is their observed error rate"),
 )  # fmt: skip
+
+SIDECAR_SECTION = "calibration"  # core.calibration.extension.SECTION
+CATALOG += tuple(
+    replace(m, where=", ".join(f"{SIDECAR_SECTION}.{w}" for w in m.where.split(", ")))
+    for m in CALIBRATION_SECTION
+)

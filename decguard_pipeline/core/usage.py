@@ -15,6 +15,9 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
+from decguard_pipeline.core.contract import Contract
+from decguard_pipeline.core.contract.extension_gates import ExtensionGates
+from decguard_pipeline.core.gates import Check, Comparison, make_check, overall_status
 from decguard_pipeline.core.validation import Strict
 
 PER_MILLION = 1_000_000.0
@@ -34,7 +37,7 @@ class RunCost:
     decisions: int  # cases that ended with a decision
     prompt_tokens: int
     completion_tokens: int
-    cost: float | None  # None without pricing
+    cost: float | None  # None without pricing or without any case's usage
     cost_per_1000: float | None  # per 1,000 decisions; None without pricing or decisions
 
     def as_dict(self) -> dict[str, Any]:
@@ -69,7 +72,7 @@ def run_cost(
         prompt, completion = prompt_tokens[known], completion_tokens[known]
     prompt_sum, completion_sum = math.fsum(prompt.tolist()), math.fsum(completion.tolist())
     cost = per_1000 = None
-    if pricing is not None:
+    if pricing is not None and prompt.shape[0]:  # no case reported usage: the cost is unknown
         cost = case_cost(prompt_sum, completion_sum, pricing)
         per_1000 = cost / decisions * 1000.0 if decisions else None
     return RunCost(
@@ -81,3 +84,125 @@ def run_cost(
         cost=cost,
         cost_per_1000=per_1000,
     )
+
+
+# -- the run's usage as an extension section (sidecar, text, warehouse) and its gates ------------
+
+# gate -> (metric, comparison that must hold); pipeline.requirements / pipeline.warnings
+COST_GATES: dict[str, tuple[str, Comparison]] = {"max_cost_per_1000": ("cost_per_1000", "<=")}
+USAGE = "usage"  # the section's name in the sidecar and Report.extensions
+
+
+def usage_section(cost: RunCost, pricing: Pricing | None, stats: dict[str, Any]) -> dict[str, Any]:
+    """What a run used and cost, JSON-ready: the pricing applied, the tokens and cost of
+    the golden cases (:func:`run_cost`) and the backend's request counters
+    (``Backend.run_stats()``: every request of the run, retries and waits included)."""
+    return {
+        "pricing": None if pricing is None else pricing.model_dump(),
+        "cases": cost.cases,
+        "cases_with_usage": cost.cases_with_usage,
+        "decisions": cost.decisions,
+        "prompt_tokens": cost.prompt_tokens,
+        "completion_tokens": cost.completion_tokens,
+        "cost_per_run": cost.cost,
+        "cost_per_1000": cost.cost_per_1000,
+        "backend": dict(stats),
+    }
+
+
+def has_usage(section: dict[str, Any]) -> bool:
+    """Whether there is anything to say: tokens were counted, a price or a counter is set."""
+    return bool(section["cases_with_usage"] or section["pricing"] or section["backend"])
+
+
+def _missing_cost(section: dict[str, Any] | None) -> str:
+    if section is None or section["pricing"] is None:
+        return "the backend has no pricing"
+    if not section["cases_with_usage"]:
+        return "the backend reported no token usage"
+    return "no case ended in a decision"
+
+
+def cost_checks(
+    section: dict[str, Any] | None, requirements: ExtensionGates, warnings: ExtensionGates
+) -> list[Check]:
+    """The cost gates set in ``pipeline.requirements`` / ``pipeline.warnings`` checked on a
+    run's usage section (None: the run has none). A cost that cannot be computed (no
+    pricing, no usage reported) fails the gate, as every metric that cannot be computed
+    does: the property was not demonstrated."""
+    checks = []
+    for level, gates in (("requirement", requirements), ("warning", warnings)):
+        for gate, threshold in gates.cost().items():
+            metric, comparison = COST_GATES[gate]
+            value = None if section is None else section[metric]
+            checks.append(
+                make_check(
+                    gate,
+                    metric,
+                    comparison,
+                    threshold,
+                    value,
+                    level=level,
+                    missing=_missing_cost(section),
+                )
+            )
+    return checks
+
+
+def _count(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def render_usage(section: dict[str, Any]) -> str:
+    """``Usage`` block printed after DecGuard's layout: tokens, cost, the backend's requests,
+    waits and the cost gates."""
+    lines = []
+    if "cases" in section:  # else a run evaluated before usage was recorded: the checks alone
+        lines.append(
+            f"  Usage        {_count(section['cases_with_usage'])} of {_count(section['cases'])} "
+            f"cases with token counts · prompt {_count(section['prompt_tokens'])} · completion "
+            f"{_count(section['completion_tokens'])} tokens"
+        )
+    pricing = section.get("pricing")
+    if pricing is not None:
+        per_1000 = section["cost_per_1000"]
+        per_decisions = "n/a" if per_1000 is None else f"{per_1000:.4g}"
+        lines.append(
+            f"  Cost         {section['cost_per_run']:.4g} per run · {per_decisions} per 1,000 "
+            f"decisions (per million tokens: input {pricing['input_per_million']:g}, output "
+            f"{pricing['output_per_million']:g})"
+        )
+    stats = section.get("backend") or {}
+    if "requests" in stats:  # the language-model providers' counters (Backend.run_stats)
+        lines.append(
+            f"  Requests     {_count(stats.get('requests', 0))} sent · "
+            f"{_count(stats.get('retries', 0))} retries ({stats.get('retry_wait_s', 0.0):.1f} s"
+            f" waited, {_count(stats.get('retry_after_honoured', 0))} as the server asked) · "
+            f"{_count(stats.get('paced', 0))} paced ({stats.get('paced_wait_s', 0.0):.1f} s)"
+        )
+    for check in section.get("checks", []):
+        level = " (warning)" if check["level"] == "warning" else ""
+        status, gate = check["status"].upper(), check["gate"]
+        lines.append(f"    {status:<4}  {gate:<22} {check['message']}{level}")
+    return "\n".join(lines)
+
+
+def usage_extension(
+    contract: Contract, section: dict[str, Any] | None, *, gated: bool = True
+) -> dict[str, Any] | None:
+    """The ``usage`` extension section of a run: ``section`` (None: the run has none) with
+    the checks of the contract's cost gates (unless not ``gated``: fuzz runs check no golden
+    gates); None when there is nothing to say and no gate to check."""
+    pipeline = contract.pipeline
+    checks = []
+    if gated and pipeline is not None:
+        checks = cost_checks(section, pipeline.requirements, pipeline.warnings)
+    if not checks and (section is None or not has_usage(section)):
+        return None
+    return {**(section or {}), "checks": checks}
+
+
+def usage_status(extensions: dict[str, Any]) -> str | None:
+    """The verdict of the cost gates in a run's extension sections; None without any."""
+    checks = (extensions.get(USAGE) or {}).get("checks") or []
+    return overall_status(checks) if checks else None

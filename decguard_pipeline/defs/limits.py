@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from decguard_pipeline.core.env_placeholders import expand
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import backend_of
 
@@ -43,7 +44,10 @@ def server_of(entry: ContractEntry, backend: str) -> str | None:
     for name in URL_SETTINGS:
         value = settings.get(name)
         if isinstance(value, str) and value:
-            url = httpx.URL(value)
+            try:  # ${NAME} placeholders as the provider expands them
+                url = httpx.URL(expand(value))
+            except (ValueError, httpx.InvalidURL):  # the run itself will say what is wrong
+                return None
             port = url.port or (443 if url.scheme == "https" else 80)
             return f"{url.host}:{port}"
     return None

@@ -18,8 +18,12 @@ A clear ticket has keywords of one topic, an ambiguous one of two. Datasets buil
 demo draw each ticket's label from :func:`belief` of ``tickets-calibrated``, which makes
 that model calibrated by construction. Unknown model names behave as calibrated.
 
+open-jev's ``/score`` answers with the model named in the request body, else with the one
+named in the path (``POST /tickets-underconfident/score``: one server stands in for several
+open-jev servers), else with ``tickets-calibrated``.
+
     with serve_demo() as server:  server.base_url  # http://127.0.0.1:<port>/v1
-    python -m decguard_pipeline.demo.llm_server --port 8000 [--delay-ms 20]
+    python -m decguard_pipeline.demo.llm_server [--port 18451] [--delay-ms 20]
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ MODELS: dict[str, float] = {
     "tickets-underconfident": 0.7,
     "tickets-onehot": 40.0,
 }
+# the port the bundled contracts name when $DECGUARD_DEMO_LLM_URL is unset (demo/autostart.py)
+DEMO_PORT = 18451
 SNAPSHOT = "2026-01-15"  # what the ``model`` field of an answer adds to the alias
 FINGERPRINT = "fp_demo_1"
 _OPTION_LINE = re.compile(r"^([A-Z])\) (.+)$", re.M)
@@ -235,10 +241,11 @@ def _common_prefix(texts: list[str]) -> str:
     return first[:n]
 
 
-def score(body: dict[str, Any]) -> dict[str, Any]:
-    """open-jev: the calibrated model's belief (``norm`` does not change it here)."""
+def score(body: dict[str, Any], model: str = "tickets-calibrated") -> dict[str, Any]:
+    """open-jev: the model's belief (``norm`` does not change it here); the body's ``model``
+    wins over ``model``."""
     options = [str(o) for o in body.get("options") or []]
-    model = str(body.get("model") or "tickets-calibrated")
+    model = str(body.get("model") or model)
     return {
         "probability": belief(str(body.get("context", "")), options, model),
         "model": f"{model}-{SNAPSHOT}",
@@ -254,7 +261,7 @@ def make_app(delay_s: float = 0.0) -> web.Application:
                 return web.json_response({"error": {"message": "invalid JSON"}}, status=400)
             if delay_s:
                 await asyncio.sleep(delay_s)
-            return web.json_response(answer(body))
+            return web.json_response(answer(body, **request.match_info))
 
         return handle
 
@@ -268,6 +275,7 @@ def make_app(delay_s: float = 0.0) -> web.Application:
         app.router.add_post(f"{prefix}/completions", route(completions))
         app.router.add_get(f"{prefix}/models", models)
     app.router.add_post("/score", route(score))
+    app.router.add_post("/{model}/score", route(score))
     return app
 
 
@@ -321,7 +329,7 @@ def serve_demo(port: int = 0, *, delay_ms: float = 0.0) -> Iterator[DemoServer]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="A deterministic demo LLM server (loopback).")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=DEMO_PORT)
     parser.add_argument("--delay-ms", type=float, default=0.0, help="answer after this delay")
     args = parser.parse_args(argv)
     print(f"demo LLM server on http://127.0.0.1:{args.port}/v1", flush=True)

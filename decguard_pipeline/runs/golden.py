@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from decguard_pipeline.backends import Backend, create_backend
 from decguard_pipeline.backends.runner import run_cases
@@ -17,6 +17,10 @@ from decguard_pipeline.core.dataset import Dataset, load_dataset
 from decguard_pipeline.core.errors import ContractError, DecGuardError
 from decguard_pipeline.core.report.golden import Report, build_report, dataset_info
 from decguard_pipeline.core.results import CaseResults
+from decguard_pipeline.core.usage import USAGE, run_cost, usage_extension, usage_section
+
+if TYPE_CHECKING:
+    from decguard_pipeline.runs.cache import CacheOptions
 
 
 def resolve_dataset(loaded: LoadedContract, dataset: str | Path | None) -> Dataset:
@@ -33,11 +37,20 @@ def resolve_dataset(loaded: LoadedContract, dataset: str | Path | None) -> Datas
     return load_dataset(path, loaded.contract.spec())
 
 
-def make_backend(loaded: LoadedContract, name: str | None) -> Backend:
+def make_backend(
+    loaded: LoadedContract, name: str | None, *, cache: CacheOptions | None = None
+) -> Backend:
+    """The contract's backend ``name``; with ``cache``, its answers go through the response
+    cache (``runs/cache.py``)."""
     contract = loaded.contract
-    return create_backend(
+    backend = create_backend(
         contract.backend_config(name), decision=contract.spec(), name=name or DEFAULT_BACKEND
     )
+    if cache is not None:
+        from decguard_pipeline.runs.cache import attach_cache
+
+        attach_cache(backend, loaded, cache)
+    return backend
 
 
 def check_health(backend: Backend) -> dict[str, str]:
@@ -78,8 +91,10 @@ def run_test(
     seed: int | None = None,
     properties: Sequence[str] | None = None,
     minimize: bool | None = None,
+    cache: CacheOptions | None = None,
 ) -> Report:
-    """The ``decguard test`` / ``fuzz`` / ``test --all`` pipeline."""
+    """The ``decguard test`` / ``fuzz`` / ``test --all`` pipeline (``cache``: the response
+    cache of a backend this function makes; a backend passed in brings its own)."""
     loaded = contract if isinstance(contract, LoadedContract) else load_contract(contract)
     fuzz_plan: Any = None
     if mode != "test":
@@ -88,7 +103,7 @@ def run_test(
         fuzz_plan = plan_properties(loaded, properties, seed=seed, minimize=minimize)
     data = resolve_dataset(loaded, dataset)
     owned = not isinstance(backend, Backend)
-    instance = make_backend(loaded, backend) if owned else backend  # type: ignore[arg-type]
+    instance = make_backend(loaded, backend, cache=cache) if owned else backend  # type: ignore[arg-type]
     assert isinstance(instance, Backend)
     try:
         health = check_health(instance) if check_health_first else None
@@ -102,6 +117,7 @@ def run_test(
             )
             property_section, property_checks = outcome
         metadata = instance.metadata()
+        usage = usage_of(instance, results)  # the counters cover the property checks too
     finally:
         if owned:
             instance.close()
@@ -118,7 +134,25 @@ def run_test(
     if fuzz_plan is not None:
         report.extensions["properties"] = outcome.pipeline  # sidecar section, not DecGuard's
     add_golden_statistics(loaded, report)
+    add_usage(loaded, report, usage)
+    add_calibration(loaded, report)
     return report
+
+
+def usage_of(backend: Backend, results: CaseResults) -> dict[str, Any]:
+    """The run's tokens and cost (the golden cases') and the backend's request counters, as
+    the ``usage`` section (core/usage.py); read before the backend is closed."""
+    pricing = backend.pricing()
+    cost = run_cost(results.prompt_tokens, results.completion_tokens, pricing, decided=results.ok)
+    return usage_section(cost, pricing, backend.run_stats())
+
+
+def add_usage(loaded: LoadedContract, report: Report, usage: dict[str, Any] | None) -> None:
+    """The ``usage`` sidecar section with the contract's cost gates checked (fuzz runs check
+    no golden gates), when the run used anything worth saying or a cost gate is set."""
+    section = usage_extension(loaded.contract, usage, gated=report.mode != "fuzz")
+    if section is not None:
+        report.extensions[USAGE] = section
 
 
 def add_golden_statistics(loaded: LoadedContract, report: Report) -> None:
@@ -130,3 +164,30 @@ def add_golden_statistics(loaded: LoadedContract, report: Report) -> None:
         report.extensions["statistics"] = golden_statistics(
             report.results, report.document["metrics"], settings
         )
+
+
+def add_calibration(loaded: LoadedContract, report: Report) -> None:
+    """With ``pipeline.calibration_measures`` (or a calibration gate): the calibration
+    measures and checks as the sidecar section ``calibration``; fuzz reports have no golden
+    metrics and get none."""
+    from decguard_pipeline.core.calibration.extension import SECTION, calibration_extension
+
+    if report.mode == "fuzz":
+        return
+    section = calibration_extension(report.results, loaded.contract)
+    if section is not None:
+        report.extensions[SECTION] = section
+
+
+def command_status(report: Report, status: str | None = None) -> str:
+    """What a run exits with: ``status`` (DecGuard's or the guard extension's verdict, the
+    report's own by default) made worse by a failing calibration section or cost gate."""
+    from decguard_pipeline.core.gates import overall_status
+    from decguard_pipeline.core.usage import usage_status
+
+    statuses = [report.status if status is None else status]
+    calibration = report.extensions.get("calibration")
+    if calibration is not None:
+        statuses.append(calibration["status"])
+    statuses += [s for s in [usage_status(report.extensions)] if s is not None]
+    return overall_status([{"status": s} for s in statuses])

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from decguard_pipeline.backends import Backend
 from decguard_pipeline.core.contract import LoadedContract, load_contract
@@ -29,6 +29,9 @@ from decguard_pipeline.core.guard.extension import GuardConfig, guard_config, gu
 from decguard_pipeline.core.guard.suites import suite_summary
 from decguard_pipeline.core.report.golden import Report, build_report, dataset_info
 from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend, run_test
+
+if TYPE_CHECKING:  # the cache's modules (Arrow, the warehouse) only for runs that use it
+    from decguard_pipeline.runs.cache import CacheOptions
 
 
 def plan_datasets(
@@ -67,6 +70,7 @@ class RunOptions(TypedDict, total=False):
     seed: int | None
     properties: Sequence[str] | None
     minimize: bool | None
+    cache: CacheOptions | None  # the response cache of a backend made here
 
 
 def run_guarded_test(
@@ -115,7 +119,8 @@ def run_guarded(
     reports = [] if main is None else [main]
     if main is None or others:
         owned = not isinstance(backend, Backend)
-        instance = make_backend(loaded, backend) if owned else backend  # type: ignore[arg-type]
+        cache = options.get("cache")
+        instance = make_backend(loaded, backend, cache=cache) if owned else backend  # type: ignore[arg-type]
         assert isinstance(instance, Backend)
         try:
             health = None

@@ -19,6 +19,7 @@ from decguard_pipeline.core.contract.baseline import BaselineSettings
 from decguard_pipeline.core.diff import BaselineChoice, Diff, choose_baseline, diff_reports
 from decguard_pipeline.core.diff import sidecar_path as statistics_path
 from decguard_pipeline.core.diff.baseline import no_baseline_reason
+from decguard_pipeline.core.diff.calibration import diff_sidecar
 from decguard_pipeline.core.diff.gates import configured_gates
 from decguard_pipeline.core.diff.html import write_diff_html
 from decguard_pipeline.core.errors import DecGuardError
@@ -30,6 +31,7 @@ from decguard_pipeline.steps.golden import golden_report
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.steps.verdict import approvals
 from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline.warehouse.rows.calibration import diff_calibration_rows
 from decguard_pipeline.warehouse.rows.diff import (
     change_rows,
     diffs_row,
@@ -224,9 +226,10 @@ def _write_documents(outcome: DiffOutcome, directory: Path, step: Step) -> None:
     assert diff is not None
     outcome.diff_path = directory / f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}.diff.json"
     write_document(outcome.diff_path, diff.document, what="diff")
-    if diff.statistics is not None:
+    sidecar = diff_sidecar(diff)  # statistics and/or the calibration comparison
+    if sidecar is not None:
         outcome.sidecar = statistics_path(outcome.diff_path)
-        write_document(outcome.sidecar, diff.statistics, what="statistics")
+        write_document(outcome.sidecar, sidecar, what="statistics")
     outcome.html = write_diff_html(
         # <stem>.diff.html (with_suffix would drop ".diff" and hit the report's own page)
         outcome.diff_path.with_name(outcome.diff_path.name.removesuffix(".json") + ".html"),
@@ -272,6 +275,8 @@ def _tables(
     if diff.statistics is not None:
         tables["diff_intervals"] = interval_rows(base, diff.statistics)
         tables["diff_tests"] = statistical_test_rows(base, diff.statistics)
+    if diff.calibration is not None:
+        tables["diff_calibration"] = diff_calibration_rows(base, diff.calibration)
     return tables
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from decguard_pipeline.core.calibration.extension import SECTION as CALIBRATION
 from decguard_pipeline.core.dataset import Dataset
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.golden.statistics import golden_statistics, statistics_settings
@@ -29,10 +30,12 @@ from decguard_pipeline.core.report.html import write_report_html
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.report.sidecar import write_section
 from decguard_pipeline.core.report.verify import load_report
+from decguard_pipeline.core.usage import USAGE, usage_extension
 from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import Target, backend_of
 from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline.warehouse.rows.calibration import calibration_rows, curve_rows
 from decguard_pipeline.warehouse.rows.golden import (
     case_results_table,
     case_rows,
@@ -48,8 +51,11 @@ from decguard_pipeline.warehouse.rows.golden import (
     run_base,
     run_row,
     served_version,
+    usage_rows,
 )
 from decguard_pipeline.warehouse.store import now
+
+COST_SOURCE = "cost"  # gate_results.source of the cost gates (pipeline.requirements/warnings)
 
 
 def record_contract(entry: ContractEntry, step: Step) -> dict[str, Any]:
@@ -119,17 +125,19 @@ def evaluate_target(entry: ContractEntry, target: str, step: Step) -> Evaluated:
     """Decide every golden case with the target's backend, as many at a time as the
     contract's ``evaluation.max_concurrency`` (the project has no other setting for it);
     write ``case_results`` and ``runs``."""
-    from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend
+    from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend, usage_of
+    from decguard_pipeline.steps.cache import target_cache
 
     loaded = entry.require()
     data = load_golden(entry)
     started = now()
     clock = time.perf_counter()
-    backend = make_backend(loaded, backend_of(target))
+    backend = make_backend(loaded, backend_of(target), cache=target_cache(entry, target, step))
     try:
         health = check_health(backend)
         results = decide_dataset(loaded, data, backend)
         meta = backend.metadata()
+        usage = usage_of(backend, results)
     finally:
         backend.close()
     wall = time.perf_counter() - clock
@@ -154,6 +162,7 @@ def evaluate_target(entry: ContractEntry, target: str, step: Step) -> Evaluated:
         health=health,
         started_at=started,
         wall_s=wall,
+        usage=usage,
     )
     step.warehouse.write("runs", [run], **keys)
     return Evaluated(results, run)
@@ -178,6 +187,16 @@ class GoldenReport:
     @property
     def checks(self) -> list[dict[str, Any]]:
         return self.report.document["checks"]
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        """The run's usage section with the cost gates' checks (core/usage.py), if any."""
+        return self.report.extensions.get(USAGE)
+
+    @property
+    def calibration(self) -> dict[str, Any] | None:
+        """The calibration measures' sidecar section (None unless the contract asks)."""
+        return self.report.extensions.get(CALIBRATION)
 
 
 def golden_report(
@@ -224,24 +243,48 @@ def golden_report(
     )
     if stored is not None:
         report.extensions["properties"] = stored.pipeline  # sidecar section, as `test --all`
+    usage = usage_extension(loaded.contract, stored_usage(run))  # as `test` adds it
+    if usage is not None:
+        report.extensions[USAGE] = usage
+    from decguard_pipeline.runs.golden import add_calibration
+
+    add_calibration(loaded, report)  # the calibration measures, as `test` adds them
     return GoldenReport(evaluated, report)
+
+
+def stored_usage(run: dict[str, Any]) -> dict[str, Any] | None:
+    """A run's usage section as ``evaluate_target`` stored it (None: a run recorded before
+    usage was)."""
+    text = run.get("usage_json")
+    return None if text is None else json.loads(text)
 
 
 def score_target(entry: ContractEntry, target: str, step: Step) -> GoldenReport:
     """The golden report of this run's evaluation (else the newest); its metrics and gate
     checks written to ``metrics``, ``per_label_metrics``, ``reliability_bins`` and
-    ``gate_results`` (and the intervals to ``metric_intervals`` with pipeline.statistics).
-    Its reliability and risk-coverage curves come with it, for the pictures."""
+    ``gate_results`` (and the intervals to ``metric_intervals`` with pipeline.statistics, the
+    calibration measures to ``calibration``, ``calibration_curve`` and, source
+    ``calibration``, ``gate_results`` with pipeline.calibration_measures). Its reliability
+    and risk-coverage curves come with it, for the pictures."""
     golden = golden_report(entry, target, step.warehouse, run_id=step.run_id)
     golden.curves = evaluation_curves(golden.evaluated.results, entry.require().contract)
     metrics = golden.metrics
     where = step.keys(entry.key, target)
     base = run_base(where, golden.evaluated.run)
     wh = step.warehouse
-    wh.write("metrics", metrics_rows(metrics, base), **where)
+    usage = stored_usage(golden.evaluated.run)
+    wh.write("metrics", metrics_rows(metrics, base) + usage_rows(usage, base), **where)
     wh.write("per_label_metrics", per_label_rows(metrics, base), **where)
     wh.write("reliability_bins", reliability_rows(metrics, base), **where)
-    wh.write("gate_results", gate_rows(golden.checks, base, source="golden"), **where)
+    checks = gate_rows(golden.checks, base, source="golden")
+    checks += gate_rows((golden.usage or {}).get("checks", []), base, source=COST_SOURCE)
+    calibration = golden.calibration
+    if calibration is not None:  # its checks in the same write: one gate_results file a run
+        checks += gate_rows(calibration["checks"], base, source=CALIBRATION)
+        labels = list(entry.require().contract.labels)
+        wh.write("calibration", calibration_rows(calibration, base, labels), **where)
+        wh.write("calibration_curve", curve_rows(calibration, base), **where)
+    wh.write("gate_results", checks, **where)
     settings = statistics_settings(entry.require().contract)
     if settings is not None:
         golden.intervals = golden_statistics(golden.evaluated.results, metrics, settings)
@@ -282,7 +325,8 @@ def write_report(entry: ContractEntry, target: str, step: Step) -> WrittenReport
     )
     load_report(path)  # the file must verify exactly, as DecGuard would check it
     for name, section in report.extensions.items():  # <stem>.pipeline.json, as -o writes
-        write_section(path, report.document, name, section)
+        status = section["status"] if name == CALIBRATION else None  # its gates' verdict
+        write_section(path, report.document, name, section, status=status)
     sidecar = dict(report.extensions)
     intervals = wh.read_run("metric_intervals", entry.key, target, step.run_id)
     if intervals is not None and intervals.num_rows:  # golden_metrics of this run stored them

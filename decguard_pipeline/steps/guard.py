@@ -91,7 +91,11 @@ def measure_target(entry: ContractEntry, target: str, step: Step) -> GuardMeasur
     wh = step.warehouse
     main = golden_report(entry, target, wh, run_id=step.run_id).report
     plan = plan_datasets(loaded, suite=None, dataset=None)
-    guarded = run_guarded(loaded, config, plan, backend=backend_of(target), main=main)
+    from decguard_pipeline.steps.cache import target_cache
+
+    # the other suites' answers go through the same response cache as the golden cases
+    cache = target_cache(entry, target, step)
+    guarded = run_guarded(loaded, config, plan, backend=backend_of(target), main=main, cache=cache)
     directory = wh.partition_dir("report_files", entry.key, target)
     guarded.write_files(directory, f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}", target=target)
 

@@ -77,6 +77,7 @@ def run_target(entry: ContractEntry, target: str, step: Step) -> PropertyRun:
     results of the target as originals; the stored section and the warehouse rows."""
     from decguard_pipeline.runs.golden import check_health, make_backend
     from decguard_pipeline.runs.properties import run_properties
+    from decguard_pipeline.steps.cache import target_cache
 
     loaded = entry.require()
     plan = _plan(loaded)  # a ContractError before any backend call
@@ -84,7 +85,7 @@ def run_target(entry: ContractEntry, target: str, step: Step) -> PropertyRun:
     evaluated = load_evaluated(entry, target, wh, step.run_id)
     started = now()
     clock = time.perf_counter()
-    backend = make_backend(loaded, backend_of(target))
+    backend = make_backend(loaded, backend_of(target), cache=target_cache(entry, target, step))
     try:
         health = check_health(backend)
         outcome = run_properties(plan, loaded, backend, evaluated.results)

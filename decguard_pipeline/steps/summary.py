@@ -62,6 +62,7 @@ def summarise(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
             accuracy=values.get("accuracy"),
             ece=values.get("ece"),
             coverage=values.get("coverage"),
+            cost_per_1000=values.get("cost_per_1000"),  # with the backend's pricing
             failed=_names(checks, "fail"),
             warned=_names(checks, "warn"),
         )
@@ -93,22 +94,30 @@ def _gates(row: dict[str, Any]) -> str:
     return row["status"].upper() + (f" ({', '.join(detail)})" if detail else "")
 
 
+def _cost(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
 def render_summary(rows: list[dict[str, Any]], result: Any) -> str:
     width = max([len(r["target"]) for r in rows] + [6])
     cwidth = max([len(r["contract"]) for r in rows] + [8])
     gwidth = max([len(_gates(r)) for r in rows if r["ran"]] + [5])
+    # the API cost per 1,000 decisions, when some target's backend has pricing
+    priced = any(r.get("cost_per_1000") is not None for r in rows)
+    cost_head = f"{'cost/1k':<8}  " if priced else ""
     lines = [
         f"{'contract':<{cwidth}}  {'target':<{width}}  accuracy  ECE    coverage  "
-        f"{'gates':<{gwidth}}  regression"
+        f"{cost_head}{'gates':<{gwidth}}  regression"
     ]
     for r in rows:
         head = f"{r['contract']:<{cwidth}}  {r['target']:<{width}}  "
         if not r["ran"]:
             lines.append(head + f"ERROR: {r['error']}")
             continue
+        cost = f"{_cost(r['cost_per_1000']):<8}  " if priced else ""
         lines.append(
             head + f"{num(r['accuracy']):<8}  {num(r['ece']):<5}  {num(r['coverage']):<8}  "
-            f"{_gates(r):<{gwidth}}  {r['regression']}"
+            f"{cost}{_gates(r):<{gwidth}}  {r['regression']}"
         )
     for contract, backend, why in result.skipped:
         lines.append(f"skipped  {contract}/{backend}: {why}")

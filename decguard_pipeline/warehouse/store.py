@@ -12,12 +12,10 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, unquote
 
-import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from decguard_pipeline.warehouse.manifest import (
@@ -33,6 +31,13 @@ from decguard_pipeline.warehouse.manifest import (
     sql_manifest,
 )
 from decguard_pipeline.warehouse.schema import NO_TARGET, SCHEMA_VERSION, TABLES
+
+if TYPE_CHECKING:
+    import duckdb
+
+# duckdb and pyarrow.compute are imported where they are used: importing Arrow's compute
+# module imports pandas (a third of a second), which a command-line run that only writes
+# the response cache (``write_built``) does not need.
 
 CATALOG = "decguard.duckdb"
 STAMP = "catalog.json"
@@ -115,12 +120,18 @@ class Warehouse:
         target: str = NO_TARGET,
         run_id: str,
         recorded_at: datetime | None = None,
+        catalog: bool = True,
+        compression: str = "zstd",
     ) -> Path:
         """Write one immutable file of ``table`` rows; returns its path.
 
         Files are named ``<UTC timestamp>_<run id>.parquet`` so that name order is time order.
         The rows' ``contract`` and ``target`` must be the partition's (the views read both
-        from the folder names); empty key cells are filled with the write's values."""
+        from the folder names); empty key cells are filled with the write's values.
+        ``catalog=False`` leaves the DuckDB catalog to the next write or query that needs it
+        (a cache directory written every few seconds by a command-line run); ``compression``
+        trades file size for time (``lz4`` writes a table of random digests five times faster
+        than ``zstd``)."""
         schema = TABLES[table]
         if isinstance(data, list):
             data = pa.Table.from_pylist(data, schema=schema)
@@ -132,8 +143,39 @@ class Warehouse:
         directory = self.partition_dir(table, contract, target)
         directory.mkdir(parents=True, exist_ok=True)
         final = directory / f"{stamp}_{_name_part(run_id)}.parquet"
-        self._publish(final, lambda tmp: pq.write_table(data, tmp, compression="zstd"))
-        self.ensure_catalog()
+        self._publish(final, lambda tmp: pq.write_table(data, tmp, compression=compression))
+        if catalog:
+            self.ensure_catalog()
+        return final
+
+    def write_built(
+        self,
+        table: str,
+        data: pa.Table,
+        *,
+        contract: str,
+        target: str,
+        run_id: str,
+        recorded_at: datetime,
+        compression: str = "zstd",
+        **parquet: Any,
+    ) -> Path:
+        """``write`` for rows built column by column with exactly the table's schema and every
+        key cell already the write's (the caller's promise: nothing is cast, filled or
+        checked, so no Arrow compute function runs). Published the same way; the catalog is
+        left to the next ``write`` or query. ``parquet``: more ``ParquetWriter`` options."""
+        if data.schema != TABLES[table]:
+            raise ValueError(f"{table}: rows built with another schema")
+        stamp = recorded_at.strftime("%Y%m%dT%H%M%S%fZ")
+        directory = self.partition_dir(table, contract, target)
+        directory.mkdir(parents=True, exist_ok=True)
+        final = directory / f"{stamp}_{_name_part(run_id)}.parquet"
+
+        def write(tmp: str) -> None:
+            with pq.ParquetWriter(tmp, data.schema, compression=compression, **parquet) as writer:
+                writer.write_table(data)
+
+        self._publish(final, write)
         return final
 
     def _publish(
@@ -222,6 +264,8 @@ class Warehouse:
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """An in-memory DuckDB connection with every table and ``latest_*`` view defined."""
+        import duckdb
+
         self._seed_empty_tables()
         con = duckdb.connect()
         for statement in self.view_statements():
@@ -382,6 +426,8 @@ class Warehouse:
         return self.catalog_path
 
     def _write_catalog(self, path: str, loose: frozenset[str]) -> None:
+        import duckdb
+
         con = duckdb.connect(path)
         try:
             for statement in self.view_statements(loose):
@@ -402,6 +448,8 @@ class Warehouse:
         except PermissionError:
             if not self.catalog_path.exists():
                 raise
+        import duckdb
+
         return duckdb.connect(str(self.catalog_path), read_only=True)
 
 
@@ -410,6 +458,8 @@ def _in_partition(
 ) -> pa.Table:
     """``data`` with empty key cells set to the write's values; refuses rows of another
     contract or target (the views read those two from the folder names)."""
+    import pyarrow.compute as pc
+
     keys = {"contract": contract, "target": target, "run_id": run_id, "recorded_at": at}
     for name, value in keys.items():
         index = data.schema.get_field_index(name)
@@ -432,6 +482,8 @@ def retrying(query: Callable[[], _T], attempts: int = 3) -> _T:
     """Run ``query``, again when it listed a file that compaction deleted before the query
     opened it (a replaced file, no longer counted by the manifest in effect: the next
     attempt does not list it). Any other error, or a third miss, is raised."""
+    import duckdb
+
     for attempt in range(attempts):
         try:
             return query()
@@ -443,6 +495,8 @@ def retrying(query: Callable[[], _T], attempts: int = 3) -> _T:
 
 def _newest_write(rows: pa.Table) -> pa.Table:
     """The rows of the newest write (by ``recorded_at``, then ``run_id``) among ``rows``."""
+    import pyarrow.compute as pc
+
     at = rows.column("recorded_at")
     rows = rows.filter(pc.equal(at, pc.max(at)))
     run = rows.column("run_id")

@@ -157,6 +157,29 @@ def test_network_providers_register_their_secrets_when_they_read_them(monkeypatc
     assert scrub_text(echoed) == f"model {REDACTED} for {REDACTED}"
 
 
+@pytest.mark.parametrize("provider", ["http", "openai", "openjev"])
+def test_proxy_passwords_from_the_environment_are_secrets(monkeypatch, provider):
+    """Both HTTP clients send the credentials of the proxy the environment names: they are
+    registered with the backend's own, when the first request reads them."""
+    from decguard_pipeline.backends.registry import backend_class
+    from decguard_pipeline.core.contract import BackendConfig, DecisionSpec
+
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "http://proxyuser:proxy-pw-31@127.0.0.1:3128")
+    monkeypatch.setenv("HTTPS_PROXY", "http://other:proxy-pw-47@127.0.0.1:3129")
+    url = {"http": "url", "openai": "base_url", "openjev": "url"}[provider]
+    config = BackendConfig.model_validate(
+        {"provider": provider, "model": "m", url: "http://model.invalid:9"}
+    )
+    decision = DecisionSpec("q", "choice", ("yes", "no"))
+    backend = backend_class(provider).from_config(config, name="b", decision=decision)
+    assert not secrets.has_secrets()
+    backend.request_headers()
+    assert scrub_text("via proxy-pw-31 and proxy-pw-47") == f"via {REDACTED} and {REDACTED}"
+    assert scrub_text("proxyuser") == "proxyuser"  # a user name is not a secret
+
+
 def test_scrub_is_thread_safe_while_registering():
     import threading
 

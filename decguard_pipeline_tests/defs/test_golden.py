@@ -22,6 +22,7 @@ from decguard_pipeline.defs.checks import contract_checks
 from decguard_pipeline.defs.gate_checks import check_name
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
+from decguard_pipeline.demo.autostart import DEMO_URL_VARIABLE, demo_server_for
 from decguard_pipeline.runs.golden import run_test
 from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.warehouse import Warehouse
@@ -175,9 +176,11 @@ def test_golden_metrics_are_computed_once(contracts, tmp_path, monkeypatch):
     assert done["golden_metrics"].metadata["status"] == "PASS"
 
 
-def test_check_names_follow_the_report_checks(contracts):
+def test_check_names_follow_the_report_checks(contracts, monkeypatch):
     """One Dagster check per golden gate, in the order of the report's checks: requirements
-    (the implicit max_error_rate included, or the contract's own), then warnings."""
+    (the implicit max_error_rate included, or the contract's own), then warnings; then the
+    cost gates, in the order of the run's usage section (the tickets example has one). The
+    demo server the tickets example names is started for the test."""
     severity = contracts / "severity" / "decguard.yaml"
     severity.write_text(
         severity.read_text() + "\nwarnings:\n  max_error_rate: 0.1\n  min_accuracy: 0.99\n"
@@ -187,12 +190,19 @@ def test_check_names_follow_the_report_checks(contracts):
         spam.read_text().replace("requirements:\n", "requirements:\n  max_error_rate: 0.2\n")
     )
     names = {}
-    for entry in discover_contracts(str(contracts)):
-        (checks,) = contract_checks(entry)
-        names[entry.key] = [spec.name for spec in checks.check_specs]
-        report = run_test(entry.require(), backend="default")
-        in_report = [check_name(c["gate"], c["level"]) for c in report.document["checks"]]
-        assert names[entry.key] == in_report
+    entries = discover_contracts(str(contracts))
+    monkeypatch.delenv(DEMO_URL_VARIABLE, raising=False)
+    with demo_server_for([e.require().contract for e in entries]):
+        for entry in entries:
+            (checks,) = contract_checks(entry)
+            names[entry.key] = [spec.name for spec in checks.check_specs]
+            report = run_test(entry.require(), backend="default")
+            usage = report.extensions.get("usage", {}).get("checks", [])
+            in_report = [
+                check_name(c["gate"], c["level"]) for c in [*report.document["checks"], *usage]
+            ]
+            assert names[entry.key] == in_report
+    assert names["tickets"][-1] == "max_cost_per_1000_warning"
     assert names["severity"][-2:] == ["min_accuracy_warning", "max_error_rate_warning"]
     assert "max_error_rate" in names["severity"]  # the implicit requirement
     assert names["spam"].count("max_error_rate") == 1  # the contract's own, not twice

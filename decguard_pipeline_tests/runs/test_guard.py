@@ -270,11 +270,13 @@ def test_fuzz_mode_has_no_guard_sections(ours, write, suite_contract, tmp_path):
 def test_list_metrics_names_every_gated_metric(ours):
     from decguard_pipeline.core.golden.gates import GOLDEN_GATES
     from decguard_pipeline.core.guard.gates import GUARD_GATES
+    from decguard_pipeline.core.usage import COST_GATES
 
     ran = ours("list", "metrics")
     assert ran.exit_code == 0
     names = {line.split()[0] for line in ran.stdout.splitlines() if line.startswith("  ")}
     gated = {m for m, _ in GOLDEN_GATES.values()} | {m for m, _ in GUARD_GATES.values()}
+    gated |= {m for m, _ in COST_GATES.values()}
     gated -= {"abs_confidence_gap"}  # |confidence_gap|, listed under confidence_gap
     assert gated <= names, gated - names
     listed = json.loads(ours("list", "metrics", "-f", "json").stdout)

@@ -25,7 +25,8 @@ from decguard_pipeline.core.calibration.recalibration import (
     TemperatureScaling,
     temperature_scaling,
 )
-from decguard_pipeline.core.calibration.smooth import SmoothECE, smooth_calibration
+from decguard_pipeline.core.calibration.smooth import SmoothECE
+from decguard_pipeline.core.calibration.smooth_bootstrap import smooth_calibration
 from decguard_pipeline.core.exact import fsum
 
 DECOMPOSED = ("brier", "brier_top_label", "log_loss_top_label")

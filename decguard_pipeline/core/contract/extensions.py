@@ -9,7 +9,9 @@ reference): they go to a ``<report>.pipeline.json`` sidecar, the warehouse and t
 from __future__ import annotations
 
 from decguard_pipeline.core.contract.baseline import BaselineSettings
-from decguard_pipeline.core.contract.extension_gates import GuardGates
+from decguard_pipeline.core.contract.cache import CacheSettings
+from decguard_pipeline.core.contract.calibration_measures import CalibrationMeasures
+from decguard_pipeline.core.contract.extension_gates import ExtensionGates
 from decguard_pipeline.core.contract.guard_settings import (
     CalibrationSettings,
     GuardSettings,
@@ -32,6 +34,9 @@ class PipelineSection(Strict):
     calibration: CalibrationSettings | None = None
     risk_coverage: RiskCoverageSettings | None = None
     partial_runs: PartialRunSettings | None = None
-    requirements: GuardGates = GuardGates()
-    warnings: GuardGates = GuardGates()
+    # calibration beyond bins for every golden run (docs/metrics.md)
+    calibration_measures: CalibrationMeasures | None = None
+    requirements: ExtensionGates = ExtensionGates()  # every feature's gates, each checks its own
+    warnings: ExtensionGates = ExtensionGates()
     production: ProductionExtension | None = None  # check extensions, docs/production.md
+    cache: CacheSettings | None = None  # the response cache, docs/cache.md (not hashed)

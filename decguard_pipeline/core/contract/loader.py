@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from decguard_pipeline.core.contract.extensions import PipelineSection
 from decguard_pipeline.core.contract.model import Contract
 from decguard_pipeline.core.errors import ContractError
 from decguard_pipeline.core.validation import format_errors, loads_strict
@@ -73,8 +74,16 @@ def parse_contract(data: Any, *, source: str = "<contract>") -> Contract:
 
 def contract_hash(contract: Contract) -> str:
     """sha256 of the canonical JSON of the contract with every default filled in."""
-    # A contract without extensions hashes exactly as in DecGuard.
-    exclude = {"pipeline"} if contract.pipeline is None else None
+    # A contract without extensions hashes exactly as in DecGuard. ``pipeline.cache`` never
+    # changes a result, so it is not hashed (a contract with only that extension hashes as
+    # DecGuard's, and turning the cache on or off does not make evaluations stale).
+    pipeline = contract.pipeline
+    exclude: Any = {"pipeline": {"cache"}}
+    if pipeline is None or (
+        pipeline.cache is not None
+        and pipeline.model_copy(update={"cache": None}) == PipelineSection()
+    ):
+        exclude = {"pipeline"}
     canonical = json.dumps(
         contract.model_dump(mode="json", by_alias=True, exclude=exclude),
         sort_keys=True,

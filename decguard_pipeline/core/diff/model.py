@@ -23,6 +23,8 @@ class Diff:
     values: dict[str, float | None]  # what each regression gate limits
     worst_segment: dict[str, Any] | None
     statistics: dict[str, Any] | None = None  # pipeline.statistics results (the sidecar)
+    # pipeline.calibration_measures: both runs' CORP decompositions (core/diff/calibration.py)
+    calibration: dict[str, Any] | None = None
 
     @property
     def status(self) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from decguard_pipeline.core.calibration.extension import measures_settings
 from decguard_pipeline.core.contract import Evaluation, LoadedContract, Regression, load_contract
 from decguard_pipeline.core.diff.gates import gate_values, regression_checks
 from decguard_pipeline.core.diff.model import Diff
@@ -83,7 +84,8 @@ def diff_reports(
     """Compare two verified reports of the same decision; pure apart from the timestamp.
 
     With a contract whose ``pipeline.statistics`` is set, statistics are computed too
-    (``Diff.statistics``) and its gate modes decide the checks."""
+    (``Diff.statistics``) and its gate modes decide the checks; with its calibration measures
+    on, both runs' CORP decompositions (``Diff.calibration``)."""
     b_doc, c_doc = baseline.document, candidate.document
     ensure_comparable(b_doc, c_doc)
     if contract is not None:
@@ -135,6 +137,11 @@ def diff_reports(
         checks = stats.checks
     else:
         checks = regression_checks(regression, values, worst)
+    measures = None if contract is None else measures_settings(contract.contract)
+    if measures is not None:  # less honest, or less able to tell cases apart?
+        from decguard_pipeline.core.diff.calibration import calibration_shift
+
+        diff.calibration = calibration_shift(pairs.base, pairs.cand, measures)
     status = overall_status(checks)
     diff.document = {
         "diff_version": DIFF_VERSION,

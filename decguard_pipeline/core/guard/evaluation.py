@@ -105,7 +105,11 @@ class GuardedRun:
         for index, run in enumerate(self.runs):
             file_stem = stem if index == 0 else f"{stem}.{run.suite}"
             title = " · ".join([name, run.label] + ([target] if target is not None else []))
-            self.images[index] = write_images(run.block, directory, file_stem, title=title)
+            # the smooth reliability curve, when the calibration measures are on
+            smooth = run.report.extensions.get("calibration", {}).get("smooth")
+            self.images[index] = write_images(
+                run.block, directory, file_stem, title=title, smooth=smooth
+            )
         self.sidecar = sidecar_path(directory / f"{stem}.json")
         write_document(self.sidecar, self.document(report), what="pipeline results")
         return [*(p for images in self.images.values() for p in images.values()), self.sidecar]

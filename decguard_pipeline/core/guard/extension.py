@@ -63,7 +63,7 @@ def guard_enabled(contract: Contract) -> bool:
         return False
     sections = (p.guard, p.suites, p.calibration, p.risk_coverage, p.partial_runs)
     return any(s is not None for s in sections) or bool(
-        p.requirements.configured() or p.warnings.configured()
+        p.requirements.owned(GuardGates) or p.warnings.owned(GuardGates)
     )
 
 
@@ -82,8 +82,9 @@ def guard_config(contract: Contract, *, source: str = "<contract>") -> GuardConf
         bins=calibration.bins or contract.evaluation.calibration_bins,
         risk_coverage=(p.risk_coverage if p else None) or RiskCoverageSettings(),
         partial_runs=(p.partial_runs if p else None) or PartialRunSettings(),
-        requirements=p.requirements if p else GuardGates(),
-        warnings=p.warnings if p else GuardGates(),
+        # the guard's own gates (pipeline.requirements holds other features' too)
+        requirements=GuardGates(**p.requirements.owned(GuardGates)) if p else GuardGates(),
+        warnings=GuardGates(**p.warnings.owned(GuardGates)) if p else GuardGates(),
         suites=dict((p.suites if p else None) or {}),
         calibration_bins=contract.evaluation.calibration_bins,
         confidence_threshold=contract.evaluation.confidence_threshold,

@@ -27,11 +27,14 @@ def _y(value: float) -> float:
     return round(TOP + PLOT * (1 - value), 2)
 
 
-def reliability_svg(bins: Sequence[dict[str, Any]], *, title: str) -> Html:
+def reliability_svg(
+    bins: Sequence[dict[str, Any]], *, title: str, smooth: dict[str, Any] | None = None
+) -> Html:
     """One reliability panel: a dot per non-empty bin at (mean confidence, accuracy), its area
     growing with the bin's cases, a red segment from the diagonal to the dot (the bin's gap:
     below the diagonal = over-confident), and grey bars along the bottom spanning each bin's
-    confidence range, as tall as its share of the cases."""
+    confidence range, as tall as its share of the cases. ``smooth``: a calibration section's
+    smoothed reliability curve (``smooth.curve``), drawn under the bins with its band."""
     parts: list[Html] = [el("title", title)]
     for tick in range(6):
         v = tick / 5
@@ -45,6 +48,8 @@ def reliability_svg(bins: Sequence[dict[str, Any]], *, title: str) -> Html:
     parts.append(_histogram(full))
     parts.append(el("rect", x=LEFT, y=TOP, width=PLOT, height=PLOT, fill="none", class_="axis"))
     parts.append(el("line", x1=_x(0), y1=_y(0), x2=_x(1), y2=_y(1), class_="diag"))
+    if smooth is not None:
+        parts.append(smooth_layer(smooth))
     parts.append(
         el(
             "text",
@@ -120,6 +125,42 @@ def reliability_svg(bins: Sequence[dict[str, Any]], *, title: str) -> Html:
         role="img",
         aria_label=title,
     )
+
+
+SPARSE = 0.05  # below this share of its peak density the smooth curve is not drawn
+
+
+def _runs(keep: list[bool]) -> list[tuple[int, int]]:
+    """``(start, end)`` of every run of True in ``keep`` (end exclusive)."""
+    runs, start = [], None
+    for i, k in enumerate([*keep, False]):
+        if k and start is None:
+            start = i
+        elif not k and start is not None:
+            runs.append((start, i))
+            start = None
+    return runs
+
+
+def smooth_layer(curve: dict[str, Any]) -> Html:
+    """The smoothed reliability curve (mesh, accuracy, lower, upper, density) and its bootstrap
+    band, where the confidences are (its density at least ``SPARSE`` of its peak: elsewhere
+    the curve is the kernel's extrapolation, not a measurement)."""
+    x, acc, density = curve["mesh"], curve["accuracy"], curve["density"]
+    peak = max(density, default=0.0)
+    keep = [peak > 0 and d >= SPARSE * peak for d in density]
+    clip = [min(max(v, 0.0), 1.0) for v in acc]
+    parts = []
+    for start, end in _runs(keep):
+        if curve["lower"] is not None:
+            upper = [(x[i], min(max(curve["upper"][i], 0.0), 1.0)) for i in range(start, end)]
+            lower = [(x[i], min(max(curve["lower"][i], 0.0), 1.0)) for i in range(start, end)]
+            ring = upper + lower[::-1]
+            points = " ".join(f"{_x(a)},{_y(b)}" for a, b in ring)
+            parts.append(el("polygon", points=points, class_="band"))
+        points = " ".join(f"{_x(x[i])},{_y(clip[i])}" for i in range(start, end))
+        parts.append(el("polyline", points=points, class_="smooth"))
+    return el("g", parts, class_="smoothed")
 
 
 def _describe(b: dict[str, Any]) -> str:

@@ -71,6 +71,9 @@ def render_report_html(
     extension = safely("guard", lambda: _extension_verdict(sidecar))
     if extension:
         page.also.append(extension)
+    calibrated = safely("calibration", lambda: _calibration_verdict(sidecar))
+    if calibrated:
+        page.also.append(calibrated)
     sections = page.sections
     sections.append(Section("gates", "Gates", checks_table(doc["checks"])))
     sections.append(Section("metrics", "Metrics", _metrics(doc, sidecar), _tiles_note(doc)))
@@ -79,7 +82,11 @@ def render_report_html(
         sections.append(Section("properties", "Properties", body))
         page.blocks.append(block)
     if doc["metrics"]["calibration"]["n"] or doc["mode"] != "fuzz":
-        sections.append(Section("calibration", "Calibration", calibration_section(report)))
+        measures = sidecar.get("calibration")
+        measures = measures if isinstance(measures, dict) else None
+        sections.append(
+            Section("calibration", "Calibration", calibration_section(report, measures))
+        )
     if doc["metrics"]["classification"]["per_label"]:
         sections.append(Section("labels", "Per label", labels_section(report)))
     if isinstance(sidecar.get("evaluations"), list):
@@ -155,6 +162,22 @@ def _extension_verdict(sidecar: dict[str, Any]) -> Html | None:
         text,
         ": " + ", ".join(bad) if bad else "",
         data_extension_status=status,
+    )
+
+
+def _calibration_verdict(sidecar: dict[str, Any]) -> Html | None:
+    """The calibration gates' verdict, when the sidecar's calibration section has gates."""
+    section = sidecar.get("calibration")
+    if not isinstance(section, dict) or not section.get("checks"):
+        return None
+    status = str(section["status"])
+    bad = [c["gate"] for c in section["checks"] if c["status"] != "pass"]
+    return el(
+        "span",
+        status_chip(status),
+        " the pipeline's calibration gates",
+        ": " + ", ".join(bad) if bad else "",
+        data_calibration_status=status,
     )
 
 

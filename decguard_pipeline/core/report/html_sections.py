@@ -19,9 +19,11 @@ from decguard_pipeline.core.html.markup import Html, el, sig
 from decguard_pipeline.core.report.golden import Report
 
 
-def calibration_section(report: Report) -> Html:
+def calibration_section(report: Report, measures: dict[str, Any] | None = None) -> Html:
     """Reliability diagrams over the report's equal-width bins and over equal-mass bins of the
-    same number, with both ECEs and the confidence gap."""
+    same number, with both ECEs and the confidence gap. ``measures``: the sidecar's
+    ``calibration`` section, when the run has it: its smoothed reliability curve on both
+    diagrams and its measures and checks below them."""
     doc = report.document
     calibration = doc["metrics"]["calibration"]
     results = report.results
@@ -35,16 +37,22 @@ def calibration_section(report: Report) -> Html:
     gap = confidence_gap(confidence, correct)
     mean = mean_confidence(confidence)
     accuracy = doc["metrics"]["classification"]["accuracy"]
+    smooth = measures.get("smooth") if measures else None
+    curve = smooth["curve"] if smooth else None
     charts = el(
         "div",
         figure(
-            reliability_svg(width_bins, title=f"Equal-width bins · ECE {sig(calibration['ece'])}"),
+            reliability_svg(
+                width_bins, title=f"Equal-width bins · ECE {sig(calibration['ece'])}", smooth=curve
+            ),
             f"{n_bins} bins of width {sig(1 / n_bins)}, DecGuard's binning (the ECE gate uses "
             "it). Dot area and grey bars: cases in the bin; red: the bin's gap to the diagonal "
             "(below it: over-confident).",
         ),
         figure(
-            reliability_svg(mass_bins, title=f"Equal-mass bins · ECE {sig(ece_mass)}"),
+            reliability_svg(
+                mass_bins, title=f"Equal-mass bins · ECE {sig(ece_mass)}", smooth=curve
+            ),
             f"Up to {n_bins} bins holding about the same number of cases each (equal "
             "confidences kept together), so no bin is judged on a handful of cases; grey bars "
             "span each bin's confidence range.",
@@ -60,7 +68,86 @@ def calibration_section(report: Report) -> Html:
             f"accuracy {sig(accuracy)} · gap {sig(gap)} ({side} on average) · "
             f"Brier {sig(calibration['brier'])} · NLL {sig(calibration['nll'])}"
         )
-    return el("div", el("p", words, class_="lead"), charts, _bin_tables(width_bins, mass_bins))
+    extra = None
+    if measures:
+        found = safely("calibration", lambda: measures_block(measures))
+        extra = found if isinstance(found, Html) else None
+    return el(
+        "div",
+        el("p", words, class_="lead"),
+        charts,
+        extra,
+        _bin_tables(width_bins, mass_bins),
+    )
+
+
+def measures_block(m: dict[str, Any]) -> Html:
+    """The calibration measures (sidecar section ``calibration``): what the orange curve is,
+    then one row per measure and the calibration checks."""
+    s, r, a = m["smooth"], m["recalibration"], m["abstention"]
+    rows: list[tuple[str, Any, str]] = []
+    if s is not None:
+        band = (
+            f"[{sig(s['low'])}, {sig(s['high'])}] {s['level']:.0%} bootstrap"
+            if s["low"] is not None
+            else "no interval"
+        )
+        rows.append(("smooth ECE", s["value"], f"{band}; bandwidth {sig(s['bandwidth'])}"))
+    rows += [
+        ("ECE top-label", m["ece_top_label"], f"DecGuard's ece, {m['settings']['bins']} bins"),
+        ("ECE class-wise", m["ece_classwise"], "mean one-vs-rest ECE over the labels"),
+        ("ℓ2 ECE debiased", m["ece_l2_debiased"], f"plug-in {sig(m['ece_l2'])}"),
+    ]
+    for key, title in (("brier", "Brier"), ("log_loss_top_label", "log loss top-label")):
+        d = m["decomposition"][key]
+        if d is not None:
+            rows.append(
+                (
+                    f"{title}: miscalibration",
+                    d["miscalibration"],
+                    f"of {sig(d['score'])}; discrimination {sig(d['discrimination'])}, "
+                    f"uncertainty {sig(d['uncertainty'])}",
+                )
+            )
+    if r is not None:
+        rows.append(
+            (
+                "temperature",
+                r["temperature"],
+                f"out of fold: ECE {sig(r['before']['ece'])} → {sig(r['after']['ece'])}, "
+                f"NLL {sig(r['before']['nll'])} → {sig(r['after']['nll'])}",
+            )
+        )
+    target = f"selective risk ≤ {sig(a['alpha'])} with probability ≥ {sig(1 - a['delta'])}"
+    if a["threshold"] is None:
+        rows.append(("abstention threshold", None, f"none guarantees {target}"))
+    else:
+        rows.append(
+            (
+                "abstention threshold",
+                a["threshold"],
+                f"{target}: coverage {sig(a['coverage'])}, observed risk "
+                f"{sig(a['selective_risk'])}",
+            )
+        )
+    head = el("tr", el("th", "measure"), el("th", "value", class_="num"), el("th", ""))
+    body = [
+        el("tr", el("th", name), el("td", sig(value), class_="num"), el("td", note))
+        for name, value, note in rows
+    ]
+    parts: list[Any] = [
+        el("h3", "Calibration measures (pipeline.json)"),
+        el(
+            "p",
+            "Orange: the smoothed reliability curve (kernel bandwidth = smooth ECE) with its "
+            "bootstrap band, drawn where there are confidences.",
+            class_="muted",
+        ),
+        el("table", el("thead", head), el("tbody", body), data_section="calibration-measures"),
+    ]
+    if m["checks"]:
+        parts += [el("h3", "Calibration gates"), checks_table(m["checks"])]
+    return el("div", parts)
 
 
 def _bin_tables(width_bins: list[dict[str, Any]], mass_bins: list[dict[str, Any]]) -> Html:

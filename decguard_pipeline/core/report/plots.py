@@ -1,6 +1,7 @@
 """Pictures of an evaluation: the reliability diagram and the risk-coverage curve, as PNG.
 
-Drawn from the extension block alone (``core.guard.extension.extension_metrics``), so the CLI
+Drawn from the extension block alone (``core.guard.extension.extension_metrics``) and, for the
+smooth reliability curve, the calibration section (``core.calibration.extension``), so the CLI
 writes them next to the report and a Dagster asset can attach the same bytes to its
 materialisation. Matplotlib is used through its object API on the Agg canvas: no GUI, no
 global pyplot state, safe in worker threads.
@@ -9,8 +10,6 @@ global pyplot state, safe in worker threads.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +18,6 @@ from decguard_pipeline.core.errors import ReportError
 DPI = 100
 SIZE = (9.0, 4.2)  # inches: two panels side by side
 RELIABILITY, RISK_COVERAGE = "reliability", "risk_coverage"
-
-
-@dataclass(frozen=True)
-class Curve:
-    """One more line on both panels of the reliability diagram (e.g. a smooth reliability
-    curve): accuracy ``y`` against confidence ``x``, named in the legend."""
-
-    label: str
-    x: Sequence[float]
-    y: Sequence[float]
-    color: str = "tab:orange"
 
 
 def _figure(size: tuple[float, float]) -> Any:
@@ -48,9 +36,7 @@ def _png(figure: Any) -> bytes:
     return buffer.getvalue()
 
 
-def _reliability_panel(
-    axes: Any, bins: list[dict[str, Any]], title: str, curves: Sequence[Curve] = ()
-) -> None:
+def _reliability_panel(axes: Any, bins: list[dict[str, Any]], title: str) -> None:
     axes.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="calibrated")
     full = [b for b in bins if b["count"]]
     if full:
@@ -61,9 +47,6 @@ def _reliability_panel(
         axes.scatter(conf, acc, s=sizes, color="tab:blue", alpha=0.7, label="bins (size = cases)")
         for c, a in zip(conf, acc, strict=True):
             axes.plot([c, c], [c, a], color="tab:red", linewidth=1, alpha=0.6)
-    for curve in curves:
-        axes.plot(list(curve.x), list(curve.y), color=curve.color, linewidth=1.5,
-                  label=curve.label)  # fmt: skip
     axes.set_xlim(0, 1)
     axes.set_ylim(0, 1.02)
     axes.set_xlabel("mean confidence in bin")
@@ -72,29 +55,83 @@ def _reliability_panel(
     axes.legend(loc="upper left", fontsize=8)
 
 
+SMOOTH_COLOR = "tab:orange"
+SPARSE = 0.05  # below this share of its peak density the smooth curve is not drawn
+
+
+def smooth_curve(axes: Any, curve: dict[str, Any], *, level: float | None = None) -> None:
+    """Overlay the smoothed reliability curve (the calibration section's ``smooth.curve``:
+    mesh, accuracy, lower, upper, density) on a reliability axes, with its bootstrap band
+    shaded, where the confidences are: where their smoothed density is below ``SPARSE`` of its
+    peak the curve would be the kernel's extrapolation (towards 0 as the density vanishes), not
+    a measurement, and is left out. ``level``: the band's, for the legend."""
+    import numpy as np
+
+    x = np.asarray(curve["mesh"], dtype=np.float64)
+    y = np.asarray(curve["accuracy"], dtype=np.float64)
+    density = np.asarray(curve["density"], dtype=np.float64)
+    dense = density >= SPARSE * density.max() if density.size else density.astype(bool)
+    if curve["lower"] is not None:
+        band = f"band ({level:.0%})" if level is not None else "band"
+        axes.fill_between(x, curve["lower"], curve["upper"], where=dense, color=SMOOTH_COLOR,
+                          alpha=0.2, linewidth=0, label=f"smooth {band}")  # fmt: skip
+    axes.plot(x, np.where(dense, y, np.nan), color=SMOOTH_COLOR, linewidth=2, label="smooth")
+
+
+def smooth_reliability_png(section: dict[str, Any], *, title: str = "") -> bytes:
+    """One panel: the smoothed reliability curve of a calibration section with its band, the
+    diagonal and the density of confidences along the bottom."""
+    figure = _figure((SIZE[0] / 2 + 0.5, SIZE[1]))
+    axes = figure.subplots(1, 1)
+    axes.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="calibrated")
+    smooth = section["smooth"]
+    if smooth is None:
+        heading = "no labeled cases"
+    else:
+        curve = smooth["curve"]
+        density = curve["density"]
+        peak = max(density) or 1.0
+        axes.fill_between(curve["mesh"], [0.25 * d / peak for d in density], color="grey",
+                          alpha=0.25, linewidth=0, label="confidences")  # fmt: skip
+        smooth_curve(axes, curve, level=smooth["level"])
+        interval = (
+            f" [{_fmt(smooth['low'])}, {_fmt(smooth['high'])}]" if smooth["low"] is not None else ""
+        )
+        heading = f"smooth ECE {_fmt(smooth['value'])}{interval}"
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1.02)
+    axes.set_xlabel("confidence")
+    axes.set_ylabel("accuracy (smoothed)")
+    axes.set_title(f"{title} · {heading}" if title else heading, fontsize=10)
+    axes.legend(loc="upper left", fontsize=8)
+    figure.tight_layout()
+    return _png(figure)
+
+
 def _curve(axes: Any, xs: list[float], ys: list[float], color: str) -> None:
     axes.plot(xs, ys, marker="o", markersize=3, color=color)
 
 
 def reliability_png(
-    calibration: dict[str, Any], *, title: str = "", curves: Sequence[Curve] = ()
+    calibration: dict[str, Any], *, title: str = "", smooth: dict[str, Any] | None = None
 ) -> bytes:
     """Reliability diagram: equal-width and equal-mass bins side by side; the red segments
-    are each bin's gap (below the diagonal = over-confident). ``curves`` are drawn on both
-    panels."""
+    are each bin's gap (below the diagonal = over-confident). ``smooth``: a calibration
+    section's ``smooth`` (value, level, curve), overlaid on both panels (:func:`smooth_curve`)."""
     figure = _figure(SIZE)
     left, right = figure.subplots(1, 2)
+    for axes in (left, right) if smooth is not None else ():
+        smooth_curve(axes, smooth["curve"], level=smooth["level"])
     _reliability_panel(
         left,
         calibration["reliability_equal_width"],
         f"equal-width · ECE {_fmt(calibration['ece_equal_width'])}",
-        curves,
     )
     _reliability_panel(
         right,
         calibration["reliability_equal_mass"],
-        f"equal-mass · ECE {_fmt(calibration['ece_equal_mass'])}",
-        curves,
+        f"equal-mass · ECE {_fmt(calibration['ece_equal_mass'])}"
+        + (f" · smooth {_fmt(smooth['value'])}" if smooth is not None else ""),
     )
     gap, direction = calibration["confidence_gap"], calibration["direction"]
     heading = f"gap {gap:+.3f} ({direction})" if gap is not None else "no labeled cases"
@@ -145,12 +182,18 @@ def _fmt(value: float | None) -> str:
 
 
 def write_images(
-    block: dict[str, Any], directory: str | Path, stem: str, *, title: str = ""
+    block: dict[str, Any],
+    directory: str | Path,
+    stem: str,
+    *,
+    title: str = "",
+    smooth: dict[str, Any] | None = None,
 ) -> dict[str, Path]:
-    """``<stem>.reliability.png`` and ``<stem>.risk_coverage.png`` in ``directory``."""
+    """``<stem>.reliability.png`` (with ``smooth``'s curve when given) and
+    ``<stem>.risk_coverage.png`` in ``directory``."""
     directory = Path(directory)
     images = {
-        RELIABILITY: reliability_png(block["calibration"], title=title),
+        RELIABILITY: reliability_png(block["calibration"], title=title, smooth=smooth),
         RISK_COVERAGE: risk_coverage_png(block["risk_coverage"], title=title),
     }
     written = {}

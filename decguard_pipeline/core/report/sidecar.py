@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.json_limits import max_bytes
 from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.report.jsonio import write_document
@@ -51,9 +52,17 @@ def _same_run(path: Path, report_name: str, created_at: str) -> dict[str, Any] |
 
 
 def write_section(
-    report_path: str | Path, report: dict[str, Any], name: str, section: dict[str, Any]
+    report_path: str | Path,
+    report: dict[str, Any],
+    name: str,
+    section: dict[str, Any],
+    *,
+    status: str | None = None,
 ) -> Path:
-    """Put ``section`` under ``name`` in the sidecar of the report at ``report_path``."""
+    """Put ``section`` under ``name`` in the sidecar of the report at ``report_path``.
+    ``status``: the verdict of the section's own gates (calibration); the document's
+    ``status`` and ``exit_code`` become the worse of theirs and it, so they stay what the
+    command exits with."""
     report_path = Path(report_path)
     path = sidecar_path(report_path)
     document = _same_run(path, report_path.name, report["created_at"])
@@ -68,5 +77,8 @@ def write_section(
             "exit_code": report["exit_code"],
         }
     document[name] = section
+    if status is not None:
+        worst = overall_status([{"status": document["status"]}, {"status": status}])
+        document["status"], document["exit_code"] = worst, EXIT_CODES[worst]
     write_document(path, document, what="pipeline results")
     return path

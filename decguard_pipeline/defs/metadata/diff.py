@@ -9,6 +9,7 @@ from typing import Any
 import dagster as dg
 
 from decguard_pipeline.core.diff import render_diff, render_statistics
+from decguard_pipeline.core.diff.calibration import render_calibration_shift
 from decguard_pipeline.defs.metadata.base import checks_table, numbers, table
 from decguard_pipeline.defs.report_links import file_links
 from decguard_pipeline.steps.diff import DiffOutcome
@@ -60,6 +61,21 @@ def flip_matrix_markdown(labels: list[str], matrix: list[list[int]]) -> str:
     totals = [sum(col) for col in zip(*matrix, strict=True)] if matrix else []
     lines.append("| total | " + " | ".join(map(str, totals)) + f" | {sum(totals)} |")
     return "\n".join(lines)
+
+
+def calibration_shift_metadata(section: dict[str, Any]) -> dict[str, Any]:
+    """The diff's calibration comparison: its text, the verdict and the Brier score's change
+    of miscalibration and discrimination as numbers."""
+    meta: dict[str, Any] = {
+        "calibration": dg.MetadataValue.md("```\n" + render_calibration_shift(section) + "\n```"),
+        "calibration_honesty": section["verdict"]["honesty"],
+        "calibration_discrimination": section["verdict"]["discrimination"],
+    }
+    delta = section["decomposition"]["brier"]["delta"]
+    if delta is not None:
+        for part in ("miscalibration", "discrimination"):
+            meta[f"{part}_delta"] = dg.MetadataValue.float(delta[part])
+    return meta
 
 
 def materialisation_metadata(outcome: DiffOutcome) -> dict[str, Any]:
@@ -158,6 +174,8 @@ def materialisation_metadata(outcome: DiffOutcome) -> dict[str, Any]:
             limit=1000,
         )
         meta["mcnemar_p_value"] = dg.MetadataValue.float(overall["mcnemar"]["p_value"])
+    if diff.calibration is not None:  # less honest, or less able to tell cases apart?
+        meta.update(calibration_shift_metadata(diff.calibration))
     if outcome.html is not None:
         meta.update(file_links("diff_html", outcome.html))
     meta["diff_path"] = dg.MetadataValue.path(str(outcome.diff_path))

@@ -22,10 +22,11 @@ from decguard_pipeline.defs.metadata.base import (
     results_table,
     table,
 )
+from decguard_pipeline.defs.metadata.calibration import calibration_metadata
 from decguard_pipeline.defs.report_links import file_links
 from decguard_pipeline.steps.base import Evaluated
 from decguard_pipeline.steps.golden import GoldenReport, WrittenReport
-from decguard_pipeline.warehouse.rows.golden import flat_metrics
+from decguard_pipeline.warehouse.rows.golden import USAGE_METRICS, flat_metrics, usage_columns
 
 PER_LABEL = [("label", "string"), ("precision", "float"), ("recall", "float"), ("f1", "float"),
              ("support", "int")]  # fmt: skip
@@ -93,10 +94,11 @@ def pictures(golden: GoldenReport, title: str) -> dict[str, Any]:
     if golden.curves is None:
         return {}
     calibration, risk = golden.curves["calibration"], golden.curves["risk_coverage"]
+    # with pipeline.calibration_measures, the smooth reliability curve over the bins
+    smooth = (golden.calibration or {}).get("smooth")
+    diagram = reliability_png(calibration, title=title, smooth=smooth)
     return {
-        "reliability_diagram": dg.MetadataValue.md(
-            image_markdown(f"reliability {title}", reliability_png(calibration, title=title))
-        ),
+        "reliability_diagram": dg.MetadataValue.md(image_markdown(f"reliability {title}", diagram)),
         "risk_coverage": dg.MetadataValue.md(
             image_markdown(f"risk-coverage {title}", risk_coverage_png(risk, title=title))
         ),
@@ -147,9 +149,12 @@ def golden_metrics_metadata(golden: GoldenReport) -> dict[str, Any]:
     intervals = {} if golden.intervals is None else {"intervals": intervals_table(golden.intervals)}
     backend = report.document["backend"]
     title = f"{backend['name']} · {backend['model'] or '-'} {backend['model_version'] or ''}"
+    usage = golden.usage or {}
     return {
         "status": report.status.upper(),
-        "verdict": dg.MetadataValue.md(verdict_markdown(report.status, golden.checks)),
+        "verdict": dg.MetadataValue.md(
+            verdict_markdown(report.status, [*golden.checks, *usage.get("checks", [])])
+        ),
         **numbers(headline_numbers(golden)),
         **pictures(golden, title.strip()),
         "summary": dg.MetadataValue.md(summary_markdown(report)),
@@ -157,9 +162,26 @@ def golden_metrics_metadata(golden: GoldenReport) -> dict[str, Any]:
         "per_label": table(per_label, PER_LABEL, limit=ALL_ROWS),
         "reliability": table(m["calibration"]["reliability"], RELIABILITY, limit=ALL_ROWS),
         "failing_cases": failing_cases_table(report.document["failures"]),
-        "gates": checks_table(golden.checks),
+        "gates": checks_table([*golden.checks, *usage.get("checks", [])]),
         **intervals,
+        **usage_metadata(golden.usage),
+        **calibration_metadata(golden.calibration, title=report.document["backend"]["name"]),
         "dagster/row_count": len(flat),
+    }
+
+
+def usage_metadata(usage: dict[str, Any] | None) -> dict[str, Any]:
+    """Tokens and cost of the run as numbers (the UI plots numeric metadata over time); only
+    those known: tokens when the backend reported usage, costs when it has pricing."""
+    if usage is None or "cases" not in usage:
+        return {}
+    columns = usage_columns(usage)
+    return {
+        name: (dg.MetadataValue.int if name.endswith("tokens") else dg.MetadataValue.float)(
+            columns[name]
+        )
+        for name in USAGE_METRICS
+        if columns[name] is not None
     }
 
 

@@ -78,8 +78,26 @@ def case_results_table(
             ),
             "error_kind": pa.array(results.error_kind, pa.string()),
             "error_message": pa.array(results.error_message, pa.string()),
+            "prompt_tokens": _tokens(results.prompt_tokens, n),
+            "completion_tokens": _tokens(results.completion_tokens, n),
         }
     )
+
+
+def _tokens(counts: np.ndarray | None, n: int) -> pa.Array:
+    """Token counts as integers, null where unknown (NaN, or no case reported any)."""
+    if counts is None:
+        return pa.nulls(n, pa.int64())
+    unknown = np.isnan(counts)
+    return pa.array(np.where(unknown, 0, counts).astype(np.int64), mask=unknown)
+
+
+def _token_column(table: pa.Table, name: str) -> np.ndarray | None:
+    """A token column back as floats (NaN where null); None when no case has a count (or
+    the file was written before the column existed)."""
+    if name not in table.column_names or table.column(name).null_count == table.num_rows:
+        return None
+    return np.asarray(table.column(name).to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
 def case_results_from_table(
@@ -128,6 +146,8 @@ def case_results_from_table(
         result_metadata=[m if m is not None else {} for m in meta],
         error_kind=table.column("error_kind").to_pylist(),
         error_message=table.column("error_message").to_pylist(),
+        prompt_tokens=_token_column(table, "prompt_tokens"),
+        completion_tokens=_token_column(table, "completion_tokens"),
     )
 
 
@@ -267,8 +287,10 @@ def run_row(
     health: dict[str, str],
     started_at: datetime,
     wall_s: float,
+    usage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One evaluation of a target: who answered, on what, how it went."""
+    """One evaluation of a target: who answered, on what, how it went, what it used and
+    cost (``usage``: the run's usage section, core/usage.py)."""
     return {
         **keys,
         "dagster_run_id": keys["run_id"],
@@ -287,7 +309,36 @@ def run_row(
         "backend_details_json": to_json(meta["details"]),
         "started_at": started_at,
         "wall_s": wall_s,
+        **usage_columns(usage),
     }
+
+
+def usage_columns(usage: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``runs`` columns of a usage section: tokens (null when no case reported any),
+    cost per run and per 1,000 decisions (null without pricing) and the section itself."""
+    known = usage is not None and usage["cases_with_usage"] > 0
+    return {
+        "prompt_tokens": usage["prompt_tokens"] if known else None,
+        "completion_tokens": usage["completion_tokens"] if known else None,
+        "cost_per_run": None if usage is None else usage["cost_per_run"],
+        "cost_per_1000": None if usage is None else usage["cost_per_1000"],
+        "usage_json": None if usage is None else to_json(usage),
+    }
+
+
+USAGE_METRICS = ("prompt_tokens", "completion_tokens", "cost_per_run", "cost_per_1000")
+
+
+def usage_rows(usage: dict[str, Any] | None, base: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's tokens and cost as ``metrics`` rows (what SQL, the summary and the UI read
+    beside accuracy and ECE); none for a run that used nothing worth saying."""
+    if usage is None or (not usage["cases_with_usage"] and usage["pricing"] is None):
+        return []
+    columns = usage_columns(usage)
+    return [
+        {**base, "metric": name, "value": None if columns[name] is None else float(columns[name])}
+        for name in USAGE_METRICS
+    ]
 
 
 def report_row(keys: dict[str, Any], document: dict[str, Any], path: Path) -> dict[str, Any]:

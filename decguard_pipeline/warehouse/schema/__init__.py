@@ -6,6 +6,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from decguard_pipeline.warehouse.schema import (
+    cache,
+    calibration,
     diff,
     golden,
     guard,
@@ -18,10 +20,12 @@ SCHEMA_VERSION = 1
 
 TABLES: dict[str, pa.Schema] = {
     **golden.TABLES,
+    **calibration.TABLES,
     **properties.TABLES,
     **diff.TABLES,
     **guard.TABLES,
     **production.TABLES,
+    **cache.TABLES,
     **verdict.TABLES,
 }
 

@@ -84,6 +84,13 @@ TABLES: dict[str, pa.Schema] = {
                 ("backend_details_json", STRING),
                 ("started_at", TIMESTAMP),
                 ("wall_s", DOUBLE),
+                # usage and cost (core/usage.py): tokens of the cases that reported them,
+                # cost with the backend's pricing (null without), the whole usage section
+                ("prompt_tokens", INT),
+                ("completion_tokens", INT),
+                ("cost_per_run", DOUBLE),
+                ("cost_per_1000", DOUBLE),
+                ("usage_json", STRING),
             ]
         )
     ),
@@ -104,6 +111,8 @@ TABLES: dict[str, pa.Schema] = {
                 ("result_metadata_json", STRING),
                 ("error_kind", STRING),
                 ("error_message", STRING),
+                ("prompt_tokens", INT),  # null where the backend reported no usage
+                ("completion_tokens", INT),
             ]
         )
     ),

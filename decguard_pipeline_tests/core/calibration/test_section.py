@@ -13,7 +13,7 @@ from decguard_pipeline.core.calibration.binned import classwise_ece, debiased_ec
 from decguard_pipeline.core.calibration.decomposition import score_decompositions
 from decguard_pipeline.core.calibration.recalibration import temperature_scaling
 from decguard_pipeline.core.calibration.section import SectionSettings, calibration_section
-from decguard_pipeline.core.calibration.smooth import smooth_calibration
+from decguard_pipeline.core.calibration.smooth_bootstrap import smooth_calibration
 from decguard_pipeline.core.golden.metrics import expected_calibration_error, reliability
 from decguard_pipeline_tests.support.calibration_data import multiclass_cases
 

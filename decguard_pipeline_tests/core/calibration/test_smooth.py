@@ -12,11 +12,11 @@ from relplot.kernels import ReflectedGaussianKernel
 from decguard_pipeline.core.calibration.smooth import (
     _Grid,
     _smooth_direct,
-    smooth_calibration,
     smooth_ece,
     smooth_ece_at,
     smooth_ece_bandwidth,
 )
+from decguard_pipeline.core.calibration.smooth_bootstrap import smooth_calibration
 from decguard_pipeline_tests.support.calibration_data import LINKS, binary_cases
 
 TOL = 1e-9

@@ -1,0 +1,61 @@
+"""The demo server, started for the commands that need it and stopped after them.
+
+A contract asks for the demo server by naming it through the placeholder
+``${DECGUARD_DEMO_LLM_URL:-http://127.0.0.1:18451}`` in a backend URL (the bundled tickets
+example does). ``evaluate``, ``test`` and ``fuzz`` run :func:`demo_server_for` around their
+work: when a contract they run names the placeholder and the variable is unset, the server
+starts on loopback on a free port (so two evaluations, or a CI job and a developer, never
+compete for one port), the variable is set to it for this process and the worker processes
+it starts, and both go when the command ends. With the variable set, the server it names is
+used as it is (one started by hand, or another process's); without it and outside these
+commands (``dagster dev``), the default address is the port a hand-started server listens on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from decguard_pipeline.core.contract import Contract
+from decguard_pipeline.core.env_placeholders import placeholder_names
+
+DEMO_URL_VARIABLE = "DECGUARD_DEMO_LLM_URL"
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def names_demo_server(contract: Contract) -> bool:
+    """Whether a backend setting of ``contract`` refers to ``$DECGUARD_DEMO_LLM_URL``."""
+    for name in contract.backend_names():
+        settings = contract.backend_config(name).settings
+        if any(DEMO_URL_VARIABLE in placeholder_names(s) for s in _strings(settings)):
+            return True
+    return False
+
+
+@contextmanager
+def demo_server_for(contracts: Iterable[Contract]) -> Iterator[str | None]:
+    """Serve the demo on a free loopback port while the block runs, when one of ``contracts``
+    names it and ``$DECGUARD_DEMO_LLM_URL`` is unset; yields its URL (None: not started)."""
+    if os.environ.get(DEMO_URL_VARIABLE) or not any(map(names_demo_server, contracts)):
+        yield None
+        return
+    from decguard_pipeline.demo.llm_server import serve_demo
+
+    with serve_demo() as server:
+        os.environ[DEMO_URL_VARIABLE] = server.url
+        try:
+            yield server.url
+        finally:
+            os.environ.pop(DEMO_URL_VARIABLE, None)
