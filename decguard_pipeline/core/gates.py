@@ -6,6 +6,7 @@ property was not demonstrated.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 Comparison = Literal[">=", "<="]
@@ -61,3 +62,39 @@ def overall_status(checks: list[Check]) -> str:
 def exit_code(status: str, *, fail_on_warn: bool = False) -> int:
     """0 for pass (and warn unless ``fail_on_warn``), 1 for fail."""
     return 1 if status == FAIL or (fail_on_warn and status == WARN) else 0
+
+
+STATUS_RANK = {PASS: 0, WARN: 1, FAIL: 2}
+
+
+def badness(check: Check) -> float:
+    """How far a check's value is from holding, to rank checks of one gate (a value that
+    could not be computed is the worst)."""
+    value = check["value"]
+    if value is None:
+        return float("inf")
+    return -value if check["comparison"] == ">=" else value
+
+
+def combine_checks(
+    checks: list[Check],
+    gate: str,
+    *,
+    parts: str,
+    fields: tuple[str, ...],
+    message: Callable[[Check], str] = lambda check: str(check["message"]),
+) -> Check:
+    """One check standing for the checks of one gate measured on several parts (suites,
+    segments): the worst check's fields (value, threshold, metric…) with the worst status,
+    ``level`` requirement when any part failed, the ``message`` of every part that does not
+    pass (else the worst one's), and each part's ``fields`` under ``parts``."""
+    worst = max(checks, key=lambda c: (STATUS_RANK[c["status"]], badness(c)))
+    failing = [c for c in checks if c["status"] != PASS] or [worst]
+    return {
+        **worst,
+        "gate": gate,
+        "level": "requirement" if any(c["status"] == FAIL for c in checks) else worst["level"],
+        "status": overall_status(checks),
+        "message": "; ".join(map(message, failing)),
+        parts: [{k: c[k] for k in fields} for c in checks],
+    }

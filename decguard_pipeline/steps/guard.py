@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from decguard_pipeline.core.contract import LoadedContract
-from decguard_pipeline.core.gates import FAIL, PASS, WARN, overall_status
+from decguard_pipeline.core.gates import combine_checks
 from decguard_pipeline.core.guard.evaluation import MAIN, GuardedRun, SuiteRun
 from decguard_pipeline.core.guard.extension import GuardConfig, guard_config
 from decguard_pipeline.runs.guard import plan_datasets, run_guarded
@@ -26,7 +26,6 @@ from decguard_pipeline.warehouse.rows.guard import guard_rows, suite_cases_table
 
 SUITE_GATES = "suite_gates"  # DecGuard's own gates on the other suites, as one check
 PARTIAL_RUNS = "partial_runs"
-_RANK = {PASS: 0, WARN: 1, FAIL: 2}
 
 
 def config_of(entry: ContractEntry) -> GuardConfig:
@@ -113,38 +112,17 @@ def measure_target(entry: ContractEntry, target: str, step: Step) -> GuardMeasur
 # -- checks ------------------------------------------------------------------------------
 
 
-def _badness(row: dict[str, Any]) -> float:
-    """How bad a row's value is for its comparison (missing values are the worst)."""
-    value = row["value"]
-    if value is None:
-        return float("inf")
-    return -value if row["comparison"] == ">=" else value
+SUITE_FIELDS = ("suite", "gate", "level", "value", "threshold", "status", "message")
 
 
 def aggregate(rows: list[dict[str, Any]], gate: str) -> dict[str, Any]:
-    """One check over every suite: the worst status; value, threshold and message of the
-    worst suite; ``suites`` holds every suite's row. ``level`` is ``requirement`` when a
-    failing row is a requirement (what makes the asset check an ERROR)."""
-    worst = max(rows, key=lambda r: (_RANK[r["status"]], _badness(r)))
-    failing = [r for r in rows if r["status"] != PASS]
-    # as the CLI's pipeline checks read: "adversarial: min_auroc auroc 0.3889 violates >= 0.8"
-    message = "; ".join(f"{r['suite']}: {r['gate']} {r['message']}" for r in failing or [worst])
-    level = "requirement" if any(r["status"] == FAIL for r in rows) else worst["level"]
-    return {
-        "gate": gate,
-        "level": level,
-        "metric": worst["metric"],
-        "comparison": worst["comparison"],
-        "threshold": worst["threshold"],
-        "value": worst["value"],
-        "status": overall_status(rows),
-        "suite": worst["suite"],
-        "message": message,
-        "suites": [
-            {k: r[k] for k in ("suite", "gate", "level", "value", "threshold", "status", "message")}
-            for r in rows
-        ],
-    }
+    """One check over every suite: the worst suite decides (``core.gates.combine_checks``);
+    messages read as the CLI's pipeline checks do ("adversarial: min_auroc auroc 0.3889
+    violates >= 0.8"); ``suites`` holds every suite's row."""
+    return combine_checks(
+        rows, gate, parts="suites", fields=SUITE_FIELDS,
+        message=lambda r: f"{r['suite']}: {r['gate']} {r['message']}",
+    )  # fmt: skip
 
 
 def check_outcomes(

@@ -129,7 +129,7 @@ def render_summary(rows: list[dict[str, Any]], result: Any) -> str:
 def summarise_production(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
     """Per production day the main job checked: status, accuracy and drift of the check that
     very run wrote."""
-    from decguard_pipeline.steps.production import summary_row
+    from decguard_pipeline.steps.production.schedule import summary_row
 
     rows = []
     for outcome in getattr(result, "production", []):

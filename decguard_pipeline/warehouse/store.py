@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -9,7 +10,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -139,14 +140,17 @@ class Warehouse:
             data = data.select(schema.names).cast(schema)
         at = recorded_at or now()
         data = _in_partition(data, table, contract=contract, target=target, run_id=run_id, at=at)
-        stamp = at.strftime("%Y%m%dT%H%M%S%fZ")
-        directory = self.partition_dir(table, contract, target)
-        directory.mkdir(parents=True, exist_ok=True)
-        final = directory / f"{stamp}_{_name_part(run_id)}.parquet"
+        final = self._file_for(table, contract, target, run_id, at)
         self._publish(final, lambda tmp: pq.write_table(data, tmp, compression=compression))
         if catalog:
             self.ensure_catalog()
         return final
+
+    def _file_for(self, table: str, contract: str, target: str, run_id: str, at: datetime) -> Path:
+        stamp = at.strftime("%Y%m%dT%H%M%S%fZ")
+        directory = self.partition_dir(table, contract, target)
+        directory.mkdir(parents=True, exist_ok=True)
+        return directory / f"{stamp}_{_name_part(run_id)}.parquet"
 
     def write_built(
         self,
@@ -166,10 +170,7 @@ class Warehouse:
         left to the next ``write`` or query. ``parquet``: more ``ParquetWriter`` options."""
         if data.schema != TABLES[table]:
             raise ValueError(f"{table}: rows built with another schema")
-        stamp = recorded_at.strftime("%Y%m%dT%H%M%S%fZ")
-        directory = self.partition_dir(table, contract, target)
-        directory.mkdir(parents=True, exist_ok=True)
-        final = directory / f"{stamp}_{_name_part(run_id)}.parquet"
+        final = self._file_for(table, contract, target, run_id, recorded_at)
 
         def write(tmp: str) -> None:
             with pq.ParquetWriter(tmp, data.schema, compression=compression, **parquet) as writer:
@@ -177,6 +178,32 @@ class Warehouse:
 
         self._publish(final, write)
         return final
+
+    @contextlib.contextmanager
+    def writing(
+        self,
+        table: str,
+        *,
+        contract: str,
+        target: str = NO_TARGET,
+        run_id: str,
+        recorded_at: datetime | None = None,
+    ) -> Iterator[Callable[[pa.Table], None]]:
+        """:meth:`write` for rows that come a batch at a time (a day of ten million
+        records): the block gets a function appending batches to one file, published when
+        the block ends without error and never otherwise."""
+        schema = TABLES[table]
+        at = recorded_at or now()
+        final = self._file_for(table, contract, target, run_id, at)
+        with self._staged(final) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as out:
+
+            def append(data: pa.Table) -> None:
+                data = data.select(schema.names).cast(schema)
+                keys = {"contract": contract, "target": target, "run_id": run_id, "at": at}
+                out.write_table(_in_partition(data, table, **keys))
+
+            yield append
+        self.ensure_catalog()
 
     def _publish(
         self,
@@ -189,11 +216,20 @@ class Warehouse:
         to ``final``: readers see the whole file or none, a killed writer leaves only a
         staging file (swept later). The file gets the permissions of the process umask.
         ``before_rename`` runs last before the rename (and may refuse it by raising)."""
+        with self._staged(final, before_rename) as tmp:
+            write(tmp)
+
+    @contextlib.contextmanager
+    def _staged(
+        self, final: Path, before_rename: Callable[[], None] | None = None
+    ) -> Iterator[str]:
+        """A new file in the staging folder, flushed and renamed to ``final`` when the block
+        ends without error (``before_rename`` first), deleted otherwise."""
         self.sweep()
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.staging_dir / f"{os.getpid()}-{uuid.uuid4().hex}{final.suffix}.tmp"
         try:
-            write(str(tmp))
+            yield str(tmp)
             _flush(tmp)
             if before_rename is not None:
                 before_rename()
@@ -239,16 +275,20 @@ class Warehouse:
     def read_run(self, table: str, contract: str, target: str, run_id: str) -> pa.Table | None:
         """The rows run ``run_id`` wrote (its newest file when it wrote several), also once
         compaction has merged its file into a larger one."""
-        name = f"{_name_part(run_id)}.parquet"
         files = published_files(self.partition_dir(table, contract, target))
-        writes = [p for p in files if p.name.split("_", 1)[-1] == name]
-        if writes:
-            return read_file(writes[-1])
+        write = _run_write(files, run_id)
+        if write is not None:
+            return read_file(write)
         for path in reversed([p for p in files if is_compacted(p.name)]):
             rows = pq.read_table(path, filters=[("run_id", "=", run_id)], schema=TABLES[table])
             if len(rows):
                 return _newest_write(rows)
         return None
+
+    def run_file(self, table: str, contract: str, target: str, run_id: str) -> Path | None:
+        """The newest file run ``run_id`` wrote of ``table`` for one contract and target
+        (None once compaction has merged it into a larger file)."""
+        return _run_write(published_files(self.partition_dir(table, contract, target)), run_id)
 
     def partitions(self, table: str, contract: str) -> dict[str, list[Path]]:
         """A contract's published files of ``table`` by target, oldest first."""
@@ -491,6 +531,13 @@ def retrying(query: Callable[[], _T], attempts: int = 3) -> _T:
             if "No such file" not in str(exc) or attempt == attempts - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+def _run_write(files: list[Path], run_id: str) -> Path | None:
+    """The newest of ``files`` that run ``run_id`` wrote on its own (not a compacted file)."""
+    name = f"{_name_part(run_id)}.parquet"
+    writes = [p for p in files if p.name.split("_", 1)[-1] == name]
+    return writes[-1] if writes else None
 
 
 def _newest_write(rows: pa.Table) -> pa.Table:

@@ -2,13 +2,20 @@
 ``production_check`` on daily partitions, run by ``production_<contract>`` and its schedule.
 Stored metrics, drift, segments and checks equal ``decguard-pipeline check`` (and the reference
 ``decguard check``) on the same day files; spec §13.1's documented numbers for the drifting day;
-gates as asset checks; bad records; the warehouse-table source; the golden-run baseline."""
+gates as asset checks; bad records; the warehouse-table source; the golden-run baseline.
+
+Whole job runs prove the wiring (partitions, blocking checks, the main job); the rest calls the
+assets and the checks' pieces as plain functions, as Dagster's own examples test them."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import math
+import random
 import shutil
+import textwrap
 import warnings
 from collections import Counter
 from collections.abc import Callable
@@ -17,17 +24,21 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import orjson
 import pytest
 
+from decguard_pipeline.core.production.schema import RECORD_FIELDS
 from decguard_pipeline.core.production.verify import load_production_report
 from decguard_pipeline.definitions import build_definitions
 from decguard_pipeline.defs.assets import production as production_assets
 from decguard_pipeline.defs.main_job import MainJobResult, run_production_days
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps.contracts import discover_contracts
+from decguard_pipeline.steps.production import check as production_check_step
 from decguard_pipeline.steps.summary import render_production, summarise_production
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES, ROOT
+from decguard_pipeline_tests.support.production_records import make_record
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -50,13 +61,40 @@ class Pipeline:
         self.entry = self.entries[0]
         self.wh = Warehouse(tmp / "wh")
         self.defs = build_definitions(self.entries, warehouse_root=str(self.wh.root))
-        self.instance = dg.DagsterInstance.ephemeral()
+        self.resources = {"warehouse": WarehouseResource(root=str(self.wh.root))}
+
+    @functools.cached_property
+    def instance(self) -> dg.DagsterInstance:
+        return dg.DagsterInstance.ephemeral()
 
     def run(self, day: str):
         job = self.defs.resolve_job_def(production_assets.job_name(self.entry))
         return job.execute_in_process(
             instance=self.instance, partition_key=day, raise_on_error=False, run_config=QUIET
         )
+
+    def call(self, name: str, day: str) -> dg.MaterializeResult:
+        """An asset of the day called as a plain function (no run, no instance); a bad day
+        raises its ``dg.Failure``."""
+        assets = {a.key.path[-1]: a for a in production_assets.assets(self.entry)}
+        with dg.build_asset_context(partition_key=day, resources=self.resources) as context:
+            return assets[name](context)
+
+    def ingest_and_check(self, day: str) -> dg.MaterializeResult:
+        self.call("production_records", day)
+        return self.call("production_check", day)
+
+    def gate_checks(self, day: str) -> dict[str, dg.AssetCheckResult]:
+        """What the day's gate checks report, built from the stored checks as the multi-asset
+        check builds them."""
+        gates = production_check_step.production_gates(self.entry.require())
+        stored = production_check_step.check_outcomes(self.entry, day, self.wh)
+        asset = dg.AssetKey(["refund", "production_check"])
+        names = production_assets.check_names(gates)
+        return {
+            name: production_assets.check_result(stored[gate], asset, name)
+            for name, gate in zip(names, gates, strict=True)
+        }
 
     def rows(self, table: str, day: str) -> list[dict[str, Any]]:
         found = self.wh.read_latest(table, "refund", day)
@@ -268,7 +306,10 @@ def test_warnings_warn_and_do_not_block(production, tmp_path):
     p = Pipeline(tmp_path, edit)
     result = p.run(HEALTHY)
     assert result.success  # warnings never block
-    checks = checks_of(result)
+    assert {n for n, c in checks_of(result).items() if not c.passed} == {
+        "max_brier_warning", "segment_locale__max_ece_warning"
+    }  # fmt: skip
+    checks = p.gate_checks(HEALTHY)
     # healthy day (spec §13.1): Brier 0.060 > 0.05; segment ECE en 0.070, it 0.250 > 0.1
     brier = checks["max_brier_warning"]
     assert not brier.passed and brier.severity == dg.AssetCheckSeverity.WARN
@@ -288,11 +329,11 @@ def test_bad_record_fails_the_records_asset(production, tmp_path, ours):
     lines[2] = lines[2].replace('"selected": "refund"', '"selected": "review"')
     path.write_text("\n".join(lines) + "\n")
 
-    result = p.run(DRIFTING)
-    assert not result.success and not materialised(result)
+    with pytest.raises(dg.Failure) as failed:
+        p.call("production_records", DRIFTING)
     cli = ours("check", p.contract, "--dataset", path)
     assert cli.exit_code == 2
-    message = failure_message(result)
+    message = failed.value.description
     assert f"error: {message}" == cli.stderr.strip()
     assert message == f"{path}: line 3: selected 'review' is not the most probable label 'refund'"
     assert p.rows("production_records", DRIFTING) == []
@@ -314,7 +355,7 @@ def _inbox_rows(path: Path) -> list[dict[str, Any]]:
 
 def test_records_from_the_warehouse_inbox(production, tmp_path, ours):
     p = Pipeline(tmp_path)
-    assert p.run(DRIFTING).success  # ingested (failing its gates): the inbox day's baseline
+    p.call("production_records", DRIFTING)  # ingested: the baseline of the inbox day
     day1 = production / "refund" / f"{HEALTHY}.jsonl"
     rows = _inbox_rows(day1)
     # two producer batches; no file for the day (two days after the last ingested one)
@@ -323,8 +364,7 @@ def test_records_from_the_warehouse_inbox(production, tmp_path, ours):
         p.wh.write("production_inbox", [{**r, "contract": "refund", "target": inbox_day,
                    "run_id": f"producer-{n}", "recorded_at": datetime.now(UTC)} for r in batch],
                    contract="refund", target=inbox_day, run_id=f"producer-{n}")  # fmt: skip
-    result = p.run(inbox_day)
-    assert result.success
+    p.ingest_and_check(inbox_day)
     stored = p.report(inbox_day)
     cli = json.loads(
         ours("check", p.contract, "--dataset", day1, "--baseline",
@@ -345,8 +385,8 @@ def test_records_from_the_warehouse_inbox(production, tmp_path, ours):
     p.wh.write("production_inbox", [{**r, "contract": "refund", "target": bad_day,
                "run_id": "producer-x", "recorded_at": datetime.now(UTC)} for r in bad],
                contract="refund", target=bad_day, run_id="producer-x")  # fmt: skip
-    failed = p.run(bad_day)
-    assert not failed.success
+    with pytest.raises(dg.Failure) as failed:
+        p.call("production_records", bad_day)
     # what check says of the same records in a file, with the row for the line
     as_file = records(day1)
     as_file[1]["probabilities"] = dict(bad[1]["probabilities"])
@@ -357,7 +397,7 @@ def test_records_from_the_warehouse_inbox(production, tmp_path, ours):
     expected = cli.stderr.strip().removeprefix(f"error: {path}: line 2: ")
     assert expected == "probabilities do not match the contract labels: missing labels ['review']"
     where = f"warehouse:production_inbox/refund/{bad_day}"
-    assert failure_message(failed) == f"{where}: row 2: {expected}"
+    assert failed.value.description == f"{where}: row 2: {expected}"
 
 
 def test_schedule_checks_yesterday_or_the_latest_day_with_records(production, tmp_path):
@@ -379,14 +419,14 @@ def test_schedule_checks_yesterday_or_the_latest_day_with_records(production, tm
     assert "before the first production day" in tick(8).skip_message
     # no records yesterday: the latest day with records, until it has been checked
     assert [r.partition_key for r in tick(20).run_requests] == [DRIFTING]
-    p.run(DRIFTING)
+    p.ingest_and_check(DRIFTING)
     assert "is checked already" in tick(20).skip_message
 
 
 def test_golden_run_of_the_deployed_target_as_baseline(production, tmp_path):
     p = Pipeline(tmp_path, lambda text: text + "\npipeline:\n  production:\n    baseline: golden\n")
     # nothing evaluated yet: no baseline, said so
-    p.run(DRIFTING)
+    p.ingest_and_check(DRIFTING)
     assert p.rows("production_runs", DRIFTING)[0]["baseline_reason"] == (
         "no target of the default backend whose golden requirements passed"
     )
@@ -400,7 +440,7 @@ def test_golden_run_of_the_deployed_target_as_baseline(production, tmp_path):
         run_config=QUIET,
     )
     assert golden.success
-    p.run(DRIFTING)
+    p.call("production_check", DRIFTING)
     run = p.rows("production_runs", DRIFTING)[0]
     golden_run = golden.run_id
     assert (run["baseline"], run["baseline_rule"]) == (target, "golden")
@@ -441,7 +481,7 @@ def test_pinned_baseline_file(production, tmp_path, ours):
     p = Pipeline(
         tmp_path, lambda text: text + f"\npipeline:\n  production:\n    baseline: {pinned}\n"
     )
-    assert p.run(DRIFTING).success  # no earlier day ingested: the pinned file is used
+    p.ingest_and_check(DRIFTING)  # no earlier day ingested: the pinned file is used
     run = p.rows("production_runs", DRIFTING)[0]
     assert (run["baseline_rule"], run["baseline_reason"]) == ("file", "pinned in pipeline."
                                                               "production.baseline")  # fmt: skip
@@ -490,3 +530,110 @@ def test_daily_partitions_only_with_records_or_a_declared_start(production, tmp_
     # a declared first day gives it its days (a producer that writes to the inbox)
     monkeypatch.setenv("DECGUARD_PRODUCTION_START", "2026-11-01")
     assert production_assets_of("injection") == set(keys)
+
+
+def _varied_day(rng: random.Random, n: int) -> list[dict[str, Any]]:
+    """Records of every shape the columnar path must store exactly (typed records, keys in
+    other orders, escapes, objects, explicit nulls) and some it must leave to the exact path."""
+    out = []
+    for i in range(n):
+        record = make_record(rng, "choice", i, uniform=rng.random() < 0.97)
+        extra = rng.random()
+        if extra < 0.02:
+            record["input"] = {"text": "héllo", "tags": ["a", "b"]}
+        elif extra < 0.04:
+            record["metadata"] = {"tier": 3, "locale": 'é"x', "why": None}
+        elif extra < 0.05:
+            record["input"] = {"n": 2**70}  # only the standard library writes it
+        out.append(record)
+    return out
+
+
+def _same_bytes(ours_path: Path, theirs_path: Path) -> None:
+    """Two check reports, byte for byte, apart from when they were made and the contract's
+    path as given."""
+
+    def strip(raw: bytes) -> bytes:
+        lines = raw.split(b"\n")
+        return b"\n".join(
+            line for line in lines if not line.startswith((b'  "created_at"', b'    "path"'))
+        )
+
+    assert strip(ours_path.read_bytes()) == strip(theirs_path.read_bytes())
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_a_varied_day_is_stored_and_reported_as_check_reports_it(
+    production, tmp_path, ours, monkeypatch, big
+):
+    """Many blocks, both paths, and (``big``) a record only the standard library can write;
+    the report file is byte for byte ``check -o``'s, from the file and from the inbox."""
+    from decguard_pipeline.core.production import jsonl_blocks
+    from decguard_pipeline_tests.support.production_records import CONTRACTS
+
+    monkeypatch.setattr(jsonl_blocks, "BLOCK_BYTES", 8192)
+    p = Pipeline(tmp_path, lambda _: textwrap.dedent(CONTRACTS["choice"]))
+    rng = random.Random(41)
+    records = [r for r in _varied_day(rng, 2500) if big or "n" not in (r.get("input") or {})]
+    day = "2026-11-20"
+    path = production / "refund" / f"{day}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    p.ingest_and_check(day)
+    cli = tmp_path / "cli.json"
+    assert ours("check", p.contract, "--dataset", path, "-o", cli).exit_code in (0, 1)
+    run = p.rows("production_runs", day)[0]
+    _same_bytes(Path(run["report_path"]), cli)
+    assert run["report_sha256"] == hashlib.sha256(Path(run["report_path"]).read_bytes()).hexdigest()
+    stored = p.rows("production_records", day)
+    assert [json.loads(r["record_json"]) for r in stored[:50]] == [
+        {k: v for k, v in r.items() if v is not None}
+        for r in json.loads(cli.read_text())["records"][:50]
+    ]
+    if big:
+        return  # orjson cannot write that record as an inbox row's JSON line (nor could it)
+    # the same records written by a producer to the inbox (two batches): the same numbers, and
+    # the dataset hash is that of the rows as JSON lines (orjson's)
+    inbox_day = "2026-11-21"
+    rows = []
+    for row, record in zip(_inbox_rows(path), records, strict=True):
+        value = record.get("input")
+        row["input"] = value if isinstance(value, str) else None
+        row["input_json"] = None if value is None or isinstance(value, str) else json.dumps(value)
+        rows.append(row)
+    for n, batch in enumerate((rows[:1000], rows[1000:])):
+        p.wh.write("production_inbox", [{**r, "contract": "refund", "target": inbox_day,
+                   "run_id": f"producer-{n}", "recorded_at": datetime.now(UTC)} for r in batch],
+                   contract="refund", target=inbox_day, run_id=f"producer-{n}")  # fmt: skip
+    p.ingest_and_check(inbox_day)
+    lines = b"".join(orjson.dumps(_as_record(r)) + b"\n" for r in rows)
+    as_file = tmp_path / "inbox.jsonl"
+    as_file.write_bytes(lines)
+    cli = tmp_path / "cli-inbox.json"
+    ours("check", p.contract, "--dataset", as_file, "--baseline", path, "-o", cli)
+    mine = json.loads(Path(p.rows("production_runs", inbox_day)[0]["report_path"]).read_text())
+    theirs = json.loads(cli.read_text())
+    assert mine["dataset"]["hash"] == "sha256:" + hashlib.sha256(lines).hexdigest()
+    for field in ("metrics", "drift", "segments", "checks", "records"):
+        assert mine[field] == theirs[field], field
+
+
+def _as_record(row: dict[str, Any]) -> dict[str, Any]:
+    """An inbox row as the record it stands for: its non-null fields in DecGuard's order, the
+    numbers as the table's doubles, objects parsed from their JSON."""
+    record: dict[str, Any] = {}
+    for name in RECORD_FIELDS:
+        if name == "probabilities":
+            value = {k: float(v) for k, v in row["probabilities"]}
+        elif name == "metadata":
+            value = None if row["metadata_json"] is None else json.loads(row["metadata_json"])
+        elif name == "input":
+            value = row["input"]
+            if value is None and row["input_json"] is not None:
+                value = json.loads(row["input_json"])
+        else:
+            value = row.get(name)
+            if name in ("confidence", "latency_ms", "cost") and value is not None:
+                value = float(value)
+        if value is not None:
+            record[name] = value
+    return record

@@ -25,7 +25,7 @@ from decguard_pipeline.core.production.columns import (
     Batch,
     Codebook,
 )
-from decguard_pipeline.core.production.records import semantic_suspects
+from decguard_pipeline.core.production.invariants import semantic_suspects
 from decguard_pipeline.core.production.schema import RECORD_FIELDS
 from decguard_pipeline.core.production.timestamps import timestamps_ok
 

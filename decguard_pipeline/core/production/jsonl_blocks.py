@@ -103,7 +103,7 @@ def python_items(
     return items, lines
 
 
-def _schemas(spec: DecisionSpec, segment_keys: tuple[str, ...]) -> list[pa.Schema]:
+def record_schemas(spec: DecisionSpec, segment_keys: tuple[str, ...]) -> list[pa.Schema]:
     """Explicit types for the fields DecGuard defines, tightest first. The second leaves
     ``input``, ``selected``, ``outcome`` and the metadata to inference (objects as inputs,
     numbers as score labels or segment values)."""
@@ -122,13 +122,37 @@ def _schemas(spec: DecisionSpec, segment_keys: tuple[str, ...]) -> list[pa.Schem
     return [pa.schema([*tight, ("metadata", metadata)]), pa.schema(common)]
 
 
+def read_objects(texts: pa.Array, keys: tuple[str, ...]) -> pa.StructArray | None:
+    """JSON objects given one per string (compact, no newline) as a struct of ``keys`` the
+    way a records block reads them (text first, else Arrow's inference); None when Arrow
+    cannot read them, or reads other than one row per text."""
+    block = pa.py_buffer(("\n".join(texts.to_pylist()) + "\n").encode())
+    tight = pa.schema([(key, pa.string()) for key in keys])
+    for options in (
+        pj.ParseOptions(explicit_schema=tight, unexpected_field_behavior="ignore"),
+        pj.ParseOptions(),
+    ):
+        try:
+            table = pj.read_json(pa.BufferReader(block), parse_options=options)
+        except (pa.ArrowException, ValueError):
+            continue
+        if table.num_rows != len(texts):
+            return None
+        columns = [
+            table.column(key).combine_chunks() if key in table.column_names
+            else pa.nulls(table.num_rows) for key in keys
+        ]  # fmt: skip
+        return pa.StructArray.from_arrays(columns, names=list(keys))
+    return None
+
+
 class ArrowReader:
     """Parses blocks with pyarrow.json for one contract."""
 
     def __init__(self, spec: DecisionSpec, segment_keys: tuple[str, ...]) -> None:
         self.options = [
             pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
-            for schema in _schemas(spec, segment_keys)
+            for schema in record_schemas(spec, segment_keys)
         ]
         # one thread per block: blocks are parsed on a worker thread beside the checks
         self.read_options = pj.ReadOptions(use_threads=False, block_size=1 << 22)
@@ -144,14 +168,19 @@ class ArrowReader:
                 continue
         return None
 
-    def fast_table(self, block: Any, source: Any = None) -> tuple[pa.Table | None, int]:
+    def fast_table(
+        self, block: Any, source: Any = None
+    ) -> tuple[pa.Table | None, int, np.ndarray | None]:
         """The block (bytes or a memoryview) as an Arrow table whose rows are exactly its
-        records (or None), and the number of lines it spans. ``source`` is an object with
-        ``find(sub, start, end)`` over the block's bytes (an mmap and the block's offset) to
-        search without copying."""
+        records (or None), the number of lines it spans and where each record's line starts
+        (with the table). ``source`` is an object with ``find(sub, start, end)`` over the
+        block's bytes (an mmap and the block's offset) to search without copying."""
         finder = _Finder(block, source)
         table, starts = self._table(block, finder)
-        return table, len(line_starts(block) if starts is None else starts)
+        n_lines = len(line_starts(block) if starts is None else starts)
+        if table is None or starts is None:
+            return None, n_lines, None
+        return table, n_lines, starts[nonblank_lines(block, starts)]
 
     def _table(self, block: Any, finder: _Finder) -> tuple[pa.Table | None, np.ndarray | None]:
         # single-byte searches run at memchr speed

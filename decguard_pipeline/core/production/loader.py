@@ -18,11 +18,11 @@ import hashlib
 import mmap
 import os
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -32,7 +32,7 @@ from decguard_pipeline.core.dataset import gc_paused, iter_items, read_text
 from decguard_pipeline.core.errors import DatasetError
 from decguard_pipeline.core.production import jsonl_blocks
 from decguard_pipeline.core.production.arrow_batches import table_batch
-from decguard_pipeline.core.production.columns import Columns, ColumnsBuilder, first_repeat
+from decguard_pipeline.core.production.columns import Batch, Columns, ColumnsBuilder, first_repeat
 from decguard_pipeline.core.production.normalized import normalized_record
 from decguard_pipeline.core.production.records import Item, check_items
 
@@ -72,11 +72,26 @@ class RecordSet:
             yield normalized_record(item.value, item.position, self.spec)
 
 
+class RecordSink(Protocol):
+    """Sees every accepted record once, in order, while a file is loaded (the pipeline
+    stores them as they come): a stretch Arrow parsed and :func:`table_batch` accepted, with
+    the block's bytes it came from, or parsed items checked record by record."""
+
+    def arrow(self, table: pa.Table, batch: Batch, block: Any, starts: np.ndarray) -> None: ...
+
+    def items(self, items: list[Item]) -> None: ...
+
+
 class _Loader:
     """Shared bookkeeping: the columns so far and DecGuard's first-error rule."""
 
     def __init__(
-        self, path: str, spec: DecisionSpec, tolerance: float, segment_keys: tuple[str, ...]
+        self,
+        path: str,
+        spec: DecisionSpec,
+        tolerance: float,
+        segment_keys: tuple[str, ...],
+        sink: RecordSink | None = None,
     ) -> None:
         self.path = path
         self.spec = spec
@@ -84,6 +99,7 @@ class _Loader:
         self.keys = segment_keys
         self.builder = ColumnsBuilder(spec, segment_keys)
         self.columnar = 0
+        self.sink = sink
 
     @property
     def count(self) -> int:
@@ -100,8 +116,15 @@ class _Loader:
         if checked.first_bad is not None:
             index, problem = checked.first_bad
             self.fail_at(items[index].position, problem, locate)
+        if self.sink is not None:
+            self.sink.items(items)
 
-    def add_table(self, table: pa.Table) -> bool:
+    def add_table(
+        self, table: pa.Table, block: Any = None, starts: np.ndarray | None = None
+    ) -> bool:
+        """Keep the columns of ``table`` when Arrow's reading of it is certainly DecGuard's
+        (``block``: the bytes it was parsed from and where its records start, for the
+        sink)."""
         batch = table_batch(
             table, self.spec, self.tolerance, first_position=self.count + 1,
             segment_keys=self.keys, versions=self.builder.versions,
@@ -111,6 +134,8 @@ class _Loader:
             return False
         self.builder.add(batch)
         self.columnar += table.num_rows
+        if self.sink is not None:
+            self.sink.arrow(table, batch, block, starts)
         return True
 
     def fail_at(self, position: int, problem: str, locate: Callable[[int], str]) -> None:
@@ -143,8 +168,10 @@ class _Loader:
 
 
 def release_free_memory() -> None:
-    """Hand freed heap memory back to the system (glibc keeps what thousands of per-block
-    arrays freed, fragmented over thread arenas); a no-op elsewhere."""
+    """Hand freed heap memory back to the system: glibc keeps what thousands of per-block
+    arrays freed, fragmented over thread arenas, and Arrow's allocator keeps freed pages for
+    reuse (a no-op where neither applies)."""
+    pa.default_memory_pool().release_unused()
     try:
         trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
@@ -186,7 +213,7 @@ def _mapped(path: Path, stream: Any) -> Any:
     return mapped
 
 
-def _release(data: Any, end: int) -> None:
+def release_pages(data: Any, end: int) -> None:
     """Let the kernel drop the mapped pages before ``end`` from this process (they stay in
     the page cache; a page still wanted is simply read again), so resident memory stays at
     a few blocks whatever the file size."""
@@ -197,9 +224,15 @@ def _release(data: Any, end: int) -> None:
 
 
 def load_jsonl(
-    path: Path, spec: DecisionSpec, tolerance: float, segment_keys: tuple[str, ...]
+    path: Path,
+    spec: DecisionSpec,
+    tolerance: float,
+    segment_keys: tuple[str, ...],
+    sink: RecordSink | None = None,
+    hashed: Future[str] | None = None,
 ) -> RecordSet:
-    loader = _Loader(str(path), spec, tolerance, segment_keys)
+    """``hashed``: the file's ``sha256:`` digest, computed by the caller (else here)."""
+    loader = _Loader(str(path), spec, tolerance, segment_keys, sink)
     reader = jsonl_blocks.ArrowReader(spec, segment_keys)
     locate = _jsonl_line_of(path)
     digest = hashlib.sha256()
@@ -211,42 +244,47 @@ def load_jsonl(
             view = memoryview(data)
             ranges = list(jsonl_blocks.block_ranges(data))
 
-            def submit(a: int, b: int) -> Future[tuple[pa.Table | None, int]]:
+            def submit(a: int, b: int) -> Future[tuple[pa.Table | None, int, Any]]:
                 # worker threads: hashing (in order, on its own thread) and Arrow parsing
                 # release the GIL while the main thread checks the previous block
-                hasher.submit(digest.update, view[a:b])
+                if hashed is None:
+                    hasher.submit(digest.update, view[a:b])
                 return parsers.submit(reader.fast_table, view[a:b], (data, a))
 
             pending = deque(submit(a, b) for a, b in ranges[:AHEAD])
             line = 1
             for index, (start, end) in enumerate(ranges):
-                table, n_lines = pending.popleft().result()
+                table, n_lines, starts = pending.popleft().result()
                 if index + AHEAD < len(ranges):
                     pending.append(submit(*ranges[index + AHEAD]))
-                if table is None or not loader.add_table(table):
+                if table is None or not loader.add_table(table, view[start:end], starts):
                     block = bytes(view[start:end])
                     items, _ = jsonl_blocks.python_items(block, line, loader.count + 1)
                     for first in range(0, len(items), ITEMS_PER_CHECK):
                         loader.add_items(items[first : first + ITEMS_PER_CHECK], locate)
                 line += n_lines
-                _release(data, end)
+                release_pages(data, end)
                 if index % TRIM_EVERY == TRIM_EVERY - 1:
                     release_free_memory()
             hasher.shutdown(wait=True)
     except OSError as exc:
         raise _cannot_read(path, exc) from exc
     columns = loader.finish(locate)
-    digest_text = "sha256:" + digest.hexdigest()
+    digest_text = "sha256:" + digest.hexdigest() if hashed is None else hashed.result()
     items = lambda: _jsonl_items(path)  # noqa: E731
     return RecordSet(str(path), digest_text, columns, spec, items, loader.columnar)
 
 
 def load_json(
-    path: Path, spec: DecisionSpec, tolerance: float, segment_keys: tuple[str, ...]
+    path: Path,
+    spec: DecisionSpec,
+    tolerance: float,
+    segment_keys: tuple[str, ...],
+    sink: RecordSink | None = None,
 ) -> RecordSet:
     raw, text = read_text(path, WHAT)
     values = [value for _, value in iter_items(path, text, what=WHAT)]
-    loader = _Loader(str(path), spec, tolerance, segment_keys)
+    loader = _Loader(str(path), spec, tolerance, segment_keys, sink)
     locate = lambda position: f"record {position}"  # noqa: E731
     for start in range(0, len(values), ITEMS_PER_CHECK):
         chunk = values[start : start + ITEMS_PER_CHECK]
@@ -260,16 +298,56 @@ def load_json(
 
 
 def load_records(
-    path: str | Path, spec: DecisionSpec, *, tolerance: float, segment_keys: tuple[str, ...] = ()
+    path: str | Path,
+    spec: DecisionSpec,
+    *,
+    tolerance: float,
+    segment_keys: tuple[str, ...] = (),
+    sink: RecordSink | None = None,
+    hashed: Future[str] | None = None,
 ) -> RecordSet:
-    """Load and check a ``.jsonl``/``.json`` records file (DecGuard's rules and messages)."""
+    """Load and check a ``.jsonl``/``.json`` records file (DecGuard's rules and messages);
+    ``sink`` sees every record as it is accepted; ``hashed``: the file's digest when the
+    caller computes it (a ``.jsonl`` file is not hashed again)."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".json"):
-        load = load_jsonl if suffix == ".jsonl" else load_json
+    if suffix == ".jsonl":
         with gc_paused():  # the record-by-record path builds many small acyclic objects
-            return load(path, spec, tolerance, segment_keys)
+            return load_jsonl(path, spec, tolerance, segment_keys, sink, hashed)
+    if suffix == ".json":
+        with gc_paused():
+            return load_json(path, spec, tolerance, segment_keys, sink)
     raise DatasetError(f"{path}: unsupported {WHAT} format (use .jsonl or .json)")
+
+
+# a stretch of records as a table in record-field shape, and its records as parsed items
+# (given the position of its first record) for when the table cannot be taken column-wise
+Stretch = tuple[pa.Table, Callable[[int], list[Item]]]
+
+
+def load_stretches(
+    stretches: Iterable[Stretch],
+    spec: DecisionSpec,
+    *,
+    tolerance: float,
+    segment_keys: tuple[str, ...] = (),
+    path: str,
+    hash: str,
+    items: Callable[[], Iterator[Item]],
+    word: str = "line",
+) -> RecordSet:
+    """Records already parsed (stored rows read back): each stretch checked column-wise when
+    it can be, else record by record from its items; errors name ``path`` and ``<word> N``
+    (N the record's position). ``items`` streams every record again for the report."""
+    loader = _Loader(path, spec, tolerance, segment_keys)
+    locate = lambda position: f"{word} {position}"  # noqa: E731
+    for index, (table, parsed) in enumerate(stretches):
+        if not loader.add_table(table):
+            loader.add_items(parsed(loader.count + 1), locate)
+        if index % 8 == 7:  # what reading and checking each stretch freed
+            release_free_memory()
+    columns = loader.finish(locate)
+    return RecordSet(path, hash, columns, spec, items, loader.columnar)
 
 
 def table_rows(table: pa.Table, start: int = 0) -> Iterator[Item]:

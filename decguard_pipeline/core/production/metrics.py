@@ -319,18 +319,19 @@ def _section(
             "n_fallback": routed,
             "fallback_rate": _ratio(count["fell"][i], routed),
         },
-        "latency_ms": {
-            "n": n_latency,
-            "mean": _mean(exact["latency_ms"][i], n_latency),
-            "p95": latency_p95,
-            "total": None,
-        },
-        "cost": {
-            "n": n_cost,
-            "mean": _mean(exact["cost"][i], n_cost),
-            "p95": cost_p95,
-            "total": exact["cost"][i] if n_cost else None,
-        },
+        "latency_ms": _optional(n_latency, exact["latency_ms"][i], latency_p95, total=False),
+        "cost": _optional(n_cost, exact["cost"][i], cost_p95, total=True),
+    }
+
+
+def _optional(n: int, exact_sum: float, p95: float | None, *, total: bool) -> dict[str, Any]:
+    """An optional field's aggregate over the records that give it (DecGuard states a total
+    for cost only)."""
+    return {
+        "n": n,
+        "mean": _mean(exact_sum, n),
+        "p95": p95,
+        "total": exact_sum if total and n else None,
     }
 
 

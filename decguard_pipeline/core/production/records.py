@@ -22,7 +22,6 @@ from pydantic import ValidationError
 from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.decision import select_index, validate_probabilities
 from decguard_pipeline.core.errors import InvalidResponse
-from decguard_pipeline.core.exact import row_fsum
 from decguard_pipeline.core.production.columns import (
     ACTION_CODES,
     UNKNOWN,
@@ -30,6 +29,7 @@ from decguard_pipeline.core.production.columns import (
     Codebook,
     segment_problem,
 )
+from decguard_pipeline.core.production.invariants import semantic_suspects
 from decguard_pipeline.core.production.schema import RECORD_FIELDS, ProductionRecord
 from decguard_pipeline.core.production.timestamps import timestamps_ok
 from decguard_pipeline.core.validation import format_errors
@@ -310,54 +310,6 @@ def _suspects(rows: list[Plain], spec: DecisionSpec, tolerance: float) -> np.nda
     bad |= ~np.isnan(cost) & ~((cost >= 0) & np.isfinite(cost))
     stamps = pa.array([r.timestamp for r in rows], type=pa.string())
     bad |= ~timestamps_ok(stamps)
-    return bad
-
-
-_EPS = np.finfo(np.float64).eps
-
-
-def outside_tolerance(probs: np.ndarray, finite: np.ndarray, tolerance: float) -> np.ndarray:
-    """``|fsum(row) - 1| > tolerance`` per finite row. The plain float sum is within
-    k·eps·Σ|p| of the exact one, so only rows that close to the boundary need the exact sum."""
-    safe = np.where(finite[:, None], probs, 0.0)
-    rough = safe.sum(axis=1)
-    margin = (probs.shape[1] + 2) * _EPS * (rough + 1.0)
-    gap = np.abs(rough - 1.0)
-    outside = gap > tolerance
-    unsure = finite & (np.abs(gap - tolerance) <= margin)
-    if unsure.any():
-        exact = row_fsum(probs[unsure])
-        outside[unsure] = np.abs(exact - 1.0) > tolerance
-    return outside & finite
-
-
-def semantic_suspects(
-    probs: np.ndarray,
-    selected: np.ndarray,
-    confidence: np.ndarray,
-    outcome: np.ndarray,
-    correct: np.ndarray,
-    action: np.ndarray,
-    fallback: np.ndarray,
-    tolerance: float,
-) -> np.ndarray:
-    """DecGuard's record invariants, column-wise: a distribution within tolerance, the
-    selected label its first maximum, the confidence exactly its probability, a known outcome
-    label, agreeing correctness, consistent routing. Labels are indices (-1 absent, -2 not a
-    contract label); NaN probabilities flag the row."""
-    n = len(selected)
-    finite = np.isfinite(probs).all(axis=1) & (probs >= 0.0).all(axis=1)
-    bad = ~finite | outside_tolerance(probs, finite, tolerance)
-    safe = np.where(finite[:, None], probs, 0.0)
-    best = np.argmax(safe, axis=1)  # first maximum, like DecGuard's strict '>' scan
-    bad |= selected != best
-    bad |= ~(confidence == safe[np.arange(n), best])
-    bad |= ~((confidence >= 0.0) & (confidence <= 1.0))
-    bad |= outcome == -2
-    known = outcome >= 0
-    bad |= known & (correct >= 0) & (correct != (outcome == best))
-    bad |= (action == ACTION_CODES["fallback"]) & (fallback == 0)
-    bad |= (action >= 0) & (action != ACTION_CODES["fallback"]) & (fallback == 1)
     return bad
 
 

@@ -7,24 +7,31 @@ report is written: a check of ten million records never holds them as one object
 
 from __future__ import annotations
 
+import hashlib
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from decguard_pipeline.core.contract import LoadedContract
+from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.production.checks import aggregate_checks
 from decguard_pipeline.core.production.columns import Columns
 from decguard_pipeline.core.production.drift import compute_drift
 from decguard_pipeline.core.production.loader import RecordSet, release_free_memory
+from decguard_pipeline.core.production.record_text import string_bytes
 from decguard_pipeline.core.production.segments import measure
 from decguard_pipeline.core.report.golden import contract_section
-from decguard_pipeline.core.report.jsonio import print_document, write_document
+from decguard_pipeline.core.report.jsonio import dumps, print_document, write_document
 
 CHECK_VERSION = "0.1"
 
@@ -62,8 +69,61 @@ class ProductionReport:
             what="production report",
         )  # fmt: skip
 
+    def write_texts(self, path: str | Path, texts: Iterable[pa.Array]) -> None:
+        """The report file with ``records`` given as the records' indented JSON texts
+        (``record_text.record_texts(..., indented=True)``), a batch at a time: the same
+        bytes as :meth:`write`, with no record ever a Python object."""
+        write_with_records(path, self.document, texts)
+
     def print_json(self) -> None:
         print_document(self.document, stream_key="records", items=self.records())
+
+
+_RECORDS_MARK = "__decguard_records_here__"
+
+
+def write_with_records(
+    path: str | Path, document: dict[str, Any], texts: Iterable[pa.Array]
+) -> str:
+    """``document`` (indented as orjson indents it) with its ``records`` list made of
+    ``texts``: each batch's records are joined by Arrow and written as one buffer, hashed and
+    written on a thread of its own while the next batch is made. Returns the sha256 of the
+    bytes written."""
+    whole = dumps({**document, "records": _RECORDS_MARK}).encode()
+    at = whole.index(f'"{_RECORDS_MARK}"'.encode())
+    digest = hashlib.sha256()
+    pending: deque[Future[None]] = deque()
+
+    def put(stream: IO[bytes], data: Any) -> None:
+        digest.update(data)
+        stream.write(data)
+
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with Path(path).open("wb") as stream, ThreadPoolExecutor(1) as writer:
+
+            def out(data: Any) -> None:
+                pending.append(writer.submit(put, stream, data))
+                while len(pending) > 2:  # a few batches in flight, never the whole file
+                    pending.popleft().result()
+
+            out(whole[:at])
+            first = True
+            for batch in texts:
+                if not len(batch):
+                    continue
+                joined = pc.binary_join_element_wise(pa.scalar(",\n    "), batch, "")
+                data = string_bytes(joined)
+                # the first record has no comma before it
+                out(b"[\n" + bytes(data[2:]) if first else data)
+                first = False
+            out(b"[]" if first else b"\n  ]")
+            out(whole[at + len(_RECORDS_MARK) + 2 :] + b"\n")
+            while pending:
+                pending.popleft().result()
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot write production report: {exc.strerror or exc}") from exc
+    return digest.hexdigest()
 
 
 def now_iso() -> str:

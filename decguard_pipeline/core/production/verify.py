@@ -173,8 +173,17 @@ def _recompute(document: dict[str, Any], records: list[dict[str, Any]]) -> Colum
     builder = ColumnsBuilder(spec, config.segments)
     _first_problem(records, spec, evaluation.probability_tolerance, builder)
     columns = builder.build()
+    compare(document, columns)
+    return columns
+
+
+def compare(document: dict[str, Any], columns: Columns) -> None:
+    """Everything a report states about its records, recomputed from their columns: raises
+    :class:`Invalid` naming the first section that differs, in DecGuard's order."""
+    evaluation = Evaluation.model_validate(document["evaluation"])
+    config = Production.model_validate(document["config"])
     counts = (
-        len(records),
+        len(columns),
         int(np.count_nonzero(columns.outcome >= 0)),
         int(np.count_nonzero(columns.correct >= 0)),
     )
@@ -203,7 +212,6 @@ def _recompute(document: dict[str, Any], records: list[dict[str, Any]]) -> Colum
     status = overall_status(checks)
     if document["status"] != status or document["exit_code"] != EXIT_CODES[status]:
         raise Invalid("status/exit_code do not match stored checks")
-    return columns
 
 
 def load_production_report(path: str | Path) -> StoredReport:

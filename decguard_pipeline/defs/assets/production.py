@@ -19,8 +19,9 @@ segment's value, every segment in the metadata): requirements are ERROR checks, 
 WARN; a failing day is a successful run with failed checks (a verdict, not a crash).
 
 The first partition: ``pipeline.production.start_date``, else ``$DECGUARD_PRODUCTION_START``,
-else the date of the contract's earliest records file (see ``steps/production.start_date``);
-a contract with none of them has no production assets (``enabled``). The schedule's cron is
+else the date of the contract's earliest records file (see
+``steps/production/schedule.start_date``); a contract with none of them has no production
+assets (``enabled``). The schedule's cron is
 ``$DECGUARD_PRODUCTION_CRON`` (default ``0 5 * * *``, UTC).
 
 (No ``from __future__ import annotations``: Dagster reads the context annotations.)
@@ -28,29 +29,28 @@ a contract with none of them has no production assets (``enabled``). The schedul
 
 import os
 import re
-from collections.abc import Mapping
+import uuid
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import dagster as dg
 
 from decguard_pipeline.core.errors import DecGuardError
-from decguard_pipeline.core.formatting import num
-from decguard_pipeline.core.production.render import render_check, render_extensions
-from decguard_pipeline.core.report.render import preview
 from decguard_pipeline.defs.assets.base import asset_key, code_version
 from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.metadata import base as md
+from decguard_pipeline.defs.metadata.production import check_metadata, records_metadata
 from decguard_pipeline.defs.resources import WarehouseResource
-from decguard_pipeline.steps import production as ps
 from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.production import baseline, check, ingest, schedule, sources
 
-RECORDS, CHECK = ps.RECORDS, "production_check"
+RECORDS, CHECK = sources.RECORDS, "production_check"
+T = TypeVar("T")
 ENV_CRON = "DECGUARD_PRODUCTION_CRON"
 DEFAULT_CRON = "0 5 * * *"  # early morning (UTC), after the nightly re-evaluation at 02:00
-RECORDS_SHOWN = 20
 _NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -67,7 +67,7 @@ def schedule_name(entry: ContractEntry) -> str:
 
 
 def daily_partitions(entry: ContractEntry) -> dg.DailyPartitionsDefinition:
-    start, _ = ps.start_date(entry)
+    start, _ = schedule.start_date(entry)
     return dg.DailyPartitionsDefinition(start_date=start.isoformat(), timezone="UTC")
 
 
@@ -80,7 +80,7 @@ def enabled(entry: ContractEntry) -> bool:
     if not entry.ok:
         return False
     try:
-        _, origin = ps.start_date(entry)
+        _, origin = schedule.start_date(entry)
     except DecGuardError:
         return True
     return origin != "default"
@@ -89,7 +89,7 @@ def enabled(entry: ContractEntry) -> bool:
 def _usable(entry: ContractEntry) -> str | None:
     """Why the production assets cannot be defined (a bad start date), else None."""
     try:
-        ps.start_date(entry)
+        schedule.start_date(entry)
     except DecGuardError as exc:
         return str(exc)
     return None
@@ -108,7 +108,7 @@ def assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
 def checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
     if not enabled(entry) or _usable(entry) is not None:
         return []
-    gates = ps.production_gates(entry.require())
+    gates = check.production_gates(entry.require())
     return [_production_checks(entry, gates, daily_partitions(entry))] if gates else []
 
 
@@ -164,7 +164,7 @@ def _broken(entry: ContractEntry, error: str) -> dg.AssetsDefinition:
 def _production_records(
     entry: ContractEntry, parts: dg.DailyPartitionsDefinition
 ) -> dg.AssetsDefinition:
-    start, origin = ps.start_date(entry)
+    start, origin = schedule.start_date(entry)
 
     @dg.asset(
         key=asset_key(entry, RECORDS),
@@ -175,19 +175,15 @@ def _production_records(
         kinds={"python", "parquet"},
         description=(
             "The day's production records, checked strictly as `check` checks them and stored "
-            f"normalised: `{ps.production_root()}/{entry.key}/<day>.jsonl` "
-            f"(`${ps.ENV_DIR}`), else `{ps.INBOX}` rows for the day. First day {start} "
+            f"normalised: `{sources.production_root()}/{entry.key}/<day>.jsonl` "
+            f"(`${sources.ENV_DIR}`), else `{sources.INBOX}` rows for the day. First day {start} "
             f"({origin})."
         ),
     )
     def production_records(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource
     ) -> dg.MaterializeResult:
-        step = Step(warehouse.get(), context.run.run_id)
-        try:
-            done = ps.ingest_day(entry, context.partition_key, step)
-        except DecGuardError as exc:
-            raise dg.Failure(description=str(exc)) from exc
+        done = _run_step(context, warehouse, ingest.ingest_day, entry)
         return dg.MaterializeResult(
             metadata=records_metadata(done), data_version=dg.DataVersion(done.hash)
         )
@@ -198,9 +194,9 @@ def _production_records(
 def _production_check(
     entry: ContractEntry, parts: dg.DailyPartitionsDefinition
 ) -> dg.AssetsDefinition:
-    rule = ps.settings(entry.require()).baseline
+    rule = sources.settings(entry.require()).baseline
     records = asset_key(entry, RECORDS)
-    if rule == ps.PREVIOUS:  # the day and the day before (the baseline, when it has records)
+    if rule == baseline.PREVIOUS:  # the day and the day before (the baseline, when it has records)
         mapping = dg.TimeWindowPartitionMapping(
             start_offset=-1, allow_nonexistent_upstream_partitions=True
         )
@@ -226,14 +222,28 @@ def _production_check(
     def production_check(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource
     ) -> dg.MaterializeResult:
-        step = Step(warehouse.get(), context.run.run_id)
-        try:
-            checked = ps.check_day(entry, context.partition_key, step)
-        except DecGuardError as exc:
-            raise dg.Failure(description=str(exc)) from exc
+        checked = _run_step(context, warehouse, check.check_day, entry)
         return dg.MaterializeResult(metadata=check_metadata(checked))
 
     return production_check
+
+
+def _run_step(
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    work: Callable[[ContractEntry, str, Step], T],
+    entry: ContractEntry,
+) -> T:
+    """A day's step for the partition being materialised; its errors fail the asset with
+    DecGuard's message. Called directly (tests: no run), the step gets a run id of its own."""
+    try:
+        run_id = context.run.run_id
+    except dg.DagsterError:
+        run_id = f"direct-{uuid.uuid4().hex[:12]}"
+    try:
+        return work(entry, context.partition_key, Step(warehouse.get(), run_id))
+    except DecGuardError as exc:
+        raise dg.Failure(description=str(exc)) from exc
 
 
 # -- checks ---------------------------------------------------------------------------------
@@ -276,7 +286,7 @@ def _production_checks(
         name=f"{entry.key}_production_gates",
         description="DecGuard's post-deployment gates: requirements block (ERROR), warnings "
         "warn; segment gates per segment key, the worst segment of the day.",
-        load=ps.check_outcomes,
+        load=check.check_outcomes,
         result=check_result,
         partitions_def=parts,
     )
@@ -287,19 +297,8 @@ def check_result(row: Mapping[str, Any], asset: dg.AssetKey, name: str) -> dg.As
     gate those of the worst segment, and every segment's row."""
     extra: dict[str, Any] = {"baseline": row["baseline"] or "none"}
     if "segments" in row:
-        extra["segment"] = f"{row['segment_key']}={row['segment']}"
-        extra["segments"] = md.table(
-            row["segments"],
-            [
-                ("segment_value", "string"),
-                ("gate", "string"),
-                ("status", "string"),
-                ("value", "float"),
-                ("threshold", "float"),
-                ("message", "string"),
-            ],
-            limit=1000,
-        )
+        extra["segment"] = f"{row['segment_key']}={row['segment_value']}"
+        extra["segments"] = md.outcomes_table(row["segments"], "segment_value")
     return gate_result(row, asset, name, extra)
 
 
@@ -320,8 +319,10 @@ def production_schedule(entry: ContractEntry, job: Any) -> dg.ScheduleDefinition
         context: dg.ScheduleEvaluationContext, warehouse: WarehouseResource
     ) -> dg.RunRequest | dg.SkipReason:
         tick = context.scheduled_execution_time or datetime.now(UTC)
-        start, _ = ps.start_date(entry)
-        day, why = ps.day_to_check(entry.key, tick.astimezone(UTC).date(), warehouse.get(), start)
+        start, _ = schedule.start_date(entry)
+        day, why = schedule.day_to_check(
+            entry.key, tick.astimezone(UTC).date(), warehouse.get(), start
+        )
         if day is None:
             return dg.SkipReason(f"{entry.key}: {why}")
         return dg.RunRequest(
@@ -333,153 +334,10 @@ def production_schedule(entry: ContractEntry, job: Any) -> dg.ScheduleDefinition
     return daily
 
 
-# -- what the UI shows ----------------------------------------------------------------------
-
-
-def records_metadata(done: ps.Ingested) -> dict[str, Any]:
-    table = done.table
-    shown_rows = table.slice(0, RECORDS_SHOWN).to_pylist()
-    for row in shown_rows:
-        row["input"] = preview(row["input_text"], 60) if row["input_text"] is not None else None
-    data = done.data
-    return {
-        "dagster/row_count": done.n,
-        "source": done.source,
-        "path": dg.MetadataValue.path(done.path) if done.source == ps.FILE else done.path,
-        "hash": done.hash,
-        "with_outcome": data.n_outcomes,
-        "with_correctness": data.n_correctness,
-        "records_lacking_outcome": done.n - data.n_correctness,
-        "selected_labels": dg.MetadataValue.json(done.label_counts),
-        "records": md.table(
-            shown_rows,
-            [
-                ("id", "string"),
-                ("timestamp", "string"),
-                ("selected", "string"),
-                ("confidence", "float"),
-                ("outcome", "string"),
-                ("outcome_correct", "bool"),
-                ("action", "string"),
-                ("model_version", "string"),
-                ("metadata_json", "string"),
-                ("input", "string"),
-            ],
-            limit=RECORDS_SHOWN,
-        ),
-    }
-
-
-def summary_markdown(checked: ps.Checked) -> str:
-    """DecGuard's check text, then the extension sections, as the terminal shows them."""
-    head = (
-        f"**Production check {checked.day} · {checked.status.upper()}** · baseline "
-        f"`{checked.chosen.ref or 'none'}` ({checked.chosen.rule}: {checked.chosen.reason})"
-    )
-    text = render_check(checked.document) + "\n\n" + render_extensions(checked.extensions)
-    return head + "\n\n```\n" + text + "\n```"
-
-
-def _float(value: float | None) -> Any:
-    return dg.MetadataValue.float(value) if value is not None else "n/a"
-
-
-def check_metadata(checked: ps.Checked) -> dict[str, Any]:
-    doc, ext, rows = checked.document, checked.extensions, checked.rows
-    m, drift = doc["metrics"], doc["drift"]
-    outcomes = ext["outcomes"]
-    interval = ext["accuracy_interval"]
-    label = ext["label_drift"]
-    drift_row = rows["production_drift"][0]
-    return {
-        "status": checked.status.upper(),
-        "summary": dg.MetadataValue.md(summary_markdown(checked)),
-        "accuracy": _float(m["outcomes"]["accuracy"]),
-        "ece": _float(m["calibration"]["ece"]),
-        "confidence_tv_distance": _float(drift["confidence_tv_distance"]),
-        "label_tv_distance": _float(label["tv_distance"]),
-        "records_lacking_outcome": outcomes["pending"],
-        "records_lacking_label_outcome": outcomes["pending_label"],
-        "accuracy_interval": (
-            f"{num(interval['accuracy'])} · {interval['confidence'] * 100:g}% Wilson "
-            f"[{num(interval['low'])}, {num(interval['high'])}] over {interval['n']} records"
-        ),
-        "baseline": checked.chosen.ref or "none",
-        "baseline_rule": checked.chosen.rule,
-        "baseline_reason": checked.chosen.reason,
-        "metrics": md.metrics_table(ps.flat_metrics(m)),
-        "drift": md.table(
-            [drift_row],
-            [
-                ("baseline", "string"),
-                ("baseline_rule", "string"),
-                ("baseline_n_records", "int"),
-                ("confidence_tv_distance", "float"),
-                ("confidence_mean_delta", "float"),
-                ("accuracy_drop", "float"),
-                ("ece_increase", "float"),
-                ("label_tv_distance", "float"),
-                ("label_psi", "float"),
-            ],
-        ),
-        "segments": md.table(
-            rows["production_segments"],
-            [
-                ("segment_key", "string"),
-                ("segment_value", "string"),
-                ("status", "string"),
-                ("n_records", "int"),
-                ("accuracy", "float"),
-                ("accuracy_low", "float"),
-                ("accuracy_high", "float"),
-                ("ece", "float"),
-                ("pending", "int"),
-            ],
-            limit=1000,
-        ),
-        "label_drift": md.table(
-            [
-                {
-                    "label": name,
-                    "current": label["current"][i],
-                    "baseline": None if label["baseline"] is None else label["baseline"][i],
-                }
-                for i, name in enumerate(label["labels"])
-            ],
-            [("label", "string"), ("current", "float"), ("baseline", "float")],
-            limit=1000,
-        ),
-        "calibration_by_model_version": md.table(
-            [
-                {
-                    **e,
-                    "model_version": e["model_version"],
-                    "baseline_ece": None if e["baseline"] is None else e["baseline"]["ece"],
-                }
-                for e in ext["calibration_by_model_version"]
-            ],
-            [
-                ("model_version", "string"),
-                ("n", "int"),
-                ("accuracy", "float"),
-                ("mean_confidence", "float"),
-                ("ece", "float"),
-                ("baseline_ece", "float"),
-                ("ece_increase", "float"),
-            ],
-            limit=1000,
-        ),
-        "checks": md.checks_table(doc["checks"]),
-        "report_path": dg.MetadataValue.path(str(checked.report_path)),
-        "sidecar_path": dg.MetadataValue.path(str(checked.sidecar)),
-        "dagster/row_count": doc["dataset"]["n_records"],
-    }
-
-
 def production_days(entry: ContractEntry) -> list[str]:
     """Days with a records file that are daily partitions of the contract, oldest first
     (what the main job checks)."""
     if not enabled(entry) or _usable(entry) is not None:
         return []
     parts = daily_partitions(entry)
-    return [d for d in ps.file_days(entry.key) if parts.has_partition_key(d)]
+    return [d for d in sources.file_days(entry.key) if parts.has_partition_key(d)]

@@ -1,7 +1,7 @@
 """Warehouse tables of the production feature (documented in docs/warehouse.md).
 
 Written by the daily ``production_records`` and ``production_check`` assets
-(``steps/production.py``); ``production_inbox`` is written by producers. Every table
+(``steps/production/``); ``production_inbox`` is written by producers. Every table
 is keyed by contract, target, run and time, where ``target`` is the **day** (``YYYY-MM-DD``,
 the daily partition key): production records are not tied to one backend or model version
 (``backend`` and ``model_version`` are record columns).

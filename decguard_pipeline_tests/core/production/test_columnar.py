@@ -76,7 +76,7 @@ def test_columnar_and_exact_paths_agree(tmp_path, monkeypatch):
     fast = _load(path, contract)
     monkeypatch.setattr(
         jsonl_blocks.ArrowReader, "fast_table",
-        lambda self, block, source=None: (None, len(jsonl_blocks.line_starts(block))),
+        lambda self, block, source=None: (None, len(jsonl_blocks.line_starts(block)), None),
     )  # fmt: skip
     exact = _load(path, contract)
     assert (fast.columnar, exact.columnar) == (400, 0)

@@ -14,7 +14,7 @@ import pytest
 
 from decguard_pipeline.core.production.columns import first_repeat, id_hashes
 from decguard_pipeline.core.production.exact_groups import ExactColumn, exact_sum
-from decguard_pipeline.core.production.records import outside_tolerance
+from decguard_pipeline.core.production.invariants import outside_tolerance
 from decguard_pipeline.core.production.timestamps import timestamps_ok
 
 RNG = np.random.default_rng(0)
