@@ -28,7 +28,7 @@ def test_scoreboard_reliability_and_report_render(tmp_path, chromium):
     place = evaluated(tmp_path)
     assert place.returncode == 0, place.stderr  # failing gates are verdicts: exit 0
     verdicts = Warehouse(place.warehouse).query(
-        "SELECT target, status, approved FROM verdicts ORDER BY evaluated_at DESC"
+        "SELECT target, status FROM verdicts ORDER BY evaluated_at DESC, target DESC"
     )
     newest_first = [(r["target"], r["status"].upper()) for r in verdicts.to_pylist()]
     assert sorted(s for _, s in newest_first) == ["FAIL", "FAIL", "PASS"]
