@@ -105,3 +105,19 @@ def test_verdict_over_every_kind():
     text = verdict_markdown(row("b", "fail", failing=verdict.failing, approved=False))
     assert text.startswith("**FAIL** · **not approved** as a baseline")
     assert "`regression max_accuracy_drop`" in text
+
+
+def test_markdown_stays_under_the_in_place_limit():
+    long = "/wh/report_files/contract=c/target=t/" + "x" * 150 + ".html"
+    few = [row(f"b@v{i}", "pass", report_html=long) for i in range(3)]
+    many = [row(f"b@v{i}", "pass", report_html=long) for i in range(5)]
+    assert "](http://reports.test/" in scoreboard_markdown(few)  # short enough with links
+    text = scoreboard_markdown(many)
+    assert len(text) < 1000 and "](http" not in text  # the links go first
+    assert text.count("\n") == 2 + 5 - 1
+    lots = [row(f"backend_number_{i}@model-version-{i}", "fail") for i in range(40)]
+    text = scoreboard_markdown(lots)
+    lines = text.splitlines()
+    assert len(text) < 1000 and lines[2].startswith("| `backend_number_0@")  # the newest
+    shown = sum(line.startswith("| `") for line in lines)
+    assert lines[-1] == f"… and {40 - shown} older targets: see `scoreboard`"

@@ -127,27 +127,41 @@ def scoreboard_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     """Every target as a markdown row, compact enough for the asset page's metadata column:
     the target links its HTML report when that is served, the cost column is there when some
     target's cost is known, and there is no approval column (a target is approved exactly
-    when its verdict is not FAIL)."""
+    when its verdict is not FAIL). Kept under the UI's in-place limit: without the links
+    when they make it too long, then only the newest targets that fit (the ``scoreboard``
+    table has them all)."""
     costs = any(row["cost_per_1000"] is not None for row in rows)
     head = ["target", "verdict", "accuracy", "macro-F1", "ECE", "ECE (mass)", "coverage"]
     head += ["cost / 1k"] * costs + ["regression"]
     align = ["---", "---"] + ["---:"] * (len(head) - 3) + ["---"]
-    lines = ["| " + " | ".join(head) + " |", "| " + " | ".join(align) + " |"]
-    for row in rows:
-        html = row["report_html"]
-        url = None if html is None else report_url(html)
-        cells = [
-            f"`{row['target']}`" if url is None else f"[{row['target']}]({url})",
-            f"**{row['status'].upper()}**",
-            *(
-                NONE if row[n] is None else sig(row[n])
-                for n in ("accuracy", "macro_f1", "ece", "ece_equal_mass", "coverage")
-            ),
-            *[cost_text(row["cost_per_1000"])] * costs,
-            regression_text(row),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    top = ["| " + " | ".join(head) + " |", "| " + " | ".join(align) + " |"]
+    for links in (True, False):
+        lines = [*top, *(_scoreboard_line(row, costs, links) for row in rows)]
+        if len("\n".join(lines)) < INLINE_MARKDOWN:
+            return "\n".join(lines)
+    shown = list(top)
+    for n, line in enumerate(lines[2:]):
+        more = f"\n\n… and {len(rows) - n} older targets: see `scoreboard`"
+        if len("\n".join([*shown, line])) + len(more) >= INLINE_MARKDOWN:
+            return "\n".join(shown) + more
+        shown.append(line)
+    return "\n".join(shown)
+
+
+def _scoreboard_line(row: Mapping[str, Any], costs: bool, links: bool) -> str:
+    html = row["report_html"]
+    url = None if html is None or not links else report_url(html)
+    cells = [
+        f"`{row['target']}`" if url is None else f"[{row['target']}]({url})",
+        f"**{row['status'].upper()}**",
+        *(
+            NONE if row[n] is None else sig(row[n])
+            for n in ("accuracy", "macro_f1", "ece", "ece_equal_mass", "coverage")
+        ),
+        *[cost_text(row["cost_per_1000"])] * costs,
+        regression_text(row),
+    ]
+    return "| " + " | ".join(cells) + " |"
 
 
 def summary_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
