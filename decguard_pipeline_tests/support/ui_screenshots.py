@@ -4,7 +4,8 @@
 
 ``decguard-pipeline evaluate`` in a temporary folder, ``dagster-webserver`` on its instance
 (support/dagster_ui.py), then headless Chromium as in the browser tests: the scoreboard page,
-golden_metrics with its headline numbers, its reliability diagram (one click), the runs with
+golden_metrics with its headline numbers, its reliability diagram (one click), the partitions
+of approved_target (which versions passed), the runs with
 their ``decguard/verdict`` tags and the newest target's HTML report opened from the
 scoreboard's link.
 """
@@ -63,6 +64,12 @@ def main(directory: str) -> None:
                 page.wait_for_timeout(1500)  # the dialog fades in
                 page.screenshot(path=out / "ui-reliability.png")
 
+                approved = f"{ui.url}/assets/refund/approved_target?view=partitions"
+                page, _ = browser.open(approved, width=1600, height=500)
+                dismiss_welcome(page)
+                page.get_by_text("Missing (2)").wait_for(timeout=60_000)
+                page.screenshot(path=out / "ui-approved.png")
+
                 page, _ = browser.open(f"{ui.url}/runs", width=1920, height=900)
                 dismiss_welcome(page)
                 page.get_by_text("decguard/verdict: FAIL").first.wait_for(timeout=60_000)
@@ -72,8 +79,9 @@ def main(directory: str) -> None:
                 page.screenshot(path=out / "ui-report.png")
             finally:
                 browser.close()
-    for name in ("ui-scoreboard", "ui-golden-metrics", "ui-reliability", "ui-runs", "ui-report"):
-        print(out / f"{name}.png")
+    names = ("scoreboard", "golden-metrics", "reliability", "approved", "runs", "report")
+    for name in names:
+        print(out / f"ui-{name}.png")
 
 
 if __name__ == "__main__":
