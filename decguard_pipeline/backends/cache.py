@@ -103,6 +103,10 @@ class ResponseCache:
         if version is not None:
             self.stats.version, self.stats.version_source = version, "given"
         self.sample = sample
+        # pipeline.repeats: the repetition being asked (0: the report's own ask, keyed as in
+        # a run without repeats; 1, 2, ...: extra asks, each under its own sample index even
+        # for scoring that looks deterministic, so each repetition replays its own answer)
+        self.repetition = 0
         self._store: AnswerStore | None = None
         self._prefix: bytes | None = None
 
@@ -115,7 +119,7 @@ class ResponseCache:
         ask. Answers asked from now on are recorded (``out.sink``)."""
         n = len(requests)
         pending = np.ones(n, dtype=bool)
-        for source in self.sources:
+        for source in self.sources if not self.repetition else ():  # a report: one ask
             rows = np.flatnonzero(pending)
             found = source.lookup_requests([requests[i] for i in rows.tolist()], out.k)
             self._replay(backend, out, found, rows, pending)
@@ -127,9 +131,7 @@ class ResponseCache:
             asked = np.flatnonzero(pending).tolist()
             self.stats.asked += len(asked) + len(probed)
             return asked
-        keys = request_keys(
-            self.prefix(), requests, sample=self.sample if self.nondeterministic else None
-        )
+        keys = request_keys(self.prefix(), requests, sample=self.sample_index())
         rows = np.flatnonzero(pending)
         if len(rows):
             self._replay(backend, out, store.lookup([keys[i] for i in rows.tolist()], out.k),
@@ -148,6 +150,13 @@ class ResponseCache:
             self._store.flush()
 
     # -- internals ----------------------------------------------------------------------------
+
+    def sample_index(self) -> int | None:
+        """The sample index of this batch's keys: None for deterministic scoring's first
+        ask (a plain key), else the first draw's index plus the repetition."""
+        if self.nondeterministic:
+            return self.sample + self.repetition
+        return self.repetition or None
 
     @property
     def nondeterministic(self) -> bool:

@@ -90,6 +90,10 @@ def emit_report(
             from decguard_pipeline.core.calibration.render import render_calibration
 
             click.echo("\n" + render_calibration(report.extensions["calibration"]))
+        if "consistency" in report.extensions:
+            from decguard_pipeline.core.consistency.section import render_consistency
+
+            click.echo("\n" + render_consistency(report.extensions["consistency"]))
     from decguard_pipeline.runs.golden import command_status
 
     _exit_for(command_status(report, None if guarded is None else guarded.status), fail_on_warn)

@@ -65,6 +65,8 @@ def validate_text(contract_path: Path, dataset: Path | None) -> str:
         ]  # fmt: skip
         if cost:
             lines.append(f"    cost      {'; '.join(cost)}")
+        if c.pipeline.repeats is not None:  # core/consistency: N asks of every golden case
+            lines.append(f"    repeats   {c.pipeline.repeats.count} asks per golden case")
     from decguard_pipeline.core.calibration.extension import applied_settings, measures_settings
     from decguard_pipeline.core.contract.extension_gates import CalibrationGates
 

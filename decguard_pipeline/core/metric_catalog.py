@@ -1,6 +1,6 @@
 """Every metric the pipeline reports, with a one-line definition (``list metrics``,
 docs/metrics.md). DecGuard's come first, in report order; then the guard extension's, then the
-usage section's, then the calibration measures'."""
+usage section's, the consistency section's, then the calibration measures'."""
 
 from __future__ import annotations
 
@@ -97,6 +97,17 @@ CATALOG: tuple[MetricInfo, ...] = (
        "output_per_million) / 1e6, with the backend's pricing"),
     _p("cost_per_1000 (usage)", "usage", "1000 x cost_per_run / cases that ended in a "
        "decision: what the API bills per 1,000 decisions"),
+    # consistency of repeated asks (sidecar "consistency", pipeline.repeats; core/consistency)
+    _p("unanimous_share", "consistency", "cases whose selected label is the same in all N "
+       "asks / cases every ask decided"),
+    _p("pairwise_agreement", "consistency", "mean over cases of the share of the N(N-1)/2 pairs "
+       "of asks that selected the same label"),
+    _p("agreement_with_report", "consistency", "share of the extra asks (1..N-1) that selected "
+       "the report's label (ask 0)"),
+    _p("mean_tv_distance (consistency)", "consistency", "mean over cases and asks of the TV "
+       "distance between an ask's probabilities and the case's mean vector"),
+    _p("label_flips", "consistency", "per label: cases for which some asks selected it and "
+       "others did not"),
 )  # fmt: skip
 
 # The calibration measures (core.calibration.section.calibration_section); `where` is the path

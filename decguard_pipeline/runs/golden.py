@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from decguard_pipeline.backends import Backend, create_backend
 from decguard_pipeline.backends.runner import run_cases
+from decguard_pipeline.core.consistency.section import SECTION as CONSISTENCY
 from decguard_pipeline.core.contract import DEFAULT_BACKEND, LoadedContract, load_contract
 from decguard_pipeline.core.dataset import Dataset, load_dataset
 from decguard_pipeline.core.errors import ContractError, DecGuardError
 from decguard_pipeline.core.report.golden import Report, build_report, dataset_info
 from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.core.usage import USAGE, run_cost, usage_extension, usage_section
+from decguard_pipeline.runs.repeats import ask_repeats
 
 if TYPE_CHECKING:
     from decguard_pipeline.runs.cache import CacheOptions
@@ -116,8 +118,13 @@ def run_test(
                 fuzz_plan, loaded, instance, results, max_concurrency=max_concurrency
             )
             property_section, property_checks = outcome
-        metadata = instance.metadata()
-        usage = usage_of(instance, results)  # the counters cover the property checks too
+        metadata = instance.metadata()  # before the repeats: the report is one ask's
+        consistency = None  # pipeline.repeats: golden runs only (fuzz has no golden metrics)
+        if mode != "fuzz":
+            consistency = ask_repeats(
+                loaded, data, instance, results, max_concurrency=max_concurrency
+            )
+        usage = usage_of(instance, results)  # the counters cover every request of the run
     finally:
         if owned:
             instance.close()
@@ -136,6 +143,8 @@ def run_test(
     add_golden_statistics(loaded, report)
     add_usage(loaded, report, usage)
     add_calibration(loaded, report)
+    if consistency is not None:
+        report.extensions[CONSISTENCY] = consistency
     return report
 
 

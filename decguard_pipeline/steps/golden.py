@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from decguard_pipeline.core.calibration.extension import SECTION as CALIBRATION
+from decguard_pipeline.core.consistency.section import SECTION as CONSISTENCY
 from decguard_pipeline.core.dataset import Dataset
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.golden.statistics import golden_statistics, statistics_settings
@@ -36,6 +37,11 @@ from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import Target, backend_of
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.calibration import calibration_rows, curve_rows
+from decguard_pipeline.warehouse.rows.consistency import (
+    consistency_column,
+    consistency_rows,
+    stored_consistency,
+)
 from decguard_pipeline.warehouse.rows.golden import (
     case_results_table,
     case_rows,
@@ -126,6 +132,7 @@ def evaluate_target(entry: ContractEntry, target: str, step: Step) -> Evaluated:
     contract's ``evaluation.max_concurrency`` (the project has no other setting for it);
     write ``case_results`` and ``runs``."""
     from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend, usage_of
+    from decguard_pipeline.runs.repeats import ask_repeats
     from decguard_pipeline.steps.cache import target_cache
 
     loaded = entry.require()
@@ -136,11 +143,14 @@ def evaluate_target(entry: ContractEntry, target: str, step: Step) -> Evaluated:
     try:
         health = check_health(backend)
         results = decide_dataset(loaded, data, backend)
-        meta = backend.metadata()
+        meta = backend.metadata()  # before the repeats: the evaluation is one ask's
+        repeating = time.perf_counter()
+        consistency = ask_repeats(loaded, data, backend, results)  # pipeline.repeats
+        repeats_s = time.perf_counter() - repeating  # not the evaluation's wall time
         usage = usage_of(backend, results)
     finally:
         backend.close()
-    wall = time.perf_counter() - clock
+    wall = time.perf_counter() - clock - repeats_s
     model_version = served_version(meta, results)
     keys = step.keys(entry.key, target)
     table = case_results_table(
@@ -163,7 +173,7 @@ def evaluate_target(entry: ContractEntry, target: str, step: Step) -> Evaluated:
         started_at=started,
         wall_s=wall,
         usage=usage,
-    )
+    ) | consistency_column(consistency)
     step.warehouse.write("runs", [run], **keys)
     return Evaluated(results, run)
 
@@ -192,6 +202,11 @@ class GoldenReport:
     def usage(self) -> dict[str, Any] | None:
         """The run's usage section with the cost gates' checks (core/usage.py), if any."""
         return self.report.extensions.get(USAGE)
+
+    @property
+    def consistency(self) -> dict[str, Any] | None:
+        """The consistency section of an evaluation with pipeline.repeats (else None)."""
+        return self.report.extensions.get(CONSISTENCY)
 
     @property
     def calibration(self) -> dict[str, Any] | None:
@@ -249,6 +264,9 @@ def golden_report(
     from decguard_pipeline.runs.golden import add_calibration
 
     add_calibration(loaded, report)  # the calibration measures, as `test` adds them
+    consistency = stored_consistency(run)  # asked by the evaluation (pipeline.repeats)
+    if consistency is not None:
+        report.extensions[CONSISTENCY] = consistency
     return GoldenReport(evaluated, report)
 
 
@@ -273,7 +291,9 @@ def score_target(entry: ContractEntry, target: str, step: Step) -> GoldenReport:
     base = run_base(where, golden.evaluated.run)
     wh = step.warehouse
     usage = stored_usage(golden.evaluated.run)
-    wh.write("metrics", metrics_rows(metrics, base) + usage_rows(usage, base), **where)
+    consistency = consistency_rows(golden.consistency, base)
+    wh.write("metrics", metrics_rows(metrics, base) + usage_rows(usage, base) + consistency,
+             **where)  # fmt: skip
     wh.write("per_label_metrics", per_label_rows(metrics, base), **where)
     wh.write("reliability_bins", reliability_rows(metrics, base), **where)
     checks = gate_rows(golden.checks, base, source="golden")

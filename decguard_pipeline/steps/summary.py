@@ -63,6 +63,7 @@ def summarise(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
             ece=values.get("ece"),
             coverage=values.get("coverage"),
             cost_per_1000=values.get("cost_per_1000"),  # with the backend's pricing
+            unanimous=values.get("consistency_unanimous_share"),  # with pipeline.repeats
             failed=_names(checks, "fail"),
             warned=_names(checks, "warn"),
         )
@@ -105,9 +106,12 @@ def render_summary(rows: list[dict[str, Any]], result: Any) -> str:
     # the API cost per 1,000 decisions, when some target's backend has pricing
     priced = any(r.get("cost_per_1000") is not None for r in rows)
     cost_head = f"{'cost/1k':<8}  " if priced else ""
+    # the share of cases answered the same in every ask, when some contract has repeats
+    repeated = any(r.get("unanimous") is not None for r in rows)
+    unanimous_head = f"{'unanimous':<9}  " if repeated else ""
     lines = [
         f"{'contract':<{cwidth}}  {'target':<{width}}  accuracy  ECE    coverage  "
-        f"{cost_head}{'gates':<{gwidth}}  regression"
+        f"{cost_head}{unanimous_head}{'gates':<{gwidth}}  regression"
     ]
     for r in rows:
         head = f"{r['contract']:<{cwidth}}  {r['target']:<{width}}  "
@@ -115,9 +119,10 @@ def render_summary(rows: list[dict[str, Any]], result: Any) -> str:
             lines.append(head + f"ERROR: {r['error']}")
             continue
         cost = f"{_cost(r['cost_per_1000']):<8}  " if priced else ""
+        unanimous = f"{num(r['unanimous']):<9}  " if repeated else ""
         lines.append(
             head + f"{num(r['accuracy']):<8}  {num(r['ece']):<5}  {num(r['coverage']):<8}  "
-            f"{cost}{_gates(r):<{gwidth}}  {r['regression']}"
+            f"{cost}{unanimous}{_gates(r):<{gwidth}}  {r['regression']}"
         )
     for contract, backend, why in result.skipped:
         lines.append(f"skipped  {contract}/{backend}: {why}")

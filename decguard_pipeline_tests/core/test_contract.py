@@ -253,3 +253,34 @@ def test_pipeline_section_is_optional_and_changes_the_hash(tmp_path):
     assert plain.contract.pipeline is None and plain.hash == QUICKSTART_HASH
     path.write_text(QUICKSTART + "pipeline: {}\n")
     assert load_contract(path).hash != QUICKSTART_HASH
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ("{count: 1}", "pipeline.repeats.count: Input should be greater than or equal to 2"),
+        ("{count: 21}", "pipeline.repeats.count: Input should be less than or equal to 20"),
+        ("{count: '3'}", "pipeline.repeats.count: Input should be a valid integer"),
+        ("3", "pipeline.repeats: write a mapping, e.g. {count: 3}, not a number"),
+        ("{count: 3, times: 2}", "pipeline.repeats.times: unknown field (check the spelling)"),
+        ("{}", "pipeline.repeats.count: required field is missing"),
+    ],
+)
+def test_repeats_is_validated_with_the_field_named(tmp_path, section, message):
+    path = tmp_path / "c.yaml"
+    path.write_text(QUICKSTART + f"pipeline:\n  repeats: {section}\n")
+    with pytest.raises(ContractError) as raised:
+        load_contract(path)
+    assert str(path) in str(raised.value) and message in str(raised.value)
+
+
+def test_repeats_is_hashed(tmp_path):
+    """It changes what an evaluation measures (the consistency section), so evaluations
+    made without it are stale."""
+    path = tmp_path / "c.yaml"
+    hashes = []
+    for count in (2, 3):
+        path.write_text(QUICKSTART + f"pipeline:\n  repeats: {{count: {count}}}\n")
+        hashes.append(load_contract(path).hash)
+    path.write_text(QUICKSTART + "pipeline: {}\n")
+    assert len({*hashes, load_contract(path).hash}) == 3

@@ -20,6 +20,7 @@ from decguard_pipeline.core.contract.guard_settings import (
     Suites,
 )
 from decguard_pipeline.core.contract.production import ProductionExtension
+from decguard_pipeline.core.contract.repeats import RepeatsSettings
 from decguard_pipeline.core.contract.statistics import StatisticsSettings
 from decguard_pipeline.core.validation import Strict
 
@@ -40,3 +41,4 @@ class PipelineSection(Strict):
     warnings: ExtensionGates = ExtensionGates()
     production: ProductionExtension | None = None  # check extensions, docs/production.md
     cache: CacheSettings | None = None  # the response cache, docs/cache.md (not hashed)
+    repeats: RepeatsSettings | None = None  # ask each golden case N times: consistency

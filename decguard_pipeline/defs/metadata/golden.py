@@ -10,6 +10,7 @@ from typing import Any
 
 import dagster as dg
 
+from decguard_pipeline.core.consistency.section import MEASURES, render_consistency
 from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.report.plots import reliability_png, risk_coverage_png
 from decguard_pipeline.core.report.render import render_report
@@ -166,6 +167,7 @@ def golden_metrics_metadata(golden: GoldenReport) -> dict[str, Any]:
         **intervals,
         **usage_metadata(golden.usage),
         **calibration_metadata(golden.calibration, title=report.document["backend"]["name"]),
+        **consistency_metadata(golden.consistency),
         "dagster/row_count": len(flat),
     }
 
@@ -183,6 +185,20 @@ def usage_metadata(usage: dict[str, Any] | None) -> dict[str, Any]:
         for name in USAGE_METRICS
         if columns[name] is not None
     }
+
+
+def consistency_metadata(section: dict[str, Any] | None) -> dict[str, Any]:
+    """With pipeline.repeats: the consistency measures as numbers (plotted over time; a
+    measure over no case is left out) and the text block."""
+    if section is None:
+        return {}
+    values = {
+        f"consistency/{name}": dg.MetadataValue.float(section[name])
+        for name in MEASURES
+        if section[name] is not None
+    }
+    text = "```\n" + render_consistency(section) + "\n```"
+    return {**values, "consistency": dg.MetadataValue.md(text)}
 
 
 def report_metadata(written: WrittenReport) -> dict[str, Any]:

@@ -91,6 +91,8 @@ TABLES: dict[str, pa.Schema] = {
                 ("cost_per_run", DOUBLE),
                 ("cost_per_1000", DOUBLE),
                 ("usage_json", STRING),
+                # pipeline.repeats: the sidecar's consistency section (null without)
+                ("consistency_json", STRING),
             ]
         )
     ),
