@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -329,6 +330,10 @@ class WrittenReport:
     path: Path
     html: Path
     report: Report
+
+    def __iter__(self) -> Iterator[Any]:
+        """``path, report = write_report(...)``, as before the page was added."""
+        return iter((self.path, self.report))
 
 
 def write_report(entry: ContractEntry, target: str, step: Step) -> WrittenReport:
