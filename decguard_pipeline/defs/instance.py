@@ -17,7 +17,7 @@ from pathlib import Path
 import dagster as dg
 import yaml
 
-from decguard_pipeline.defs import instance_config
+from decguard_pipeline.defs import instance_config, instance_sqlite
 from decguard_pipeline.defs.instance_config import HEADER  # noqa: F401  (re-exported)
 from decguard_pipeline.steps.contracts import project_root
 
@@ -105,9 +105,10 @@ def _locked(home: Path) -> Iterator[None]:
 def open_instance() -> Iterator[dg.DagsterInstance]:
     """``DagsterInstance.get()``, its storages created under a lock: processes creating a fresh
     SQLite instance at the same moment race on its schema and leave it unusable (two
-    alembic heads), so the first opening of each storage is serialised."""
+    alembic heads), so the first opening of each storage is serialised. A SQLite instance
+    is tuned for the runs this process executes (defs/instance_sqlite.py)."""
     home = ensure_dagster_home()
-    with _locked(home):
+    with _locked(home), instance_sqlite.creating():
         instance = dg.DagsterInstance.get()
         try:
             instance.get_runs(limit=1)  # run storage
@@ -116,8 +117,12 @@ def open_instance() -> Iterator[dg.DagsterInstance]:
         except BaseException:
             instance.dispose()
             raise
-    with instance:
-        yield instance
+    tuned = instance_sqlite.tune(instance)  # a commit per event, not a checkpoint per event
+    try:
+        with instance:
+            yield instance
+    finally:
+        tuned.close()
 
 
 # -- runs and the processes that execute them -------------------------------------------------

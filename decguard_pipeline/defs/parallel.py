@@ -28,6 +28,7 @@ from typing import Any
 
 import dagster as dg
 
+from decguard_pipeline.defs import instance_sqlite
 from decguard_pipeline.defs.job_runs import Outcome, run_job
 from decguard_pipeline.defs.limits import BACKEND_TAG, Tagged, limit_counter
 
@@ -95,7 +96,8 @@ def _start_worker(
     warnings.filterwarnings("ignore", category=dg.BetaWarning)
     threading.Thread(target=_die_with, args=(parent,), daemon=True).start()
     _WORKER["defs"] = build(entries, warehouse_root=warehouse_root)
-    _WORKER["instance"] = dg.DagsterInstance.get()
+    _WORKER["instance"] = instance = dg.DagsterInstance.get()
+    _WORKER["tuned"] = instance_sqlite.tune(instance)  # held until the worker ends
 
 
 def run_item(item: Item, defs: Any = None, instance: Any = None) -> list[Any]:

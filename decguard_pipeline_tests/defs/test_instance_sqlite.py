@@ -1,0 +1,73 @@
+"""The SQLite instance tuned for the runs of this process: one pooled engine per database,
+WAL commits without an fsync each and no checkpoint after every event
+(defs/instance_sqlite.py)."""
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from decguard_pipeline.defs.instance import open_instance
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def _synchronous(connect) -> int:
+    with connect() as connection:
+        return connection.execute(sa.text("PRAGMA synchronous")).scalar_one()
+
+
+def test_the_wal_outlives_each_write_while_the_instance_is_open(home: Path):
+    wal = home / "history" / "event_log.db-wal"
+    with open_instance() as instance:
+        instance.add_dynamic_partitions("p", ["a"])
+        # the connection of that write went back to the pool: no close checkpointed and
+        # deleted the WAL, the write is in it
+        assert wal.exists() and wal.stat().st_size > 0
+        assert instance.get_dynamic_partitions("p") == ["a"]
+    # the pooled connections are closed with the instance: the last close checkpoints
+    assert not wal.exists()
+    with open_instance() as instance:
+        assert instance.get_dynamic_partitions("p") == ["a"]
+
+
+def test_the_storages_commit_with_synchronous_normal_then_get_their_own_back(home: Path):
+    with open_instance() as instance:
+        storages = instance.event_log_storage, instance.run_storage, instance.schedule_storage
+        assert _synchronous(instance.event_log_storage.index_connection) == 1  # NORMAL
+        assert _synchronous(instance.run_storage.connect) == 1
+        assert _synchronous(instance.schedule_storage.connect) == 1
+    for storage in storages:  # Dagster's own factories again: SQLite's default FULL
+        connect = getattr(storage, "index_connection", None) or storage.connect
+        assert _synchronous(connect) == 2
+
+
+def test_a_rollback_journal_database_keeps_full(tmp_path: Path):
+    from decguard_pipeline.defs.instance_sqlite import _engine
+
+    engine = _engine(f"sqlite:///{tmp_path / 'rollback.db'}", {})
+    with engine.begin() as connection:
+        connection.execute(sa.text("CREATE TABLE t (x)"))
+    with engine.connect() as connection:
+        connection.invalidate()  # the next connection is a new one, through the hook
+    with engine.connect() as connection:
+        assert connection.execute(sa.text("PRAGMA synchronous")).scalar_one() == 2
+    engine.dispose()
+
+
+def test_the_creation_hook_is_gone_once_the_instance_is_open(home: Path):
+    from decguard_pipeline.defs.instance_sqlite import _on_connect
+
+    with open_instance() as instance:
+        assert instance.get_runs(limit=1) == []
+        assert not sa.event.contains(sa.Engine, "connect", _on_connect)
+    # a WAL database opened by anyone else in this process keeps SQLite's FULL
+    engine = sa.create_engine(f"sqlite:///{home / 'history' / 'runs.db'}")
+    with engine.connect() as connection:
+        assert connection.execute(sa.text("PRAGMA journal_mode")).scalar_one() == "wal"
+        assert connection.execute(sa.text("PRAGMA synchronous")).scalar_one() == 2
+    engine.dispose()
