@@ -26,11 +26,12 @@ install-test: $(STAMP_TEST)
 run: install
 	$(BIN)/decguard-pipeline evaluate
 
-## test: lint, check the import layers, validate the Dagster definitions, run the whole suite
+## test: lint, check the import layers, validate the Dagster definitions (dg check defs), run
+## the whole suite
 test: install-test
 	$(BIN)/ruff check decguard_pipeline decguard_pipeline_tests bench
 	$(BIN)/lint-imports
-	env -u DAGSTER_HOME $(BIN)/dagster definitions validate -w workspace.yaml
+	env -u DAGSTER_HOME VIRTUAL_ENV=$(CURDIR)/$(VENV) $(BIN)/dg check defs
 	$(BIN)/pytest
 
 lint: install-test

@@ -8,6 +8,7 @@ import warnings
 import dagster as dg
 
 from decguard_pipeline.defs.assets import features
+from decguard_pipeline.defs.assets import verdict as verdict_assets
 from decguard_pipeline.defs.assets.golden import contract_assets
 from decguard_pipeline.defs.checks import contract_checks
 from decguard_pipeline.defs.instance import dead_runs_sensor
@@ -23,6 +24,13 @@ warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
 
+def contract_assets_of(entry: ContractEntry) -> list[dg.AssetsDefinition]:
+    """A contract's group: the golden chain, every feature's assets, then the verdict, the
+    approval and the scoreboard after all of them."""
+    evaluated = [*contract_assets(entry), *features.assets(entry)]
+    return [*evaluated, *verdict_assets.assets(entry, evaluated)]
+
+
 def build_definitions(
     entries: list[ContractEntry] | None = None, *, warehouse_root: str | None = None
 ) -> dg.Definitions:
@@ -31,7 +39,7 @@ def build_definitions(
     jobs = {e.key: evaluate_job(e) for e in ok}
     extra = features.extras(entries, jobs)
     return dg.Definitions(
-        assets=[a for e in entries for a in [*contract_assets(e), *features.assets(e)]],
+        assets=[a for e in entries for a in contract_assets_of(e)],
         asset_checks=[c for e in entries for c in [*contract_checks(e), *features.checks(e)]],
         jobs=[*jobs.values(), *extra["jobs"]],
         schedules=[*(nightly_schedule(e, jobs[e.key]) for e in ok), *extra["schedules"]],

@@ -193,16 +193,52 @@ def sql(query: str, warehouse: str | None, fmt: str, max_rows: int) -> None:
                 click.echo(frame.to_string(index=False) if len(frame) else "(no rows)")
 
 
+# `dagster dev` warns that `dg dev` supersedes it; `ui` keeps `dagster dev` (dagster-dg-cli is a
+# developer tool, not a runtime dependency) and filters just that warning in its processes.
+QUIET_DEV = "ignore:Function `dev_command` is superseded:FutureWarning"
+
+
 @cli.command()
 @click.option("--port", "-p", default=3000, show_default=True)
-def ui(port: int) -> None:
-    """Open the Dagster UI (webserver and daemon) on workspace.yaml."""
+@click.option(
+    "--log-level",
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default="info",
+    show_default=True,
+    help="What the webserver and daemon print.",
+)
+def ui(port: int, log_level: str) -> None:
+    """Open the Dagster UI (webserver and daemon) on workspace.yaml, and serve the warehouse's
+    report files (HTML reports, diffs) read-only on localhost so the UI's links open them."""
     with handled():
+        import subprocess
+
+        from decguard_pipeline.cli.report_server import serve_reports
         from decguard_pipeline.defs.instance import fail_dead_runs, open_instance
+        from decguard_pipeline.defs.report_links import FOLDER, REPORTS_PORT, REPORTS_URL
         from decguard_pipeline.steps.contracts import project_root
+        from decguard_pipeline.warehouse import Warehouse
 
         with open_instance() as instance:  # runs of a killed `evaluate` must not fill the queue
             fail_dead_runs(instance)
+        server = None
+        if REPORTS_URL not in os.environ:  # else the deployment serves the files itself
+            try:
+                server = serve_reports(Warehouse().root / FOLDER, REPORTS_PORT)
+                click.echo(f"report files on http://localhost:{REPORTS_PORT}/", err=True)
+            except OSError as exc:
+                click.echo(f"report files not served (port {REPORTS_PORT}: {exc})", err=True)
         workspace = project_root() / "workspace.yaml"
         dagster = Path(sys.executable).with_name("dagster")
-        os.execv(str(dagster), [str(dagster), "dev", "-w", str(workspace), "-p", str(port)])
+        warnings = ",".join(w for w in (os.environ.get("PYTHONWARNINGS"), QUIET_DEV) if w)
+        command = [str(dagster), "dev", "-w", str(workspace), "-p", str(port)]
+        command += ["--log-level", log_level]
+        child = subprocess.Popen(command, env={**os.environ, "PYTHONWARNINGS": warnings})
+        try:
+            code = child.wait()
+        except KeyboardInterrupt:  # Ctrl-C reached dagster dev too: let it shut down
+            code = child.wait()
+        finally:
+            if server is not None:
+                server.shutdown()
+        raise SystemExit(code)

@@ -1,7 +1,8 @@
-"""Gates as asset checks on ``golden_metrics``, partitioned like it: requirements are
-blocking ERROR checks (a failure stops the report), warnings are WARN checks. DecGuard's golden
-gates and the calibration measures' gates (``pipeline.requirements`` / ``pipeline.warnings``,
-checked on every golden run: stored in ``gate_results`` with source ``calibration``)."""
+"""Gates as asset checks on ``golden_metrics``, partitioned like it: requirements are ERROR
+checks, warnings WARN checks; a failing requirement blocks the target's approval
+(``defs/assets/verdict.py``), not its report. DecGuard's golden gates and the calibration
+measures' gates (``pipeline.requirements`` / ``pipeline.warnings``, checked on every golden
+run: stored in ``gate_results`` with source ``calibration``)."""
 
 import dagster as dg
 
@@ -43,7 +44,7 @@ def contract_checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
             gates,
             name=f"{entry.key}_golden_gates",
             description="DecGuard's golden gates, the calibration gates and the pipeline's cost "
-            "gates: requirements block the report, warnings warn.",
+            "gates: a failing requirement (ERROR) blocks the target's approval, warnings warn.",
             load=gate_results,
         )
     ]

@@ -1,9 +1,16 @@
 """Gates as asset checks, for every feature: one multi-asset check per asset in which every
-gate is its own partitioned check (requirements blocking ERROR, warnings WARN).
+gate is its own partitioned check (requirements ERROR, warnings WARN), named as the CLI names
+the gate where Dagster allows it (``option_order.max_violation_rate``; a warning gate gets
+``_warning``, since requirement and warning of one gate need two names).
+
+The checks record; they do not block. A Dagster-blocking check that fails fails its step, and
+so the run, and skips every asset after it: a model failing its gates would look like a
+crash and leave no report. Promotion is blocked instead by the ``verdict`` step
+(``defs/assets/verdict.py``), per target, from the same stored check rows.
 
 A step per gate would multiply Dagster's per-step bookkeeping for no benefit; the stored check
-rows (written by the asset) are read once and each becomes a check result carrying the value,
-the threshold and DecGuard's message."""
+rows (written by the asset) are read once and each becomes a check result carrying the value
+and the threshold as numbers, and DecGuard's message."""
 
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
@@ -35,7 +42,8 @@ def check_result(
 ) -> dg.AssetCheckResult:
     """A stored check (gate_results columns) as Dagster's check result."""
     requirement = row["level"] == "requirement"
-    value = row["value"]
+    value, threshold = row["value"], row["threshold"]
+    numbers = {"value": value, "threshold": threshold}
     return dg.AssetCheckResult(
         asset_key=asset,
         check_name=name,
@@ -43,8 +51,8 @@ def check_result(
         severity=dg.AssetCheckSeverity.ERROR if requirement else dg.AssetCheckSeverity.WARN,
         description=row["message"],
         metadata={
-            "value": dg.MetadataValue.float(value) if value is not None else "n/a",
-            "threshold": row["threshold"],
+            # numbers (a value that could not be computed is left out: the message says why)
+            **{k: dg.MetadataValue.float(float(v)) for k, v in numbers.items() if v is not None},
             "comparison": row["comparison"],
             "metric": row["metric"],
             "message": row["message"],
@@ -78,7 +86,7 @@ def gate_checks(
         dg.AssetCheckSpec(
             gate.name,
             asset=asset,
-            blocking=gate.level == "requirement",
+            blocking=False,  # see the module's docstring
             partitions_def=parts,
             description=gate.description,
         )

@@ -52,6 +52,12 @@ RUN_MONITORING: dict[str, Any] = {
 }
 
 
+# Runs print their events at INFO and above (the console shows every DEBUG event otherwise:
+# step starts, resource inits, ...). Dagster's own events are stored whatever the level; only
+# user log messages below INFO are neither printed nor kept.
+PYTHON_LOGS: dict[str, Any] = {"python_log_level": "INFO"}
+
+
 def sqlite_event_log(home: Path) -> dict[str, Any]:
     """One SQLite event log for all runs: the default keeps a database per run and reconnects
     on every event, which made each evaluation of a small contract ~3x slower."""
@@ -91,6 +97,7 @@ def generated(home: Path, env: Mapping[str, str] | None = None) -> dict[str, Any
         "telemetry": {"enabled": False},
         "run_queue": {"max_concurrent_runs": 4, "tag_concurrency_limits": [BACKEND_LIMIT]},
         "run_monitoring": RUN_MONITORING,
+        "python_logs": PYTHON_LOGS,
     }
 
 
@@ -114,11 +121,13 @@ def env_vars(storage: Any) -> list[str]:
 def upgraded(
     config: dict[str, Any], home: Path, env: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    """Our config brought up to date: monitoring, the run limit, PostgreSQL when asked for.
+    """Our config brought up to date: monitoring, the run limit, INFO logs, PostgreSQL when
+    asked for.
     Raises DecGuardError when it cannot follow the environment (see the module docstring)."""
     env = os.environ if env is None else env
     config = dict(config)
     config.setdefault("run_monitoring", RUN_MONITORING)
+    config.setdefault("python_logs", PYTHON_LOGS)
     queue = config.get("run_queue")
     if isinstance(queue, dict) and "tag_concurrency_limits" not in queue:
         config["run_queue"] = {**queue, "tag_concurrency_limits": [BACKEND_LIMIT]}

@@ -1,25 +1,25 @@
-"""One run of a job in this process, and what it says: a verdict (a blocking gate failed) or
-an error (the pipeline broke). Shared by the main job and its worker processes."""
+"""One run of a job in this process, and what it says: the target's verdict (the run's
+``decguard/verdict`` tag; failing gates are a verdict, the run succeeds) or an error (a step
+broke, the run failed). Shared by the main job and its worker processes."""
 
 from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
 
+from decguard_pipeline.defs.assets.verdict import VERDICT_TAG
 from decguard_pipeline.defs.instance import owner_tags
 
-# Blocked reports after a failing requirement are expected results, not errors to print.
+# `evaluate` prints its own summary; a step's error is in it (and in the run's event log).
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-
-# What a blocking asset check raises when a requirement gate fails: a verdict, not a crash.
-GATE_FAILURE = "DagsterAssetCheckFailedError"
 
 
 @dataclass
 class Outcome:
-    """One run of the main job. ``failed_steps``: every step that failed, a blocking gate
-    included (a verdict); ``errors``: the steps that broke, with their error (the pipeline
-    failed; ``evaluate`` exits 2). ``run_id`` is None when no run could be started."""
+    """One run of the main job. ``failed_steps``: every step that failed; ``errors``: each
+    one's error (the pipeline broke; ``evaluate`` exits 2). ``verdict``: the run's
+    ``decguard/verdict`` tag (None when the run did not reach it, or has no verdict asset).
+    ``run_id`` is None when no run could be started."""
 
     contract: str
     target: str
@@ -27,6 +27,7 @@ class Outcome:
     run_id: str | None
     failed_steps: list[str] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
+    verdict: str | None = None
 
     @property
     def broken(self) -> bool:
@@ -46,8 +47,8 @@ def _error_text(error: Any) -> str:
 def run_job(
     job: Any, instance: dg.DagsterInstance, contract: str, key: str, tags: dict[str, str]
 ) -> Outcome:
-    """Execute one partition of a job in this process; a step failing on a blocking gate is
-    a verdict, any other failure (or no run at all) an error of the outcome."""
+    """Execute one partition of a job in this process; a failing step (or no run at all) is
+    an error of the outcome, failing gates are its verdict."""
     try:
         result = job.execute_in_process(
             instance=instance,
@@ -64,11 +65,10 @@ def run_job(
             continue
         failed.append(event.step_key)
         error = event.step_failure_data.error
-        if error is not None and error.cls_name != GATE_FAILURE:
-            errors[event.step_key] = _error_text(error)
-        elif error is None:
-            errors[event.step_key] = "failed without an error"
+        errors[event.step_key] = "failed without an error" if error is None else _error_text(error)
     if not result.success and not failed:  # the run failed outside any step
         failure = result.get_run_failure_event()
         errors["run"] = failure.message if failure is not None else "the run failed"
-    return Outcome(contract, key, result.success, result.run_id, failed, errors)
+    run = instance.get_run_by_id(result.run_id)
+    verdict = None if run is None else run.tags.get(VERDICT_TAG)
+    return Outcome(contract, key, result.success, result.run_id, failed, errors, verdict)

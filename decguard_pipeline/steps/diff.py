@@ -21,6 +21,7 @@ from decguard_pipeline.core.diff import sidecar_path as statistics_path
 from decguard_pipeline.core.diff.baseline import no_baseline_reason
 from decguard_pipeline.core.diff.calibration import diff_sidecar
 from decguard_pipeline.core.diff.gates import configured_gates
+from decguard_pipeline.core.diff.html import write_diff_html
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.report.jsonio import write_document
@@ -28,6 +29,7 @@ from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_ro
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.golden import golden_report
 from decguard_pipeline.steps.targets import backend_of
+from decguard_pipeline.steps.verdict import approvals
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.calibration import diff_calibration_rows
 from decguard_pipeline.warehouse.rows.diff import (
@@ -79,15 +81,18 @@ def known_targets(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]:
     ``backend`` is the contract backend of the key; ``model_version`` is the key's version
     segment (unique per target, also when a backend reports no version and the key uses its
     model name); ``created_at`` is the target's first registration or first evaluation,
-    whichever came first; ``requirements_passed`` is True when the target's newest golden
-    gate results hold no failing requirement. Targets never evaluated cannot be a baseline
-    (there is nothing to compare) and are left out.
+    whichever came first; ``requirements_passed`` is True when the target's newest evaluation
+    was approved (its verdict: no failing requirement of any kind, ``steps/verdict.py``), or,
+    before it has a verdict, when its newest golden gate results hold no failing
+    requirement. Targets never evaluated cannot be a baseline (there is nothing to compare)
+    and are left out.
 
     Reads only the first and newest files of each target's ``runs``, ``targets`` and
-    ``gate_results`` partitions, so the cost grows with the contract's targets, not with the
-    warehouse."""
+    ``gate_results`` partitions and its newest ``verdicts`` file, so the cost grows with the
+    contract's targets, not with the warehouse."""
     registered = warehouse.partitions("targets", contract)
     gates = warehouse.partitions("gate_results", contract)
+    verdicts = approvals(contract, warehouse)
     known = []
     for directory, files in warehouse.partitions("runs", contract).items():
         newest = _first_row(files[-1])
@@ -97,14 +102,20 @@ def known_targets(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]:
         checks = read_file(gates[directory][-1]).to_pylist() if directory in gates else []
         golden = [c for c in checks if c["source"] == "golden"]
         target = newest["target"]
+        verdict = verdicts.get(target)
+        if verdict is not None and verdict["evaluation_run_id"] == newest["run_id"]:
+            passed = bool(verdict["approved"])
+        else:
+            passed = bool(golden) and not any(
+                c["level"] == "requirement" and c["status"] == "fail" for c in golden
+            )
         known.append(
             {
                 "backend": backend_of(target),
                 "model_version": version_of(target),
                 "target": target,
                 "created_at": min(first_seen),
-                "requirements_passed": bool(golden)
-                and not any(c["level"] == "requirement" and c["status"] == "fail" for c in golden),
+                "requirements_passed": passed,
                 "run_id": newest["run_id"],
                 "served_model_version": newest["model_version"],
                 "evaluated_at": newest["recorded_at"],
@@ -150,6 +161,7 @@ class DiffOutcome:
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # table -> rows
     diff_path: Path | None = None
     sidecar: Path | None = None
+    html: Path | None = None  # the page next to the diff (``diff --html``)
 
     @property
     def choice(self) -> BaselineChoice | None:
@@ -208,8 +220,8 @@ def diff_target(entry: ContractEntry, target: str, step: Step) -> DiffOutcome:
 
 
 def _write_documents(outcome: DiffOutcome, directory: Path, step: Step) -> None:
-    """The diff document and, with ``pipeline.statistics``, its sidecar next to the run's
-    report files."""
+    """The diff document, with ``pipeline.statistics`` its sidecar, and its HTML page
+    (``<stem>.diff.html``, as ``diff --html`` writes it) next to the run's report files."""
     diff = outcome.diff
     assert diff is not None
     outcome.diff_path = directory / f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}.diff.json"
@@ -218,6 +230,14 @@ def _write_documents(outcome: DiffOutcome, directory: Path, step: Step) -> None:
     if sidecar is not None:
         outcome.sidecar = statistics_path(outcome.diff_path)
         write_document(outcome.sidecar, sidecar, what="statistics")
+    outcome.html = write_diff_html(
+        # <stem>.diff.html (with_suffix would drop ".diff" and hit the report's own page)
+        outcome.diff_path.with_name(outcome.diff_path.name.removesuffix(".json") + ".html"),
+        diff.document,
+        diff.statistics,
+        flip_matrix=diff.flip_matrix(),
+        source=outcome.diff_path.name,
+    )
 
 
 def _tables(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,14 @@ from decguard_pipeline.core.consistency.section import SECTION as CONSISTENCY
 from decguard_pipeline.core.dataset import Dataset
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.golden.statistics import golden_statistics, statistics_settings
+from decguard_pipeline.core.guard.curves import evaluation_curves
 from decguard_pipeline.core.report.golden import (
     Report,
     build_report,
     dataset_info,
     result_records,
 )
+from decguard_pipeline.core.report.html import write_report_html
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.report.sidecar import write_section
 from decguard_pipeline.core.report.verify import load_report
@@ -47,6 +50,7 @@ from decguard_pipeline.warehouse.rows.golden import (
     dataset_row,
     gate_rows,
     interval_rows,
+    intervals_section,
     metrics_rows,
     per_label_rows,
     reliability_rows,
@@ -184,6 +188,8 @@ class GoldenReport:
     evaluated: Evaluated
     report: Report
     intervals: dict[str, Any] | None = None  # with pipeline.statistics, set by score_target
+    # reliability (equal-width and equal-mass) and risk-coverage, set by score_target
+    curves: dict[str, Any] | None = None
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -277,8 +283,10 @@ def score_target(entry: ContractEntry, target: str, step: Step) -> GoldenReport:
     checks written to ``metrics``, ``per_label_metrics``, ``reliability_bins`` and
     ``gate_results`` (and the intervals to ``metric_intervals`` with pipeline.statistics, the
     calibration measures to ``calibration``, ``calibration_curve`` and, source
-    ``calibration``, ``gate_results`` with pipeline.calibration_measures)."""
+    ``calibration``, ``gate_results`` with pipeline.calibration_measures). Its reliability
+    and risk-coverage curves come with it, for the pictures."""
     golden = golden_report(entry, target, step.warehouse, run_id=step.run_id)
+    golden.curves = evaluation_curves(golden.evaluated.results, entry.require().contract)
     metrics = golden.metrics
     where = step.keys(entry.key, target)
     base = run_base(where, golden.evaluated.run)
@@ -315,8 +323,22 @@ def gate_results(
     return {(r["source"], r["gate"], r["level"]): r for r in rows}
 
 
-def write_report(entry: ContractEntry, target: str, step: Step) -> tuple[Path, Report]:
-    """Write the report file (verified by loading it back) and its ``reports`` row."""
+@dataclass
+class WrittenReport:
+    """A report file the ``report`` asset wrote, its HTML page next to it, and the report."""
+
+    path: Path
+    html: Path
+    report: Report
+
+    def __iter__(self) -> Iterator[Any]:
+        """``path, report = write_report(...)``, as before the page was added."""
+        return iter((self.path, self.report))
+
+
+def write_report(entry: ContractEntry, target: str, step: Step) -> WrittenReport:
+    """Write the report file (verified by loading it back), its sidecar sections, its HTML
+    page (``<report>.html``, with the intervals this run stored) and its ``reports`` row."""
     report = golden_report(
         entry, target, step.warehouse, run_id=step.run_id, with_properties=True
     ).report
@@ -330,6 +352,11 @@ def write_report(entry: ContractEntry, target: str, step: Step) -> tuple[Path, R
     for name, section in report.extensions.items():  # <stem>.pipeline.json, as -o writes
         status = section["status"] if name == CALIBRATION else None  # its gates' verdict
         write_section(path, report.document, name, section, status=status)
+    sidecar = dict(report.extensions)
+    intervals = wh.read_run("metric_intervals", entry.key, target, step.run_id)
+    if intervals is not None and intervals.num_rows:  # golden_metrics of this run stored them
+        sidecar["statistics"] = intervals_section(intervals.to_pylist())
+    html = write_report_html(path.with_suffix(".html"), report, sidecar or None, source=path.name)
     keys = step.keys(entry.key, target)
     wh.write("reports", [report_row(keys, report.document, path)], **keys)
-    return path, report
+    return WrittenReport(path, html, report)

@@ -75,9 +75,9 @@ def test_parallel_writers_with_a_reader_holding_the_catalog(tmp_path: Path):
     ]
     outputs = [w.communicate(timeout=240)[1] for w in writers]
     codes = [w.returncode for w in writers]
-    # refund default passes every gate; order_sensitive fails max_ece (run status 3), but its
-    # case results and metrics must be there all the same
-    assert codes == [0, 3], outputs
+    # refund default passes every gate; order_sensitive fails max_ece: a verdict, so its run
+    # succeeds too, with its case results and metrics
+    assert codes == [0, 0], outputs
     reader.stdin.write("\n")
     reader.stdin.flush()
     seen = reader.stdout.readline().strip()

@@ -59,13 +59,19 @@ def _materialised(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetMateri
     }
 
 
-def test_failing_cost_requirement_blocks_the_report(tmp_path):
+def test_failing_cost_requirement_blocks_the_approval(tmp_path):
     result, cost, sent = _run(tmp_path, "requirements:\n  max_cost_per_1000: 0.01\n")
     assert len(sent) == len(CASES)
     per_1000 = cost / len(CASES) * 1000
-    assert not result.success
+    assert result.success  # a verdict, not a crash: recorded, only the approval is blocked
     done = _materialised(result)
-    assert "golden_metrics" in done and "report" not in done
+    assert {"golden_metrics", "report", "verdict"} <= set(done)
+    assert "approved_target" not in done
+    assert done["golden_metrics"].metadata["cost_per_1000"].value == pytest.approx(per_1000)
+    # the scoreboard shows the cost when it is known (4 significant digits)
+    [row] = done["scoreboard"].metadata["scoreboard"].records
+    assert float(row.data["cost_per_1000"]) == pytest.approx(per_1000, rel=5e-4)
+    assert "| cost / 1k |" in done["scoreboard"].metadata["scoreboard_markdown"].value
     check = _checks(result)["max_cost_per_1000"]
     assert (check.passed, check.severity) == (False, dg.AssetCheckSeverity.ERROR)
     assert check.metadata["value"].value == pytest.approx(per_1000, rel=1e-12)

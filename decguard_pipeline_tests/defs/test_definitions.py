@@ -56,7 +56,7 @@ def test_broken_contract_is_reported_and_others_still_load(contracts, tmp_path):
 def test_sensor_adds_targets_and_reruns_when_the_contract_changes(contracts, tmp_path):
     entries = discover_contracts(str(contracts))
     defs = build_definitions(entries, warehouse_root=str(tmp_path / "wh"))
-    sensor = defs.get_sensor_def("model_versions")
+    sensor = defs.resolve_sensor_def("model_versions")
     instance = dg.DagsterInstance.ephemeral()
 
     from decguard_pipeline.defs.resources import WarehouseResource
@@ -91,7 +91,7 @@ def test_sensor_adds_targets_and_reruns_when_the_contract_changes(contracts, tmp
 def test_nightly_schedule_requests_the_latest_target_of_every_backend(tmp_path):
     entries = discover_contracts(str(EXAMPLES))
     defs = build_definitions(entries, warehouse_root=str(tmp_path / "wh"))
-    schedule = defs.get_schedule_def("nightly_refund")
+    schedule = defs.resolve_schedule_def("nightly_refund")
     # contexts as `with` blocks: a context opens an instance from the ref (which becomes the
     # current definitions-state storage) and only its exit closes it in order
     with dg.instance_for_test() as instance:

@@ -164,7 +164,7 @@ def test_sensor_and_schedule_against_the_postgres_instance(
                 instance=instance, definitions=defs,
                 resources={"warehouse": WarehouseResource(root=str(wh.root))},
             ) as context:  # fmt: skip
-                return defs.get_sensor_def("model_versions")(context)
+                return defs.resolve_sensor_def("model_versions")(context)
 
         first = tick()
         requested = {r.partition_key: r.tags for r in first.run_requests}
@@ -177,7 +177,7 @@ def test_sensor_and_schedule_against_the_postgres_instance(
         assert [o.success for o in result.outcomes] == [True]
         assert [r.partition_key for r in tick().run_requests] == ["candidate@spam-mock-v2"]
 
-        schedule = defs.get_schedule_def("nightly_spam")
+        schedule = defs.resolve_schedule_def("nightly_spam")
         at = datetime(2026, 12, 1, 2, tzinfo=UTC)
         with dg.build_schedule_context(
             instance=instance, scheduled_execution_time=at, repository_def=defs.get_repository_def()

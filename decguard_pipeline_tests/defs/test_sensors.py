@@ -37,7 +37,7 @@ class Sensor:
         self.warehouse = warehouse
         self.defs = build_definitions(self.entries, warehouse_root=str(warehouse.root))
         self.instance = dg.DagsterInstance.ephemeral()
-        self.sensor = self.defs.get_sensor_def("model_versions")
+        self.sensor = self.defs.resolve_sensor_def("model_versions")
 
     def tick(self) -> dg.SensorResult:
         context = dg.build_sensor_context(

@@ -94,7 +94,8 @@ def test_rows_hold_the_library_numbers(tmp_path):
 def test_report_sidecar_is_what_test_writes(tmp_path, ours):
     pipeline = {"calibration_measures": SETTINGS, **GATES}
     entry, step, _ = _scored(tmp_path, pipeline)
-    path, report = write_report(entry, TARGET, step)
+    written = write_report(entry, TARGET, step)
+    path, report = written.path, written.report
     sidecar = json.loads(path.with_name(path.stem + ".pipeline.json").read_text())
     out = tmp_path / "cli" / "r.json"
     ours("test", entry.path, "-o", out)

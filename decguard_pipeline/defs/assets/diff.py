@@ -6,7 +6,8 @@ diff matters, so the diff never waits for the golden checks. The baseline is cho
 contract's ``pipeline.baseline`` rule (``core.diff.choose_baseline``) from what the warehouse
 knows and recorded with the diff. One multi-asset check on it has a check per regression gate
 in DecGuard's order (requirements, the implicit ``max_error_rate_increase``, warnings):
-requirements are blocking ERROR checks, warnings WARN. A candidate without a baseline
+requirements are ERROR checks (a failing one blocks the target's approval), warnings WARN.
+A candidate without a baseline
 materialises with status ``no_baseline`` and its checks pass, saying so.
 
 (No ``from __future__ import annotations``: Dagster reads the context annotations.)
@@ -74,7 +75,8 @@ def _regression_checks(entry: ContractEntry) -> dg.AssetChecksDefinition:
         asset_key(entry, NAME),
         gates,
         name=f"{entry.key}_regression_gates",
-        description="DecGuard's regression gates: requirements block (ERROR), warnings warn.",
+        description="DecGuard's regression gates: a failing requirement (ERROR) blocks the "
+        "target's approval, warnings warn.",
         load=check_rows,
         result=check_result,
     )

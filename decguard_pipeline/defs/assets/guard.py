@@ -3,9 +3,10 @@
 For a contract that enables the guard extension (``pipeline.guard``, ``calibration``,
 ``risk_coverage``, ``suites``, ``partial_runs`` or extension gates), its group gains
 ``guard_metrics``, partitioned by target like ``case_results``, and one multi-asset check on it
-with a check per extension gate, ``partial_runs`` and (with suites) ``suite_gates``. The
-DecGuard ``report`` waits for ``guard_metrics``, so a failing extension requirement stops it
-as a failing golden requirement does. Contracts without the extension get nothing here.
+with a check per extension gate, ``partial_runs`` and (with suites) ``suite_gates``. A failing
+extension requirement blocks the target's approval (``defs/assets/verdict.py``) as a failing
+golden requirement does; the DecGuard ``report`` is not built from the guard and does not
+wait for it. Contracts without the extension get nothing here.
 
 (No ``from __future__ import annotations``: Dagster reads the context annotations.)
 """
@@ -70,8 +71,8 @@ def gates(entry: ContractEntry, config: GuardConfig) -> list[Gate]:
 
 
 def report_inputs(entry: ContractEntry) -> list[dg.AssetKey]:
-    """The report waits for the guard: a failing extension requirement blocks it."""
-    return [asset_key(entry, NAME)] if enabled(entry) else []
+    """None: DecGuard's report is not built from the guard (the verdict waits for it)."""
+    return []
 
 
 def extras(entries: list[ContractEntry], jobs: dict[str, Any]) -> dict[str, list[Any]]:
@@ -115,7 +116,8 @@ def _guard_checks(entry: ContractEntry, gates: list[Gate]) -> dg.AssetChecksDefi
         asset_key(entry, NAME),
         gates,
         name=f"{entry.key}_guard_gates",
-        description="Guard extension gates over every suite: requirements block the report.",
+        description="Guard extension gates over every suite: a failing requirement (ERROR) "
+        "blocks the target's approval.",
         load=check_outcomes,
         result=check_result,
     )
@@ -137,5 +139,6 @@ def _describe(gate: str, level: str) -> str:
 
 def check_result(outcome: Mapping[str, Any], asset: dg.AssetKey, name: str) -> dg.AssetCheckResult:
     """An aggregated guard check: value, threshold and message of the worst suite, and every
-    suite's outcome. A failing requirement is an ERROR (blocking), anything else a WARN."""
+    suite's outcome. A failing requirement is an ERROR (it blocks the approval), anything
+    else a WARN."""
     return gate_result(outcome, asset, name, check_metadata(outcome))

@@ -15,12 +15,13 @@ per-target ``evaluate_<contract>`` job (``off_target``):
 
 One multi-asset check on ``production_check`` has a check per aggregate gate and, per
 segment key, a check per segment gate aggregated over that day's segment values (the worst
-segment's value, every segment in the metadata): requirements are blocking ERROR checks,
-warnings WARN.
+segment's value, every segment in the metadata): requirements are ERROR checks, warnings
+WARN; a failing day is a successful run with failed checks (a verdict, not a crash).
 
 The first partition: ``pipeline.production.start_date``, else ``$DECGUARD_PRODUCTION_START``,
-else the date of the contract's earliest records file, else 2026-01-01 (see
-``steps/production/schedule.start_date``). The schedule's cron is
+else the date of the contract's earliest records file (see
+``steps/production/schedule.start_date``); a contract with none of them has no production
+assets (``enabled``). The schedule's cron is
 ``$DECGUARD_PRODUCTION_CRON`` (default ``0 5 * * *``, UTC).
 
 (No ``from __future__ import annotations``: Dagster reads the context annotations.)
@@ -70,6 +71,21 @@ def daily_partitions(entry: ContractEntry) -> dg.DailyPartitionsDefinition:
     return dg.DailyPartitionsDefinition(start_date=start.isoformat(), timezone="UTC")
 
 
+def enabled(entry: ContractEntry) -> bool:
+    """Whether the contract has production assets: it has records files or declares its first
+    day (``pipeline.production.start_date`` or ``$DECGUARD_PRODUCTION_START``). A contract
+    without either would show a year of daily partitions that can only ever be missing (a
+    producer writing only to ``production_inbox`` declares its start). Broken settings are
+    enabled: the broken asset says what is wrong."""
+    if not entry.ok:
+        return False
+    try:
+        _, origin = schedule.start_date(entry)
+    except DecGuardError:
+        return True
+    return origin != "default"
+
+
 def _usable(entry: ContractEntry) -> str | None:
     """Why the production assets cannot be defined (a bad start date), else None."""
     try:
@@ -80,7 +96,7 @@ def _usable(entry: ContractEntry) -> str | None:
 
 
 def assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
-    if not entry.ok:
+    if not enabled(entry):
         return []
     error = _usable(entry)
     if error is not None:
@@ -90,7 +106,7 @@ def assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
 
 
 def checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
-    if not entry.ok or _usable(entry) is not None:
+    if not enabled(entry) or _usable(entry) is not None:
         return []
     gates = check.production_gates(entry.require())
     return [_production_checks(entry, gates, daily_partitions(entry))] if gates else []
@@ -102,7 +118,7 @@ def report_inputs(entry: ContractEntry) -> list[dg.AssetKey]:
 
 def off_target(entry: ContractEntry) -> list[dg.AssetKey]:
     """Daily assets: kept out of the per-target evaluation job."""
-    if not entry.ok:
+    if not enabled(entry):
         return []
     if _usable(entry) is not None:
         return [asset_key(entry, RECORDS)]
@@ -113,7 +129,7 @@ def extras(entries: list[ContractEntry], jobs: dict[str, Any]) -> dict[str, list
     """Per contract, the job of its two daily assets and the schedule that runs it."""
     out: dict[str, list[Any]] = {"jobs": [], "schedules": []}
     for entry in entries:
-        if not entry.ok or _usable(entry) is not None:
+        if not enabled(entry) or _usable(entry) is not None:
             continue
         job = production_job(entry)
         out["jobs"].append(job)
@@ -321,7 +337,7 @@ def production_schedule(entry: ContractEntry, job: Any) -> dg.ScheduleDefinition
 def production_days(entry: ContractEntry) -> list[str]:
     """Days with a records file that are daily partitions of the contract, oldest first
     (what the main job checks)."""
-    if not entry.ok or _usable(entry) is not None:
+    if not enabled(entry) or _usable(entry) is not None:
         return []
     parts = daily_partitions(entry)
     return [d for d in sources.file_days(entry.key) if parts.has_partition_key(d)]

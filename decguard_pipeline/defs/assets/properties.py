@@ -4,9 +4,10 @@ For a contract that enables at least one metamorphic property, its group gains
 ``property_results``, partitioned by target like ``case_results``: the enabled properties run
 with the contract's ``fuzz`` settings through the target's backend, the golden results of the
 same partition serving as the originals (no second call for them). One multi-asset check on it
-has a check per property gate in DecGuard's order (``<property>__max_error_rate``,
-``__max_violation_rate``, ``__max_flip_rate``): requirements are blocking ERROR checks,
-warnings WARN. The DecGuard ``report`` waits for ``property_results`` and becomes the mode
+has a check per property gate in DecGuard's order, named as the CLI names the gate
+(``<property>.max_error_rate``, ``.max_violation_rate``, ``.max_flip_rate``): requirements
+are ERROR checks (a failing one blocks the target's approval), warnings WARN. The DecGuard
+``report`` waits for ``property_results`` and becomes the mode
 ``all`` report (golden gates, the ``properties`` section and the property checks), as
 ``decguard-pipeline test --all`` writes it. Contracts without properties get nothing here.
 
@@ -43,8 +44,8 @@ def checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
 
 
 def report_inputs(entry: ContractEntry) -> list[dg.AssetKey]:
-    """The report waits for the properties: a failing property requirement blocks it, and the
-    report carries their section."""
+    """The report waits for the properties: it carries their section and checks (a failing
+    property requirement blocks the target's approval, not the report)."""
     return [asset_key(entry, NAME)] if enabled(entry) else []
 
 
@@ -67,9 +68,10 @@ def _property_results(entry: ContractEntry) -> dg.AssetsDefinition:
 
 
 def check_name(gate: str) -> str:
-    """A Dagster check name (an identifier): ``option_order.max_error_rate`` ->
-    ``option_order__max_error_rate``."""
-    return gate.replace(".", "__")
+    """The Dagster check name of a property gate: the CLI's name, ``option_order.max_error_rate``
+    (Dagster allows the dot in a check name: it makes the check's output name from it with
+    the dot replaced)."""
+    return gate
 
 
 def check_result(row: Mapping[str, Any], asset: dg.AssetKey, name: str) -> dg.AssetCheckResult:
@@ -86,7 +88,8 @@ def _property_checks(
         asset_key(entry, NAME),
         specs,
         name=f"{entry.key}_property_gates",
-        description="DecGuard's property checks: requirements block the report, warnings warn.",
+        description="DecGuard's property checks: a failing requirement (ERROR) blocks the "
+        "target's approval, warnings warn.",
         load=check_rows,
         result=check_result,
     )

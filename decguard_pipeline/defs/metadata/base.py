@@ -1,7 +1,13 @@
-"""What the UI shows with each materialisation: readable at a glance."""
+"""What the UI shows with each materialisation: readable at a glance.
+
+Numbers in tables are rounded to 4 significant digits (as the HTML report shows them); single
+numbers are ``float`` metadata, which the asset's *Plots* tab charts per partition (target),
+with the binary noise of sums taken off (``0.4800000000000001`` is shown as ``0.48``)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
@@ -9,6 +15,33 @@ import dagster as dg
 from decguard_pipeline.core.report.render import preview
 
 MAX_ROWS = 20
+TABLE_DIGITS = 4  # significant digits of a float in a metadata table
+NUMBER_DIGITS = 12  # of a single float: enough for any comparison, no binary noise
+
+
+def significant(value: float, digits: int) -> float:
+    """``value`` rounded to ``digits`` significant digits (inf and NaN unchanged)."""
+    if not math.isfinite(value) or value == 0:
+        return float(value)
+    return float(f"{value:.{digits}g}")
+
+
+def number(value: float | None) -> dg.MetadataValue | None:
+    """A single number for the UI (and its per-partition plots); None stays None."""
+    return (
+        None if value is None else dg.MetadataValue.float(significant(float(value), NUMBER_DIGITS))
+    )
+
+
+def numbers(values: Mapping[str, float | None]) -> dict[str, dg.MetadataValue]:
+    """Numeric metadata entries of the defined ``values`` (undefined ones are left out: a
+    metric without a value is no point on a plot)."""
+    out = {}
+    for name, value in values.items():
+        entry = number(value)
+        if entry is not None:
+            out[name] = entry
+    return out
 
 
 def table(
@@ -28,7 +61,7 @@ def _cell(value: Any, kind: str) -> Any:
     if value is None:
         return None
     if kind == "float":
-        return float(value)
+        return significant(float(value), TABLE_DIGITS)
     if kind == "int":
         return int(value)
     if kind == "bool":

@@ -10,10 +10,12 @@ import dagster as dg
 
 from decguard_pipeline.core.diff import render_diff, render_statistics
 from decguard_pipeline.core.diff.calibration import render_calibration_shift
-from decguard_pipeline.defs.metadata.base import checks_table, table
+from decguard_pipeline.defs.metadata.base import checks_table, numbers, table
+from decguard_pipeline.defs.report_links import file_links
 from decguard_pipeline.steps.diff import DiffOutcome
 
 CHANGES_SHOWN = 20
+SHIFT = ("answer_flip_rate", "mean_tv_distance")
 
 
 def _fmt(value: float | None, *, pct: bool = False) -> str:
@@ -103,9 +105,9 @@ def materialisation_metadata(outcome: DiffOutcome) -> dict[str, Any]:
     meta["matched"] = counts["matched"]
     meta["answer_flips"] = counts["answer_flips"]
     meta["newly_errored"] = counts["newly_errored"]
-    for name in ("answer_flip_rate", "mean_tv_distance"):
-        if doc["shift"][name] is not None:
-            meta[name] = dg.MetadataValue.float(doc["shift"][name])
+    meta.update(numbers({name: doc["shift"][name] for name in SHIFT}))
+    # each metric's change as a number, so the asset's per-partition plots compare versions
+    meta.update(numbers({f"{k}_delta": v["delta"] for k, v in doc["metrics"].items()}))
     meta["same_dataset"] = doc["same_dataset"]
     labels = list(doc["contract"]["labels"])
     meta["flip_matrix"] = dg.MetadataValue.md(flip_matrix_markdown(labels, diff.flip_matrix()))
@@ -174,6 +176,8 @@ def materialisation_metadata(outcome: DiffOutcome) -> dict[str, Any]:
         meta["mcnemar_p_value"] = dg.MetadataValue.float(overall["mcnemar"]["p_value"])
     if diff.calibration is not None:  # less honest, or less able to tell cases apart?
         meta.update(calibration_shift_metadata(diff.calibration))
+    if outcome.html is not None:
+        meta.update(file_links("diff_html", outcome.html))
     meta["diff_path"] = dg.MetadataValue.path(str(outcome.diff_path))
     if outcome.sidecar is not None:
         meta["sidecar_path"] = dg.MetadataValue.path(str(outcome.sidecar))

@@ -10,7 +10,7 @@ import dagster as dg
 from decguard_pipeline.core.formatting import num, pct
 from decguard_pipeline.core.properties.summary import is_failed
 from decguard_pipeline.core.report.render import describe_example
-from decguard_pipeline.defs.metadata.base import checks_table, table
+from decguard_pipeline.defs.metadata.base import checks_table, numbers, table
 from decguard_pipeline.steps.properties import PropertyRun
 
 
@@ -101,6 +101,21 @@ def worst_pairs_rows(done: PropertyRun) -> list[dict[str, Any]]:
     return rows
 
 
+def rates(done: PropertyRun) -> dict[str, float | None]:
+    """Per property its violation and flip rates (and error rate, from its
+    ``<property>.max_error_rate`` gate), named as DecGuard's messages name them
+    (``option_order.violation_rate``): numbers the per-partition plots compare."""
+    out: dict[str, float | None] = {}
+    for s in done.rows["property_summaries"]:
+        out[f"{s['property']}.violation_rate"] = s["violation_rate"]
+        out[f"{s['property']}.flip_rate"] = s["flip_rate"]
+    for check in done.checks:
+        prop, _, gate = str(check["gate"]).partition(".")
+        if gate == "max_error_rate":
+            out[f"{prop}.error_rate"] = check["value"]
+    return out
+
+
 def materialisation_metadata(done: PropertyRun) -> dict[str, Any]:
     rows = done.rows
     skips: dict[str, int] = {}
@@ -108,6 +123,7 @@ def materialisation_metadata(done: PropertyRun) -> dict[str, Any]:
         skips[skip["reason"]] = skips.get(skip["reason"], 0) + 1
     return {
         "status": done.status.upper(),
+        **numbers(rates(done)),
         "summary": dg.MetadataValue.md(summary_markdown(done)),
         "worst_pairs": table(
             worst_pairs_rows(done),

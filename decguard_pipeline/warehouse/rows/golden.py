@@ -230,6 +230,17 @@ def interval_rows(section: dict[str, Any], base: dict[str, Any]) -> list[dict[st
     ]
 
 
+def intervals_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The golden intervals section back from its rows (what the HTML page shows)."""
+    first = rows[0]
+    return {
+        **{k: first[k] for k in ("confidence", "bootstrap_resamples", "seed")},
+        "intervals": {
+            r["metric"]: {k: r[k] for k in ("value", "low", "high", "method")} for r in rows
+        },
+    }
+
+
 def dataset_row(data: Dataset, keys: dict[str, Any]) -> dict[str, Any]:
     return {
         **keys,

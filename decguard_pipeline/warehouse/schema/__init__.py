@@ -13,6 +13,7 @@ from decguard_pipeline.warehouse.schema import (
     guard,
     production,
     properties,
+    verdict,
 )
 
 SCHEMA_VERSION = 1
@@ -25,6 +26,7 @@ TABLES: dict[str, pa.Schema] = {
     **guard.TABLES,
     **production.TABLES,
     **cache.TABLES,
+    **verdict.TABLES,
 }
 
 # Contract-level tables use the target ``_``. ``latest_<table>`` views keep, per contract and

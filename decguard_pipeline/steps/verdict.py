@@ -1,0 +1,125 @@
+"""A target's verdict, its approval as a baseline, and the contract's scoreboard: what the
+``verdict``, ``approved_target`` and ``scoreboard`` assets call. No Dagster here.
+
+The verdict reads what the target's evaluation stored (this run's rows, else the newest):
+the checks of every kind (``gate_results``, ``property_checks``, ``guard_checks``,
+``regression_checks``), the headline metrics, the regression diff and the report, decides
+with ``core.verdict.decide`` and writes one ``verdicts`` row. A target is approved when no
+requirement of any kind failed; the regression baseline of later versions is chosen among
+approved targets (``steps/diff.known_targets`` reads :func:`approvals`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from decguard_pipeline.core.guard.curves import calibration_of
+from decguard_pipeline.core.verdict import GOLDEN, GUARD, PROPERTIES, REGRESSION, Verdict, decide
+from decguard_pipeline.steps.base import Step, load_evaluated, run_rows
+from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline.warehouse.rows.verdict import verdict_row
+
+# Where each kind of check is stored (same columns as gate_results).
+CHECK_TABLES = {
+    GOLDEN: "gate_results",
+    PROPERTIES: "property_checks",
+    GUARD: "guard_checks",
+    REGRESSION: "regression_checks",
+}
+# The scoreboard's numbers from the ``metrics`` table (DecGuard's flat metrics). The cost per
+# 1,000 decisions is there when the backend reported usage and the contract prices it.
+METRICS = {
+    "accuracy": "accuracy",
+    "macro_f1": "macro_f1",
+    "ece": "ece",
+    "brier": "brier",
+    "nll": "nll",
+    "coverage": "coverage",
+    "error_rate": "error_rate",
+    "latency_p95_ms": "latency_p95_ms",
+    "cost_per_1000": "cost_per_1000",
+}
+
+
+@dataclass
+class TargetVerdict:
+    target: str
+    verdict: Verdict
+    row: dict[str, Any]  # the ``verdicts`` row
+    checks: dict[str, list[dict[str, Any]]]  # by kind
+
+    @property
+    def approved(self) -> bool:
+        return self.verdict.approved
+
+
+def stored_checks(
+    entry: ContractEntry, target: str, warehouse: Warehouse, run_id: str | None
+) -> dict[str, list[dict[str, Any]]]:
+    """Every kind's checks of a target: run ``run_id``'s, else the newest."""
+    out = {}
+    for kind, table in CHECK_TABLES.items():
+        rows = run_rows(warehouse, table, entry.key, target, run_id)
+        if rows:
+            out[kind] = rows
+    return out
+
+
+def _last(
+    warehouse: Warehouse, table: str, entry: ContractEntry, target: str, run_id: str
+) -> dict[str, Any] | None:
+    rows = run_rows(warehouse, table, entry.key, target, run_id)
+    return rows[-1] if rows else None
+
+
+def decide_target(entry: ContractEntry, target: str, step: Step) -> TargetVerdict:
+    """The verdict over everything the target's evaluation stored; its ``verdicts`` row."""
+    wh = step.warehouse
+    evaluated = load_evaluated(entry, target, wh, step.run_id)
+    checks = stored_checks(entry, target, wh, step.run_id)
+    verdict = decide(checks)
+    metrics = {
+        r["metric"]: r["value"]
+        for r in run_rows(wh, "metrics", entry.key, target, step.run_id) or []
+    }
+    numbers = {name: metrics.get(metric) for name, metric in METRICS.items()}
+    numbers["ece_equal_mass"] = calibration_of(evaluated.results, entry.require().contract)[
+        "ece_equal_mass"
+    ]
+    report = _last(wh, "reports", entry, target, step.run_id)
+    report_path = None if report is None else report["path"]
+    html = None if report_path is None else Path(report_path).with_suffix(".html")
+    row = verdict_row(
+        step.keys(entry.key, target),
+        evaluated.run,
+        verdict,
+        numbers,
+        regression=_last(wh, "diffs", entry, target, step.run_id),
+        report_path=report_path,
+        report_html=str(html) if html is not None and html.is_file() else None,
+    )
+    wh.write("verdicts", [row], **step.keys(entry.key, target))
+    return TargetVerdict(target, verdict, row, checks)
+
+
+def latest_verdicts(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]:
+    """The newest verdict of every target of a contract, the newest evaluation first. Reads
+    one file per target (no DuckDB)."""
+    rows = []
+    for target in warehouse.partitions("verdicts", contract):
+        newest = warehouse.read_latest("verdicts", contract, target)
+        if newest is not None and newest.num_rows:
+            rows.append(newest.to_pylist()[-1])
+    return sorted(rows, key=lambda r: (r["evaluated_at"], r["target"]), reverse=True)
+
+
+def approvals(contract: str, warehouse: Warehouse) -> dict[str, dict[str, Any]]:
+    """Per target, its newest verdict's evaluation and approval:
+    ``{target: {"evaluation_run_id", "approved"}}``."""
+    return {
+        r["target"]: {"evaluation_run_id": r["evaluation_run_id"], "approved": r["approved"]}
+        for r in latest_verdicts(contract, warehouse)
+    }

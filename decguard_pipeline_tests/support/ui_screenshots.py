@@ -1,0 +1,88 @@
+"""The screenshots of docs/ui.md, made from the bundled refund example:
+
+    .venv/bin/python -m decguard_pipeline_tests.support.ui_screenshots docs/img
+
+``decguard-pipeline evaluate`` in a temporary folder, ``dagster-webserver`` on its instance
+(support/dagster_ui.py), then headless Chromium as in the browser tests: the scoreboard page,
+golden_metrics with its headline numbers, its reliability diagram (one click), the partitions
+of approved_target (which versions passed), the runs with
+their ``decguard/verdict`` tags and the newest target's HTML report opened from the
+scoreboard's link.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+from decguard_pipeline_tests.support.browser import Chromium, unavailable
+from decguard_pipeline_tests.support.dagster_ui import (
+    dismiss_welcome,
+    evaluated,
+    metadata_row,
+    show_markdown,
+    webserver,
+)
+
+WIDTH = 2200  # a wide screen: the metadata column shows the whole scoreboard
+
+
+def main(directory: str) -> None:
+    reason = unavailable()
+    if reason is not None:
+        raise SystemExit(reason)
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        place = evaluated(Path(tmp) / "ui")
+        if place.returncode != 0:
+            raise SystemExit(f"evaluate exited {place.returncode}: {place.stderr}")
+        with webserver(place) as ui:
+            browser = Chromium()
+            try:
+                page, _ = browser.open(
+                    f"{ui.url}/assets/refund/scoreboard", width=WIDTH, height=1100
+                )
+                dismiss_welcome(page)
+                board = metadata_row(page, "scoreboard_markdown").locator("table")
+                board.wait_for(timeout=60_000)
+                link = board.locator("a").first.get_attribute("href")
+                page.screenshot(path=out / "ui-scoreboard.png")
+
+                page, _ = browser.open(
+                    f"{ui.url}/assets/refund/golden_metrics", width=WIDTH, height=1500
+                )
+                dismiss_welcome(page)
+                metadata_row(page, "accuracy").wait_for(timeout=60_000)
+                page.screenshot(path=out / "ui-golden-metrics.png")
+                page, _ = browser.open(
+                    f"{ui.url}/assets/refund/golden_metrics", width=1400, height=1000
+                )
+                dismiss_welcome(page)
+                show_markdown(page, "reliability_diagram").locator("img").wait_for()
+                page.wait_for_timeout(1500)  # the dialog fades in
+                page.screenshot(path=out / "ui-reliability.png")
+
+                approved = f"{ui.url}/assets/refund/approved_target?view=partitions"
+                page, _ = browser.open(approved, width=1600, height=500)
+                dismiss_welcome(page)
+                page.get_by_text("Missing (2)").wait_for(timeout=60_000)
+                page.screenshot(path=out / "ui-approved.png")
+
+                page, _ = browser.open(f"{ui.url}/runs", width=1920, height=900)
+                dismiss_welcome(page)
+                page.get_by_text("decguard/verdict: FAIL").first.wait_for(timeout=60_000)
+                page.screenshot(path=out / "ui-runs.png")
+
+                page, _ = browser.open(link, ready="body[data-ready]", width=1280, height=1500)
+                page.screenshot(path=out / "ui-report.png")
+            finally:
+                browser.close()
+    names = ("scoreboard", "golden-metrics", "reliability", "approved", "runs", "report")
+    for name in names:
+        print(out / f"ui-{name}.png")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "docs/img")
