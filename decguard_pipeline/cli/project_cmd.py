@@ -29,9 +29,9 @@ from decguard_pipeline.cli.group import cli
 )
 @click.option(
     "--warehouse",
-    type=click.Path(path_type=Path),
     default=None,
-    help="Warehouse directory (default data/warehouse or $DECGUARD_WAREHOUSE).",
+    help="Warehouse folder or s3://bucket/prefix, gs://bucket/prefix (default "
+    "data/warehouse or $DECGUARD_WAREHOUSE).",
 )
 @click.option(
     "--workers",
@@ -53,7 +53,7 @@ from decguard_pipeline.cli.group import cli
 def evaluate(
     contracts: str | None,
     backends: tuple[str, ...],
-    warehouse: Path | None,
+    warehouse: str | None,
     workers: int,
     fail_on_gate: bool,
 ) -> None:
@@ -141,7 +141,12 @@ def _report(result: Any, wh: Any, home: str, fail_on_gate: bool) -> int:
 
 @cli.command()
 @click.argument("query")
-@click.option("--warehouse", type=click.Path(path_type=Path), default=None)
+@click.option(
+    "--warehouse",
+    default=None,
+    help="Warehouse folder or s3://bucket/prefix, gs://bucket/prefix (default "
+    "data/warehouse or $DECGUARD_WAREHOUSE).",
+)
 @click.option(
     "--format",
     "-f",
@@ -151,7 +156,7 @@ def _report(result: Any, wh: Any, home: str, fail_on_gate: bool) -> int:
     show_default=True,
 )
 @click.option("--max-rows", type=click.IntRange(min=1), default=200, show_default=True)
-def sql(query: str, warehouse: Path | None, fmt: str, max_rows: int) -> None:
+def sql(query: str, warehouse: str | None, fmt: str, max_rows: int) -> None:
     """Run a SQL query on the warehouse catalog (read-only) and print the result."""
     with handled():
         import duckdb
@@ -163,7 +168,7 @@ def sql(query: str, warehouse: Path | None, fmt: str, max_rows: int) -> None:
         wh = Warehouse(warehouse)
 
         def run() -> Any:
-            with wh.open_catalog() as con:
+            with wh.open_catalog(query) as con:
                 relation = con.sql(query)
                 if relation is None:
                     return None

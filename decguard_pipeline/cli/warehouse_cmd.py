@@ -3,8 +3,6 @@ app._register_commands)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from decguard_pipeline.cli.errors import handled
@@ -20,9 +18,9 @@ def warehouse_group() -> None:
 @click.option(
     "--warehouse",
     "root",
-    type=click.Path(path_type=Path),
     default=None,
-    help="Warehouse directory (default data/warehouse or $DECGUARD_WAREHOUSE).",
+    help="Warehouse folder or s3://bucket/prefix, gs://bucket/prefix (default "
+    "data/warehouse or $DECGUARD_WAREHOUSE).",
 )
 @click.option(
     "--older-than-days",
@@ -47,7 +45,7 @@ def warehouse_group() -> None:
 )
 @click.option("--dry-run", is_flag=True, default=False, help="Only print what would be merged.")
 def compact_command(
-    root: Path | None,
+    root: str | None,
     older_than_days: float,
     keep_days: float | None,
     grace_seconds: float,
@@ -71,7 +69,7 @@ def compact_command(
             dry_run=dry_run,
         )
         wh = Warehouse(root)
-        if not wh.root.is_dir():
+        if not wh.exists():
             raise DecGuardError(f"no warehouse at {wh.root}")
         result = compact(wh, settings, log=lambda line: click.echo(line, err=True))
         click.echo(result.render())

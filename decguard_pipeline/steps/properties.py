@@ -19,7 +19,6 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from decguard_pipeline.core.contract import LoadedContract
@@ -166,7 +165,7 @@ class StoredProperties:
     section: dict[str, Any]
     checks: list[dict[str, Any]]
     pipeline: dict[str, Any]
-    path: Path
+    path: str  # where the section is stored (a local path or the object's URL)
 
 
 def stored_for_report(
@@ -199,8 +198,8 @@ def stored_for_report(
             f"run {row['golden_run_id']}, not with the newest one ({golden_run['run_id']}); "
             "materialise property_results again"
         )
-    path = Path(row["section_path"])
-    data = path.read_bytes()
+    path = row["section_path"]  # a local path, or s3://... on an object-storage warehouse
+    data = warehouse.read_bytes(path)
     if hashlib.sha256(data).hexdigest() != row["section_sha256"]:
         raise DecGuardError(f"{path}: the stored property results were modified")
     # the standard parser: integers of any size (orjson would turn those beyond 64 bits into

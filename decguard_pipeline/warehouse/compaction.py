@@ -11,31 +11,28 @@ sees every row exactly once throughout, and a compaction killed at any point lea
 the old state or the new one, with only unreferenced files (deleted by the next run) behind.
 
 Writers never wait: compaction only touches files it listed, and a write published meanwhile
-is simply one more write. Two compactions never run at once on a warehouse (a lock file the
-kernel releases when its holder dies, even by kill -9).
+is simply one more write. Two compactions never run at once on a warehouse
+(warehouse/lease.py: a lock file the kernel releases when its holder dies, even by kill -9;
+on an object store a lease object created only if absent, renewed while the compaction runs).
 
-The file layer is the warehouse's own: list a folder, publish a file (staged, then renamed),
-delete a file. On object storage the same protocol holds with a PUT for the rename (the
-manifest is one small object) and a conditional create for the lock.
+The file layer is the warehouse's own (warehouse/storage.py): list a folder, publish a file
+(staged, then renamed; on an object store uploaded whole in one PUT), delete a file.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import os
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from decguard_pipeline.core.errors import DecGuardError
+from decguard_pipeline.warehouse.lease import CompactionBusy, Lease, held
 from decguard_pipeline.warehouse.manifest import (
     COMPACTED,
     MANIFEST_SEED,
@@ -51,9 +48,10 @@ from decguard_pipeline.warehouse.manifest import (
     read_manifest,
 )
 from decguard_pipeline.warehouse.schema import TABLES
+from decguard_pipeline.warehouse.storage import Location, storage_of
 from decguard_pipeline.warehouse.store import Warehouse
 
-LOCK = ".compaction.lock"
+__all__ = ["CompactionBusy", "Result", "Settings", "TableResult", "compact"]
 # production_records reads a day's inbox batch by batch in file order (then by position
 # within a batch): merging batches would change the order it reads them in.
 NOT_COMPACTED = frozenset({"production_inbox"})
@@ -62,10 +60,6 @@ NOT_COMPACTED = frozenset({"production_inbox"})
 # already evaluated on these inputs is looked up in runs (steps/registration.py).
 KEPT_WHOLE = frozenset({"targets", "runs"})
 _STAMP = "%Y%m%dT%H%M%S%fZ"
-
-
-class CompactionBusy(DecGuardError):
-    """Another compaction holds the warehouse's lock."""
 
 
 @dataclass(frozen=True)
@@ -138,8 +132,8 @@ class Result:
 
 @dataclass
 class _Merge:
-    folder: Path
-    sources: list[Path]  # counted files merged (writes and compacted), name order
+    folder: Location
+    sources: list[Location]  # counted files merged (writes and compacted), name order
 
 
 def compact(
@@ -153,14 +147,14 @@ def compact(
         for table in TABLES:
             result.tables[table] = _plan_only(warehouse, table, settings)
         return result
-    with _locked(warehouse):
+    with held(warehouse.root) as lease:
         _wait_for_manifests(warehouse, log)
         for table in TABLES:
             result.tables[table] = TableResult()
-        _clean(warehouse, settings, result)  # what earlier runs left to delete
+        _clean(warehouse, settings, result, lease)  # what earlier runs left to delete
         newest_activation = 0
         for table in TABLES:
-            activation = _compact_table(warehouse, table, settings, result.tables[table])
+            activation = _compact_table(warehouse, table, settings, result.tables[table], lease)
             newest_activation = max(newest_activation, activation)
         if settings.wait and newest_activation:
             start = time.monotonic()
@@ -169,7 +163,7 @@ def compact(
             if delay > 0:
                 log(f"waiting {delay:.1f} s for the new manifests, then deleting what they replace")
                 time.sleep(delay)
-            tidy = _clean(warehouse, settings, result)
+            tidy = _clean(warehouse, settings, result, lease)
             if tidy:  # leave the command with the short manifests in effect
                 time.sleep(max(0.0, (tidy - now_us()) / 1e6) + 0.001)
             result.waited_s = time.monotonic() - start
@@ -188,11 +182,13 @@ def _cutoff(days: float) -> str:
     return (datetime.now(UTC) - timedelta(days=days)).strftime(_STAMP)
 
 
-def _partitions(table_dir: Path) -> list[Path]:
+def _partitions(table_dir: Location) -> list[Location]:
+    storage = storage_of(table_dir)
     return [
         folder
-        for folder in sorted(table_dir.glob("contract=*/target=*"))
-        if folder.is_dir() and (folder.parent.name, folder.name) != ("contract=_", "target=_")
+        for contract in storage.folders(table_dir, "contract=*")
+        for folder in storage.folders(contract, "target=*")
+        if (folder.parent.name, folder.name) != ("contract=_", "target=_")
     ]
 
 
@@ -212,7 +208,7 @@ def _plan(
             continue
         # the newest file holds the partition's newest write (latest_* reads only writes)
         candidates = [f for f in files[:-1] if is_compacted(f.name) or f.name < cutoff]
-        months: dict[str, list[Path]] = {}
+        months: dict[str, list[Location]] = {}
         for path in candidates:
             months.setdefault(path.name[:6], []).append(path)
         for group in months.values():
@@ -223,8 +219,12 @@ def _plan(
     return merges, counted
 
 
-def _conforms(paths: list[Path], columns: set[str]) -> bool:
-    return all(columns <= set(pq.read_schema(p).names) for p in paths if not is_compacted(p.name))
+def _conforms(paths: list[Location], columns: set[str]) -> bool:
+    return all(
+        columns <= set(storage_of(p).read_schema(p).names)
+        for p in paths
+        if not is_compacted(p.name)
+    )
 
 
 def _plan_only(warehouse: Warehouse, table: str, settings: Settings) -> TableResult:
@@ -248,7 +248,7 @@ def _count(warehouse: Warehouse, table: str) -> int:
 
 
 def _compact_table(
-    warehouse: Warehouse, table: str, settings: Settings, counts: TableResult
+    warehouse: Warehouse, table: str, settings: Settings, counts: TableResult, lease: Lease
 ) -> int:
     """Write the compacted files of ``table`` and publish its next manifest; returns the
     manifest's activation time (0 when there was nothing to do)."""
@@ -261,7 +261,7 @@ def _compact_table(
     if settings.keep_days is not None and table not in KEPT_WHOLE:
         keep = datetime.now(UTC) - timedelta(days=settings.keep_days)
     live = {file: (writes, rows) for file, writes, rows in manifest.sizes}
-    hidden = {f for f in manifest.hidden if (table_dir / f).exists()}
+    hidden = {f for f in manifest.hidden if warehouse.storage.exists(table_dir / f)}
     token = uuid.uuid4().hex[:12]
     for merge in merges:
         prefix = f"{merge.folder.parent.name}/{merge.folder.name}/"
@@ -275,20 +275,21 @@ def _compact_table(
         first = data.column("recorded_at")[0].as_py().strftime(_STAMP)
         name = f"{min(first, merge.sources[0].name.split('_', 1)[0])}_~{token}.parquet"
         path = merge.folder / name
+        lease.check()
         warehouse._publish(path, lambda tmp, d=data, s=merge.sources: _write_compacted(d, tmp, s))
         writes = len(pc.unique(data.column("recorded_at")))
         live[prefix + name] = (writes, data.num_rows)
         counts.compacted_written += 1
-    return _publish_manifest(warehouse, table_dir, live, hidden, settings)
+    return _publish_manifest(warehouse, table_dir, live, hidden, settings, lease)
 
 
 def _merged(
-    table: str, sources: list[Path], keep: datetime | None, counts: TableResult
+    table: str, sources: list[Location], keep: datetime | None, counts: TableResult
 ) -> pa.Table | None:
     """The rows of ``sources`` in the table's current columns, oldest write first (rows of
     one write keep their order); None when retention dropped every row."""
     schema = TABLES[table]
-    parts = [_conformed(pq.read_table(path), schema) for path in sources]
+    parts = [_conformed(storage_of(path).read_table(path), schema) for path in sources]
     data = pa.concat_tables(parts)
     if keep is not None:
         at = data.column("recorded_at")
@@ -315,7 +316,7 @@ def _conformed(data: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _write_compacted(data: pa.Table, path: str, sources: list[Path]) -> None:
+def _write_compacted(data: pa.Table, path: str, sources: list[Location]) -> None:
     metadata = {b"decguard.compacted_from": "\n".join(p.name for p in sources).encode()}
     data = data.replace_schema_metadata({**(data.schema.metadata or {}), **metadata})
     pq.write_table(data, path, compression="zstd", row_group_size=256 * 1024)
@@ -323,32 +324,36 @@ def _write_compacted(data: pa.Table, path: str, sources: list[Path]) -> None:
 
 def _publish_manifest(
     warehouse: Warehouse,
-    table_dir: Path,
+    table_dir: Location,
     live: dict[str, tuple[int, int]],
     hidden: set[str],
     settings: Settings,
+    lease: Lease,
 ) -> int:
-    """Publish the next manifest of a table; returns its activation time. The rename must
-    happen before the activation (every reader starting after it must find the manifest),
-    so a publication that would come too late is refused and retried with a later one."""
+    """Publish the next manifest of a table; returns its activation time. The publication
+    must happen before the activation (every reader starting after it must find the
+    manifest), so one that would come too late is refused and retried with a later one; an
+    upload to an object store that ended after the activation is deleted and retried too."""
     delay_us = int(settings.activation_delay_s * 1e6)
     folder = table_dir / MANIFESTS
-    folder.mkdir(parents=True, exist_ok=True)
     while True:
         activation = now_us() + delay_us
         data = manifest_table(activation, live, sorted(hidden))
 
         def in_time(at: int = activation) -> None:
+            lease.check()
             if now_us() >= at - delay_us // 2:
                 raise _TooLate
 
+        path = folder / manifest_name(activation, uuid.uuid4().hex[:12])
         try:
             warehouse._publish(
-                folder / manifest_name(activation, uuid.uuid4().hex[:12]),
-                lambda tmp, d=data: pq.write_table(d, tmp),
-                before_rename=in_time,
+                path, lambda tmp, d=data: pq.write_table(d, tmp), before_rename=in_time
             )
         except _TooLate:
+            continue
+        if now_us() >= activation:  # the upload outlasted the activation delay
+            warehouse.storage.delete(path)
             continue
         return activation
 
@@ -360,7 +365,7 @@ class _TooLate(Exception):
 # -- deleting what the manifest in effect replaced ---------------------------------------
 
 
-def _clean(warehouse: Warehouse, settings: Settings, result: Result) -> int:
+def _clean(warehouse: Warehouse, settings: Settings, result: Result, lease: Lease) -> int:
     """For every table whose manifest has been in effect for ``grace_s``: delete the files
     it hides, the manifests before it and compacted files no manifest lists (left by a
     killed compaction). Hidden files go first, then manifests, so that whatever a kill
@@ -376,34 +381,28 @@ def _clean(warehouse: Warehouse, settings: Settings, result: Result) -> int:
         if manifest.path is None or now < manifest.activation_us + grace_us:
             continue
         counts = result.tables.setdefault(table, TableResult())
+        lease.check()
+        delete = warehouse.storage.delete
         for relative in sorted(manifest.hidden):
-            counts.deleted += _delete(table_dir / relative)
+            counts.deleted += delete(table_dir / relative)
         for older in manifests(table_dir):
             if older.name < manifest.path.name and older.name != MANIFEST_SEED:
-                _delete(older)
+                delete(older)
         pending = set()  # compacted files of manifests not yet in effect (none while locked)
         for newer in manifests(table_dir):
             if newer.name > manifest.path.name:
                 pending |= read_manifest(newer).live
         for folder in _partitions(table_dir):
             prefix = f"{folder.parent.name}/{folder.name}/"
-            for path in folder.glob(COMPACTED):
+            for path in warehouse.storage.files(folder, COMPACTED):
                 relative = prefix + path.name
                 if relative not in manifest.live and relative not in pending:
-                    counts.deleted += _delete(path)
+                    counts.deleted += delete(path)
         if manifest.hidden and not pending:
             live = {file: (writes, rows) for file, writes, rows in manifest.sizes}
-            activation = _publish_manifest(warehouse, table_dir, live, set(), settings)
+            activation = _publish_manifest(warehouse, table_dir, live, set(), settings, lease)
             published = max(published, activation)
     return published
-
-
-def _delete(path: Path) -> int:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        return 0
-    return 1
 
 
 def _wait_for_manifests(warehouse: Warehouse, log: Callable[[str], None]) -> None:
@@ -418,25 +417,3 @@ def _wait_for_manifests(warehouse: Warehouse, log: Callable[[str], None]) -> Non
     if delay > 0:
         log(f"waiting {delay:.1f} s for a manifest published by an earlier compaction")
         time.sleep(delay + 0.001)
-
-
-@contextlib.contextmanager
-def _locked(warehouse: Warehouse) -> Iterator[None]:
-    """One compaction per warehouse at a time. ``flock`` is released by the kernel when the
-    holder exits, however it exits, so a killed compaction never blocks the next."""
-    warehouse.root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(warehouse.root / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-            raise CompactionBusy(
-                f"another compaction of {warehouse.root} is running (pid {holder}); "
-                "try again when it has finished"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        yield
-    finally:
-        os.close(fd)

@@ -25,10 +25,10 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
+
+from decguard_pipeline.warehouse.storage import Location, storage_of
 
 WRITES = "[0-9]*_[!~]*.parquet"
 COMPACTED = "[0-9]*_~*.parquet"
@@ -78,7 +78,7 @@ def manifest_table(
 
 @dataclass(frozen=True)
 class Manifest:
-    path: Path | None
+    path: Location | None
     activation_us: int
     live: frozenset[str]
     hidden: frozenset[str]
@@ -94,9 +94,9 @@ NOTHING_COMPACTED = Manifest(None, 0, frozenset(), frozenset())
 
 
 @functools.lru_cache(maxsize=256)
-def read_manifest(path: Path) -> Manifest:
+def read_manifest(path: Location) -> Manifest:
     """A manifest file, whatever its activation (immutable, so cached by path)."""
-    table = pq.read_table(path, schema=MANIFEST_SCHEMA)
+    table = storage_of(path).read_table(path, schema=MANIFEST_SCHEMA)
     rows = table.to_pylist()
     activation = rows[0]["activation_us"] if rows else 0
     live = [r for r in rows if r["role"] == "live"]
@@ -109,13 +109,12 @@ def read_manifest(path: Path) -> Manifest:
     )
 
 
-def manifests(table_dir: Path) -> list[Path]:
+def manifests(table_dir: Location) -> list[Location]:
     """Every published manifest of a table, oldest activation first."""
-    folder = table_dir / MANIFESTS
-    return sorted(folder.glob(MANIFEST_GLOB)) if folder.is_dir() else []
+    return storage_of(table_dir).files(table_dir / MANIFESTS, MANIFEST_GLOB)
 
 
-def active_manifest(table_dir: Path, at_us: int | None = None) -> Manifest:
+def active_manifest(table_dir: Location, at_us: int | None = None) -> Manifest:
     """The manifest a reader starting at ``at_us`` (default: now) goes by."""
     at_us = now_us() if at_us is None else at_us
     for path in reversed(manifests(table_dir)):
@@ -128,15 +127,16 @@ def active_manifest(table_dir: Path, at_us: int | None = None) -> Manifest:
     return NOTHING_COMPACTED
 
 
-def counted_files(directory: Path, manifest: Manifest | None = None) -> list[Path]:
+def counted_files(directory: Location, manifest: Manifest | None = None) -> list[Location]:
     """The files of one partition folder a reader counts, in name order (a compacted file
     sorts by its oldest write, so name order stays time order)."""
-    if not directory.is_dir():
-        return []
+    # the manifest is chosen before the folder is listed: the listing then holds every
+    # file it counts (see the module docstring)
     table_dir = directory.parent.parent
     manifest = active_manifest(table_dir) if manifest is None else manifest
+    listed = storage_of(directory).files(directory, "[0-9]*.parquet")
     prefix = f"{directory.parent.name}/{directory.name}/"
-    return sorted(p for p in directory.glob("[0-9]*.parquet") if manifest.counts(prefix + p.name))
+    return [p for p in listed if manifest.counts(prefix + p.name)]
 
 
 def sql_manifest(table_sql_path: str) -> str:

@@ -48,6 +48,7 @@ from decguard_pipeline.warehouse.rows.cache import (
     journal_answers,
     storable,
 )
+from decguard_pipeline.warehouse.storage import Location, storage_of
 from decguard_pipeline.warehouse.store import STALE_AFTER_S, Warehouse, now, published_files
 
 try:  # POSIX; elsewhere there is no journal, only the files published every few seconds
@@ -72,10 +73,11 @@ JOURNAL_GLOB = ".journal-*.jsonl"
 NEW_JOURNAL = ".jnew-"  # a journal being created (renamed once locked)
 
 
-def _read(path: Path) -> pa.Table:
+def _read(path: Location) -> pa.Table:
     """The lookup columns of a published file (``ParquetFile``: ``pq.read_table`` would
-    import Arrow's dataset module, and pandas with it)."""
-    return pq.ParquetFile(path).read(columns=LOOKUP_COLUMNS, use_threads=False)
+    import Arrow's dataset module, and pandas with it); an object is read in one GET."""
+    source = path if isinstance(path, Path) else pa.BufferReader(storage_of(path).read_bytes(path))
+    return pq.ParquetFile(source).read(columns=LOOKUP_COLUMNS, use_threads=False)
 
 
 def _lock(fd: int, *, wait: bool) -> bool:
@@ -139,6 +141,9 @@ class ResponseTable:
         self.max_age_days = max_age_days
         self.publish_every_s = publish_every_s
         self.directory = warehouse.partition_dir(TABLE, contract, target)
+        # journals are local files under a flock: on an object store there are none, and a
+        # killed run keeps the answers published up to ``publish_every_s`` before the kill
+        self.journaled = fcntl is not None and isinstance(self.directory, Path)
         self.recovered = 0  # answers of dead runs' journals this store published
         self._stored: Stored | None = None  # the partition's answers, read once
         self._index: dict[bytes, int] | None = None  # key -> row of _stored
@@ -178,7 +183,7 @@ class ResponseTable:
         """The answers of the partition's journals; those of dead writers that no file of
         ``tables`` holds are published, and the journal deleted."""
         out = Recovered([])
-        if not self.directory.is_dir():
+        if not self.journaled or not self.directory.is_dir():
             return out
         published: set[bytes] | None = None
         for path in sorted(self.directory.glob(JOURNAL_GLOB)):
@@ -292,7 +297,7 @@ class ResponseTable:
         self._last_publish = time.monotonic()
 
     def journal(self, row: dict[str, Any]) -> None:
-        if fcntl is None:  # pragma: no cover
+        if not self.journaled:
             return
         try:
             line = orjson.dumps(row) + b"\n"

@@ -24,13 +24,8 @@ from click.testing import CliRunner
 from decguard_pipeline.cli.app import cli
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.compaction import (
-    LOCK,
-    CompactionBusy,
-    Settings,
-    _locked,
-    compact,
-)
+from decguard_pipeline.warehouse.compaction import CompactionBusy, Settings, compact
+from decguard_pipeline.warehouse.lease import LOCK, held
 from decguard_pipeline.warehouse.manifest import active_manifest, is_compacted, manifests
 from decguard_pipeline.warehouse.schema import TABLES
 from decguard_pipeline.warehouse.store import retrying
@@ -270,7 +265,7 @@ def test_files_of_an_older_version_are_read_then_rewritten(wh):
 
 def test_two_compactions_never_run_at_once(wh):
     wh, _ = wh
-    with _locked(wh), pytest.raises(CompactionBusy, match="another compaction"):
+    with held(wh.root), pytest.raises(CompactionBusy, match="another compaction"):
         compact(wh, Settings(**FAST), log=lambda _: None)
     assert (wh.root / LOCK).exists()
     compact(wh, Settings(**FAST), log=lambda _: None)  # released

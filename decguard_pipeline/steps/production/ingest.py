@@ -176,9 +176,11 @@ def stored_file(
 ) -> tuple[Path, dict[str, Any]]:
     """The ``production_records`` file of run ``run_id`` (else the newest) and its first
     row's source, path, hash and run."""
-    path = None if run_id is None else warehouse.run_file(RECORDS, entry.key, day, run_id)
-    if path is None:
-        path = warehouse.latest_file(RECORDS, entry.key, day)
+    found = None if run_id is None else warehouse.run_file(RECORDS, entry.key, day, run_id)
+    if found is None:
+        found = warehouse.latest_file(RECORDS, entry.key, day)
+    # read from the local disk (an object store's file is downloaded once per process)
+    path = None if found is None else warehouse.storage.local_copy(found)
     first = next(read_batches(path, list(_FIRST), 1), None) if path is not None else None
     if path is None or first is None or not first.num_rows:
         raise DecGuardError(f"{entry.key}: no production records ingested for {day} yet")

@@ -1,0 +1,419 @@
+"""Where a warehouse's files live: a folder on the local disk, or a prefix of an object store.
+
+The store, the manifests and compaction reach their files only through this module, so a
+table is laid out, published and read the same way on both (docs/warehouse.md):
+
+* a **location** is a ``pathlib.Path`` on the local disk, or an ``ObjectPath``
+  (``s3://bucket/prefix/...``, ``gs://bucket/prefix/...``) with the few ``Path`` operations
+  the warehouse uses (``/``, ``name``, ``parent``, name order);
+* ``storage_of(location)`` is the storage holding it, with the operations the warehouse
+  needs: list a folder, read a file, **publish** a file whole (local: written in a staging
+  folder, flushed, renamed; object store: assembled in a local file, then one PUT, or a
+  multipart upload that the store makes visible only once complete), delete one, create one
+  only if it does not exist (the compaction lease), and let DuckDB read the files.
+
+Object stores go through fsspec (s3fs, gcsfs): DuckDB reads an fsspec filesystem registered
+on a connection with the same globs, hive partitioning and ``filename`` column as local
+files, and pyarrow reads from it, so the views are the same SQL on every storage. Endpoint and
+credentials come from the environment the standard way (``AWS_ENDPOINT_URL``,
+``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_REGION``, a
+profile or an instance role; ``GOOGLE_APPLICATION_CREDENTIALS`` for ``gs://``) and are held
+by the client only: never by a location, a file the warehouse writes, or a log line.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fnmatch
+import functools
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from decguard_pipeline.core.errors import DecGuardError
+
+if TYPE_CHECKING:  # imported by the reader that needs it (store.py says why)
+    import duckdb
+
+# Object stores by URL scheme: the fsspec package serving it and the extra that installs it.
+SCHEMES = {"s3": ("s3fs", "s3"), "gs": ("gcsfs", "gcs")}
+ALIASES = {"s3a": "s3", "gcs": "gs"}
+# An upload above twice this size goes in parts (a multipart upload, which the store shows
+# only once complete); below, one PUT. S3's smallest part is 5 MiB.
+PART_SIZE = 50 * 2**20
+# A temporary file untouched for this long belongs to a writer that died (a live writer
+# keeps writing to it, and publishes it within moments of the last byte).
+STALE_AFTER_S = 3600.0
+
+
+class StorageError(DecGuardError):
+    """A warehouse location that cannot be used (bad URL, client library missing)."""
+
+
+@dataclass(frozen=True, order=True)
+class ObjectPath:
+    """``<scheme>://<bucket>/<key>``: an object, or a prefix ("folder"), in an object store."""
+
+    scheme: str
+    key: str  # bucket/prefix/..., no leading or trailing slash
+
+    def __truediv__(self, part: str) -> ObjectPath:
+        return ObjectPath(self.scheme, f"{self.key}/{part.strip('/')}")
+
+    @property
+    def name(self) -> str:
+        return self.key.rsplit("/", 1)[-1]
+
+    @property
+    def suffix(self) -> str:
+        name = self.name
+        return name[name.rfind(".") :] if "." in name.lstrip(".") else ""
+
+    @property
+    def parent(self) -> ObjectPath:
+        return ObjectPath(self.scheme, self.key.rsplit("/", 1)[0]) if "/" in self.key else self
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return tuple(self.key.split("/"))
+
+    def __str__(self) -> str:
+        return f"{self.scheme}://{self.key}"
+
+
+Location = Path | ObjectPath
+
+
+def location(root: str | os.PathLike[str]) -> Location:
+    """A warehouse root as given by ``$DECGUARD_WAREHOUSE`` or ``--warehouse``: a local path
+    (made absolute), or ``s3://bucket/prefix`` / ``gs://bucket/prefix``. A URL carrying
+    credentials, a port, a query or a fragment is refused: the location is written into the
+    catalog and Dagster's run config, so it must hold nothing secret; the endpoint and the
+    keys come from the environment."""
+    text = os.fspath(root)
+    if "://" not in text:
+        return Path(text).resolve()
+    parts = urlsplit(text)
+    scheme = ALIASES.get(parts.scheme.lower(), parts.scheme.lower())
+    if scheme == "file":
+        return Path(parts.path).resolve()
+    if scheme not in SCHEMES:
+        raise StorageError(
+            f"warehouse {text!r}: unsupported scheme {parts.scheme!r} (a local folder, "
+            "s3://bucket/prefix or gs://bucket/prefix)"
+        )
+    if parts.username or parts.password or parts.port or parts.query or parts.fragment:
+        raise StorageError(
+            f"warehouse {parts.scheme}://{parts.hostname or ''}/...: give only "
+            f"{parts.scheme}://bucket/prefix; the endpoint and credentials come from the "
+            "environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, ...), "
+            "never from the location"
+        )
+    key = "/".join(p for p in f"{parts.hostname or ''}/{parts.path}".split("/") if p)
+    if not parts.hostname:
+        raise StorageError(f"warehouse {text!r}: no bucket (s3://bucket/prefix)")
+    return ObjectPath(scheme, key)
+
+
+def storage_of(where: Location) -> Storage:
+    """The storage holding ``where`` (one client per object-store scheme and process)."""
+    if isinstance(where, ObjectPath):
+        return _object_storage(where.scheme, os.getpid())  # a forked child makes its own
+    return LOCAL
+
+
+def staging_root() -> Path:
+    """Where this machine assembles files before publishing them to an object store."""
+    return Path(tempfile.gettempdir()) / "decguard-staging"
+
+
+def sweep_stale(paths: list[Path]) -> None:
+    """Delete those of ``paths`` untouched for ``STALE_AFTER_S`` (left by dead writers)."""
+    cutoff = time.time() - STALE_AFTER_S
+    for path in paths:
+        try:
+            if path.is_file() and path.stat().st_mtime < cutoff:
+                path.unlink()
+        except FileNotFoundError:  # another process swept it first
+            pass
+
+
+def _matches(name: str, pattern: str) -> bool:
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+class Storage:
+    """The operations the warehouse makes on its files (the local disk's, by default)."""
+
+    remote = False
+
+    # -- reading ---------------------------------------------------------------------
+
+    def exists(self, where: Location) -> bool:
+        assert isinstance(where, Path)
+        return where.exists()
+
+    def is_folder(self, where: Location) -> bool:
+        assert isinstance(where, Path)
+        return where.is_dir()
+
+    def files(self, folder: Location, pattern: str = "*") -> list[Location]:
+        """The files directly in ``folder`` whose name matches ``pattern``, in name order."""
+        assert isinstance(folder, Path)
+        if not folder.is_dir():
+            return []
+        return sorted(p for p in folder.glob(pattern) if p.is_file())
+
+    def folders(self, folder: Location, pattern: str = "*") -> list[Location]:
+        """The folders directly in ``folder`` whose name matches ``pattern``, in name order."""
+        assert isinstance(folder, Path)
+        if not folder.is_dir():
+            return []
+        return sorted(p for p in folder.glob(pattern) if p.is_dir())
+
+    def read_bytes(self, where: Location) -> bytes:
+        assert isinstance(where, Path)
+        return where.read_bytes()
+
+    def read_table(self, where: Location, **options: Any) -> pa.Table:
+        return pq.read_table(where, **options)
+
+    def local_copy(self, where: Location) -> Path:
+        """A local file with the bytes of ``where`` (a local file is its own copy), for
+        readers that stream a large file from disk."""
+        assert isinstance(where, Path)
+        return where
+
+    def read_schema(self, where: Location) -> pa.Schema:
+        return pq.read_schema(where)
+
+    # -- writing ---------------------------------------------------------------------
+
+    def make_folder(self, where: Location) -> None:
+        assert isinstance(where, Path)
+        where.mkdir(parents=True, exist_ok=True)
+
+    def publish(
+        self,
+        final: Location,
+        write: Callable[[str], None],
+        *,
+        staging: Path,
+        before: Callable[[], None] | None = None,
+    ) -> None:
+        """Run ``write`` on a new file in ``staging`` and publish it as ``final`` (``staged``)."""
+        with self.staged(final, staging=staging, before=before) as tmp:
+            write(tmp)
+
+    @contextlib.contextmanager
+    def staged(
+        self, final: Location, *, staging: Path, before: Callable[[], None] | None = None
+    ) -> Iterator[str]:
+        """A new file in ``staging`` (a folder outside every table's glob, on the same
+        filesystem), flushed to disk and renamed to ``final`` when the block ends without
+        error: readers see the whole file or none, and a killed writer leaves only a staging
+        file, swept later. ``before`` runs last before the rename (and may refuse it by
+        raising). Deleted when the block fails."""
+        assert isinstance(final, Path)
+        staging.mkdir(parents=True, exist_ok=True)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = staging / f"{os.getpid()}-{uuid.uuid4().hex}{final.suffix}.tmp"
+        try:
+            yield str(tmp)
+            _flush(tmp)
+            if before is not None:
+                before()
+            os.replace(tmp, final)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+    def delete(self, where: Location) -> bool:
+        """Delete a file; False when it was already gone."""
+        assert isinstance(where, Path)
+        try:
+            where.unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    # -- DuckDB ----------------------------------------------------------------------
+
+    def register(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Let ``con`` read this storage's files (local files need nothing)."""
+
+
+LOCAL = Storage()
+
+
+class ObjectStorage(Storage):
+    """An object store through its fsspec filesystem. Listings are never cached: every
+    reader lists what is published now, as on a local disk."""
+
+    remote = True
+
+    def __init__(self, scheme: str, fs: Any) -> None:
+        self.scheme = scheme
+        self.fs = fs
+
+    def exists(self, where: Location) -> bool:
+        return bool(self.fs.exists(_key(where)))
+
+    def is_folder(self, where: Location) -> bool:
+        return bool(self._ls(where))
+
+    def _ls(self, folder: Location) -> list[dict[str, Any]]:
+        try:
+            return list(self.fs.ls(_key(folder), detail=True))
+        except FileNotFoundError:
+            return []
+
+    def files(self, folder: Location, pattern: str = "*") -> list[Location]:
+        assert isinstance(folder, ObjectPath)
+        names = (e["name"].rsplit("/", 1)[-1] for e in self._ls(folder) if e["type"] == "file")
+        return sorted(folder / n for n in names if _matches(n, pattern))
+
+    def folders(self, folder: Location, pattern: str = "*") -> list[Location]:
+        assert isinstance(folder, ObjectPath)
+        names = {
+            e["name"].rstrip("/").rsplit("/", 1)[-1]
+            for e in self._ls(folder)
+            if e["type"] == "directory"
+        }
+        return sorted(folder / n for n in names if _matches(n, pattern))
+
+    def read_bytes(self, where: Location) -> bytes:
+        return bytes(self.fs.cat_file(_key(where)))
+
+    def read_table(self, where: Location, **options: Any) -> pa.Table:
+        # warehouse files are small and immutable: one GET, then read in memory
+        return pq.read_table(pa.BufferReader(self.read_bytes(where)), **options)
+
+    def local_copy(self, where: Location) -> Path:
+        """Downloaded once per process into a folder of its own, deleted when it exits
+        (warehouse files are immutable, so a copy never goes stale)."""
+        key = _key(where)
+        copy = _copies_folder() / f"{uuid.uuid5(uuid.NAMESPACE_URL, key).hex}{where.suffix}"
+        if not copy.exists():
+            partial = copy.with_name(f"{copy.name}.{uuid.uuid4().hex}.part")
+            try:
+                self.fs.get_file(key, str(partial))
+                os.replace(partial, copy)
+            finally:
+                partial.unlink(missing_ok=True)
+        return copy
+
+    def read_schema(self, where: Location) -> pa.Schema:
+        # one GET of the whole (small) file: s3fs's file objects read ranges whose unread
+        # bodies keep pool connections busy until the pool is exhausted
+        return pq.read_schema(pa.BufferReader(self.read_bytes(where)))
+
+    def make_folder(self, where: Location) -> None:
+        """Object stores have no folders: a key's prefixes exist while objects do."""
+
+    @contextlib.contextmanager
+    def staged(
+        self, final: Location, *, staging: Path, before: Callable[[], None] | None = None
+    ) -> Iterator[str]:
+        """A local file in ``staging``, uploaded to ``final`` when the block ends without
+        error, in one PUT (a multipart upload above ``2 * PART_SIZE``, which the store makes
+        visible only when complete): readers list the whole object or none, and a writer
+        killed during the upload leaves no object (an incomplete multipart upload is never
+        listed; a bucket lifecycle rule aborts it, docs/deploy.md)."""
+        staging.mkdir(parents=True, exist_ok=True)
+        tmp = staging / f"{os.getpid()}-{uuid.uuid4().hex}{final.suffix}.tmp"
+        try:
+            yield str(tmp)
+            if before is not None:
+                before()
+            self.upload(tmp, final)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def upload(self, local: Path, final: Location) -> None:
+        """Copy a complete local file to ``final``: one PUT, or a multipart upload above
+        ``2 * PART_SIZE`` (visible only once complete)."""
+        self.fs.put_file(str(local), _key(final), chunksize=PART_SIZE)
+
+    def create(self, where: Location, data: bytes) -> bool:
+        """Create ``where`` with ``data`` only if no object has that key (``If-None-Match: *``
+        on S3, ``ifGenerationMatch=0`` on GCS); False when one exists."""
+        try:
+            self.fs.pipe_file(_key(where), data, mode="create")
+        except FileExistsError:
+            return False
+        return True
+
+    def write_bytes(self, where: Location, data: bytes) -> None:
+        """Replace an object (one PUT: readers get the old bytes or the new)."""
+        self.fs.pipe_file(_key(where), data)
+
+    def delete(self, where: Location) -> bool:
+        key = _key(where)
+        if not self.fs.exists(key):  # S3 reports success for a missing key too
+            return False
+        try:
+            self.fs.rm_file(key)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def register(self, con: duckdb.DuckDBPyConnection) -> None:
+        con.register_filesystem(self.fs)
+
+
+@functools.cache
+def _copies_folder() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=f"decguard-copies-{os.getpid()}-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def _key(where: Location) -> str:
+    assert isinstance(where, ObjectPath), where
+    return where.key
+
+
+@functools.cache
+def _object_storage(scheme: str, pid: int) -> ObjectStorage:
+    package, extra = SCHEMES[scheme]
+    try:
+        module = __import__(package)
+    except ImportError:
+        raise StorageError(
+            f"a {scheme}:// warehouse needs the {package} package: "
+            f"pip install 'decguard-pipeline[{extra}]'"
+        ) from None
+    if scheme == "s3":
+        # endpoint, region and credentials: botocore's standard chain (AWS_ENDPOINT_URL, ...);
+        # botocore reads the region from AWS_DEFAULT_REGION only; the AWS CLI and the other
+        # SDKs read AWS_REGION first, and so do we
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        fs = module.S3FileSystem(
+            use_listings_cache=False,
+            skip_instance_cache=True,
+            client_kwargs={"region_name": region} if region else {},
+        )
+    else:
+        fs = module.GCSFileSystem(use_listings_cache=False, skip_instance_cache=True)
+    return ObjectStorage(scheme, fs)
+
+
+def _flush(path: Path) -> None:
+    """Force the file's bytes to disk, so that after a power cut the renamed file is whole."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
