@@ -163,7 +163,7 @@ def sql(query: str, warehouse: str | None, fmt: str, max_rows: int) -> None:
 
         from decguard_pipeline.core.errors import DecGuardError
         from decguard_pipeline.warehouse import Warehouse
-        from decguard_pipeline.warehouse.store import retrying
+        from decguard_pipeline.warehouse.catalog import retrying
 
         wh = Warehouse(warehouse)
 

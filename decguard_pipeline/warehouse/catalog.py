@@ -1,0 +1,247 @@
+"""The warehouse's DuckDB catalog: every table's view, its ``latest_*`` view and
+``latest_all_checks`` (warehouse/views.py), the zero-row seed files that let the views bind
+before the first evaluation, and the catalog file (or, on an object store, only its stamp).
+
+``Catalog`` is the half of :class:`~decguard_pipeline.warehouse.store.Warehouse` that reads:
+it relies on the files half for ``root``, ``storage``, ``remote``, ``partition_dir``,
+``_publish``, ``sweep`` and ``_published_paths``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from decguard_pipeline.warehouse import views
+from decguard_pipeline.warehouse.manifest import (
+    COMPACTED_SEED,
+    MANIFEST_SEED,
+    MANIFESTS,
+    SEED,
+    manifest_table,
+)
+from decguard_pipeline.warehouse.schema import SCHEMA_VERSION, TABLES
+from decguard_pipeline.warehouse.storage import Location
+
+if TYPE_CHECKING:
+    import duckdb
+
+CATALOG = "decguard.duckdb"
+STAMP = "catalog.json"
+_T = TypeVar("_T")
+
+# Object-storage warehouses whose seed files and catalog this process has checked (each check
+# costs requests; what it checks never goes back once true).
+_SEEDED: set[str] = set()
+_CATALOGUED: set[str] = set()
+
+
+class Catalog:
+    # -- queries -------------------------------------------------------------------------
+
+    def connect(self, sql: str | None = None) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB connection with every table and ``latest_*`` view defined
+        (with ``sql``: those it names, warehouse/views.py)."""
+        if self.remote:
+            self.ensure_catalog()  # one GET of its stamp once it is made
+        import duckdb
+
+        self._seed_empty_tables()
+        con = duckdb.connect()
+        self.storage.register(con)
+        for statement in self.view_statements(only=views.needed(sql)):
+            con.execute(statement)
+        return con
+
+    def query(self, sql: str, params: list[Any] | None = None) -> pa.Table:
+        return retrying(lambda: self._query(sql, params))
+
+    def _query(self, sql: str, params: list[Any] | None) -> pa.Table:
+        with self.connect(sql) as con:
+            return con.sql(sql, params=params or None).to_arrow_table()
+
+    # -- the catalog file ----------------------------------------------------------------
+
+    @property
+    def catalog_path(self) -> Location:
+        return self.root / CATALOG
+
+    def _hive_partitioning(self) -> bool:
+        """Folder names give ``contract`` and ``target`` (and let a filter on them skip other
+        folders) unless the root path itself holds a ``key=value`` folder, which DuckDB
+        would read as one more partition column."""
+        return not any("=" in part for part in self.root.parts)
+
+    def view_statements(
+        self, loose: frozenset[str] | None = None, only: frozenset[str] | None = None
+    ) -> list[str]:
+        """The views of every table (or of the tables in ``only``), its ``latest_*`` view and
+        ``latest_all_checks`` (warehouse/views.py).
+
+        ``loose`` names the tables that still hold files written before a column was added
+        (read with ``union_by_name``, which opens every file's footer before the query
+        starts); every other table binds on its seed file's schema and opens only the files
+        a query reads. Default: as recorded when the catalog was made."""
+        loose = self.loose_tables() if loose is None else loose
+        base_of = {
+            table: (_sql_path(self.root / table), _sql_path(self.partition_dir(table, "_")))
+            for table in TABLES
+        }
+        return views.statements(base_of, self._hive_partitioning(), loose, only)
+
+    def _seed_empty_tables(self) -> None:
+        """Per table, a zero-row file for each glob its views read and a first manifest, so
+        that views bind before the first evaluation and the first compaction."""
+        if str(self.root) in _SEEDED:
+            return
+        if self.remote and str(self.root) in _CATALOGUED:
+            _SEEDED.add(str(self.root))  # its stamp is written once the seeds are there
+            return
+        exists = self.storage.exists
+        for table, schema in TABLES.items():
+            folder = self.partition_dir(table, "_")
+            for name in (SEED, COMPACTED_SEED):
+                seed = folder / name
+                if not exists(seed):
+                    self._publish(seed, lambda tmp, s=schema: pq.write_table(s.empty_table(), tmp))
+            first = self.root / table / MANIFESTS / MANIFEST_SEED
+            if not exists(first):
+                empty = manifest_table(0, {}, [])
+                self._publish(first, lambda tmp, t=empty: pq.write_table(t, tmp))
+        if self.remote:
+            _SEEDED.add(str(self.root))
+
+    def _stamp(self) -> dict[str, Any]:
+        """What the catalog must have been made for: schema version, location, the view
+        definitions and every table's columns (a new column re-checks the files)."""
+        views = hashlib.sha256("\n".join(self.view_statements(frozenset())).encode()).hexdigest()
+        columns = "\n".join(f"{t}: {s.names}" for t, s in TABLES.items())
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "root": str(self.root),
+            "tables": list(TABLES),
+            "views_sha256": views,
+            "columns_sha256": hashlib.sha256(columns.encode()).hexdigest(),
+        }
+
+    def _read_stamp(self) -> dict[str, Any] | None:
+        try:
+            stamp = json.loads(self.storage.read_bytes(self.root / STAMP))
+        except (OSError, ValueError):
+            return None
+        return stamp if isinstance(stamp, dict) else None
+
+    def loose_tables(self) -> frozenset[str]:
+        """Tables with a file lacking one of the table's columns now (written by an older
+        version): as recorded with the catalog, else found by reading every file's schema."""
+        stamp = self._read_stamp()
+        code = self._stamp()
+        if stamp is not None and all(stamp.get(k) == v for k, v in code.items()):
+            return frozenset(stamp.get("loose", []))
+        return self.find_loose_tables()
+
+    def find_loose_tables(self) -> frozenset[str]:
+        """Reads the schema of every published file (on a new version, or after compaction
+        rewrote the old files): tables whose files do not all carry every current column."""
+        loose = set()
+        for table, schema in TABLES.items():
+            for path in self._published_paths(table):
+                try:
+                    names = set(self.storage.read_schema(path).names)
+                except FileNotFoundError:  # deleted by a compaction meanwhile
+                    continue
+                if not set(schema.names) <= names:
+                    loose.add(table)
+                    break
+        return frozenset(loose)
+
+    def ensure_catalog(self, *, refresh: bool = False) -> Location:
+        """(Re)write the catalog when missing, or made for another schema, location or view
+        definition (or, with ``refresh``, always: compaction after migrating old files).
+
+        Built in the staging folder and renamed into place: a reader holding the old catalog
+        open keeps reading it, and concurrent writers never share a DuckDB file. An object
+        store gets only the stamp (``catalog.json``, which records the loose tables): its
+        readers build the views in memory (``open_catalog``), so a DuckDB file there would
+        cost every view's binding requests for nothing."""
+        if not refresh and str(self.root) in _CATALOGUED:
+            return self.catalog_path
+        code = self._stamp()
+        stamp = self._read_stamp()
+        if (
+            not refresh
+            and (self.remote or self.storage.exists(self.catalog_path))
+            and stamp is not None
+            and all(stamp.get(k) == v for k, v in code.items())
+        ):
+            if self.remote:
+                _CATALOGUED.add(str(self.root))
+            return self.catalog_path
+        self.storage.make_folder(self.root)
+        self.sweep(full=True)  # rare (a new warehouse or version): also clear old leftovers
+        self._seed_empty_tables()
+        loose = self.find_loose_tables()
+        if not self.remote:
+            self._publish(self.catalog_path, lambda tmp: self._write_catalog(tmp, loose))
+        record = json.dumps({**code, "loose": sorted(loose)})
+        self._publish(self.root / STAMP, lambda tmp: Path(tmp).write_text(record))
+        if self.remote:
+            _CATALOGUED.add(str(self.root))
+        return self.catalog_path
+
+    def _write_catalog(self, path: str, loose: frozenset[str]) -> None:
+        import duckdb
+
+        con = duckdb.connect(path)
+        try:
+            for statement in self.view_statements(loose):
+                con.execute(statement)
+            con.execute(
+                "CREATE OR REPLACE TABLE catalog_info AS SELECT ? AS schema_version, ? AS root",
+                [SCHEMA_VERSION, str(self.root)],
+            )
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+
+    def open_catalog(self, sql: str | None = None) -> duckdb.DuckDBPyConnection:
+        """The catalog, read-only (what an analyst or ``decguard-pipeline sql`` opens). An
+        account that may read the warehouse but not write it opens the catalog as it is.
+        On an object store: an in-memory connection with the catalog's views (those ``sql``
+        names), reading the files through the store's client (DuckDB opens no database file
+        there)."""
+        try:
+            self.ensure_catalog()
+        except PermissionError:
+            if not self.storage.exists(self.root / STAMP if self.remote else self.catalog_path):
+                raise
+        if self.remote:
+            return self.connect(sql)
+        import duckdb
+
+        return duckdb.connect(str(self.catalog_path), read_only=True)
+
+
+def retrying(query: Callable[[], _T], attempts: int = 3) -> _T:
+    """Run ``query``, again when it listed a file that compaction deleted before the query
+    opened it (a replaced file, no longer counted by the manifest in effect: the next
+    attempt does not list it). Any other error, or a third miss, is raised."""
+    import duckdb
+
+    for attempt in range(attempts):
+        try:
+            return query()
+        except duckdb.IOException as exc:
+            if "No such file" not in str(exc) or attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _sql_path(path: Location) -> str:
+    """A path inside a SQL string literal (``s3://…`` for an object)."""
+    return str(path).replace("'", "''")
