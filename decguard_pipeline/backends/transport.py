@@ -34,6 +34,7 @@ import httpx
 
 from decguard_pipeline.backends.base import Backend
 from decguard_pipeline.backends.body import ACCEPT_ENCODING, BoundedBody, TooLarge, read_within
+from decguard_pipeline.backends.proxy import env_proxy, register_proxy_passwords
 from decguard_pipeline.core.errors import (
     BackendError,
     BackendTimeout,
@@ -262,7 +263,7 @@ class HttpTransport(Backend):
             # Proxy variables are honoured as httpx honours them, but resolved once per run:
             # aiohttp's trust_env looks them (and ~/.netrc) up on a worker thread for every
             # request, two thread hand-offs that cost more than the request on loopback.
-            self._proxy = _env_proxy(self.proxy_target())
+            self._proxy = env_proxy(self.proxy_target())
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 timeout=timeout,
@@ -360,35 +361,6 @@ class HttpTransport(Backend):
             client, self._client = self._client, None
         if client is not None:
             client.close()
-
-
-def _env_proxy(url: str) -> tuple[Any, Any]:
-    """The proxy (and its credentials) the environment assigns to ``url``, or (None, None)."""
-    from aiohttp.helpers import get_env_proxy_for_url
-    from yarl import URL
-
-    try:
-        proxy, auth = get_env_proxy_for_url(URL(url))
-    except LookupError:
-        return None, None
-    if auth is not None:  # also from ~/.netrc, which only aiohttp reads
-        register_secret(auth.password)
-    return proxy, auth
-
-
-def register_proxy_passwords() -> None:
-    """Register the passwords in the proxy URLs the environment sets (``HTTPS_PROXY=
-    http://user:password@proxy:3128``, as both HTTP clients read them) as secrets: they are
-    credentials this process sends, whichever backend's request goes through the proxy."""
-    from urllib.parse import urlsplit
-    from urllib.request import getproxies
-
-    for url in getproxies().values():
-        try:
-            password = urlsplit(url).password
-        except ValueError:  # not a URL the clients could use either
-            continue
-        register_secret(password)
 
 
 _SOCKET_ERROR = re.compile(r"\. \w+Error\(\d+, .*\)$")

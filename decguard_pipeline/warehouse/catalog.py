@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from decguard_pipeline.warehouse import views
+from decguard_pipeline.warehouse.locations import Location
 from decguard_pipeline.warehouse.manifest import (
     COMPACTED_SEED,
     MANIFEST_SEED,
@@ -26,7 +27,6 @@ from decguard_pipeline.warehouse.manifest import (
     manifest_table,
 )
 from decguard_pipeline.warehouse.schema import SCHEMA_VERSION, TABLES
-from decguard_pipeline.warehouse.storage import Location
 
 if TYPE_CHECKING:
     import duckdb

@@ -30,14 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from decguard_pipeline.core.errors import DecGuardError
+from decguard_pipeline.warehouse.locations import Location, ObjectPath, StorageError
 from decguard_pipeline.warehouse.manifest import now_us
-from decguard_pipeline.warehouse.storage import (
-    Location,
-    ObjectPath,
-    ObjectStorage,
-    StorageError,
-    storage_of,
-)
+from decguard_pipeline.warehouse.storage import ObjectStorage, storage_of
 
 LOCK = ".compaction.lock"
 LEASES = "_leases/compaction"

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from decguard_pipeline.warehouse.storage import Location, storage_of
+from decguard_pipeline.warehouse.locations import Location
+from decguard_pipeline.warehouse.storage import storage_of
 
 WRITES = "[0-9]*_[!~]*.parquet"
 COMPACTED = "[0-9]*_~*.parquet"

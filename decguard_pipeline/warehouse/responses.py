@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from decguard_pipeline.core.cache.answers import Answers, Hits
+from decguard_pipeline.warehouse.locations import Location
 from decguard_pipeline.warehouse.rows.cache import (
     LOOKUP_COLUMNS,
     Stored,
@@ -48,7 +49,7 @@ from decguard_pipeline.warehouse.rows.cache import (
     journal_answers,
     storable,
 )
-from decguard_pipeline.warehouse.storage import Location, storage_of
+from decguard_pipeline.warehouse.storage import storage_of
 from decguard_pipeline.warehouse.store import STALE_AFTER_S, Warehouse, now, published_files
 
 try:  # POSIX; elsewhere there is no journal, only the files published every few seconds

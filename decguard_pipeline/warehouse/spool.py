@@ -23,12 +23,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from decguard_pipeline.warehouse.storage import (
-    STALE_AFTER_S,
-    ObjectPath,
-    ObjectStorage,
-    storage_of,
-)
+from decguard_pipeline.warehouse.locations import ObjectPath
+from decguard_pipeline.warehouse.storage import STALE_AFTER_S, ObjectStorage, storage_of
 
 # An uploaded spool file is deleted this long after its upload (the step is done by then).
 KEEP_S = 600.0

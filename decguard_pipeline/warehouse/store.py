@@ -19,21 +19,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from decguard_pipeline.warehouse.catalog import STAMP, Catalog
+from decguard_pipeline.warehouse.locations import Location, ObjectPath, location
 from decguard_pipeline.warehouse.manifest import (
     counted_files,
     is_compacted,
 )
 from decguard_pipeline.warehouse.schema import NO_TARGET, TABLES
 from decguard_pipeline.warehouse.spool import spool_for
-from decguard_pipeline.warehouse.storage import (
-    STALE_AFTER_S,
-    Location,
-    ObjectPath,
-    location,
-    staging_root,
-    storage_of,
-    sweep_stale,
-)
+from decguard_pipeline.warehouse.storage import STALE_AFTER_S, staging_root, storage_of, sweep_stale
 
 if TYPE_CHECKING:
     pass

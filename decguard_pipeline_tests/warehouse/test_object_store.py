@@ -25,7 +25,8 @@ import pytest
 from decguard_pipeline.warehouse import Warehouse, views
 from decguard_pipeline.warehouse.compaction import CompactionBusy, Settings, compact
 from decguard_pipeline.warehouse.lease import held
-from decguard_pipeline.warehouse.storage import ObjectPath, StorageError, location, storage_of
+from decguard_pipeline.warehouse.locations import ObjectPath, StorageError, location
+from decguard_pipeline.warehouse.storage import storage_of
 from decguard_pipeline_tests.conftest import ROOT
 from decguard_pipeline_tests.support import warehouse_history
 from decguard_pipeline_tests.support.evaluate_places import DAYS, MOCK, Place, write_contract
@@ -101,7 +102,8 @@ def test_a_gs_warehouse_goes_through_gcsfs_or_names_its_extra(monkeypatch):
 
 
 REGION = """\
-from decguard_pipeline.warehouse.storage import location, storage_of
+from decguard_pipeline.warehouse.locations import location
+from decguard_pipeline.warehouse.storage import storage_of
 fs = storage_of(location("s3://bucket/wh")).fs
 fs.connect()  # makes the botocore client; no request yet
 print(fs.s3.meta.region_name)
