@@ -6,7 +6,7 @@ property was not demonstrated.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
 Comparison = Literal[">=", "<="]
@@ -48,6 +48,32 @@ def make_check(
         "status": status,
         "message": message,
     }
+
+
+def levelled(
+    requirements: Mapping[str, float], warnings: Mapping[str, float]
+) -> Iterator[tuple[str, str, float]]:
+    """(level, gate, threshold) of the requirements, then of the warnings, each in its order."""
+    for level, gates in (("requirement", requirements), ("warning", warnings)):
+        for gate, threshold in gates.items():
+            yield level, gate, threshold
+
+
+def table_check(
+    table: Mapping[str, tuple[str, Comparison]],
+    gate: str,
+    threshold: float,
+    value: float | None,
+    *,
+    level: str,
+    missing: str,
+    detail: str = "",
+) -> Check:
+    """``make_check`` of a gate of a gate table (gate -> (metric, comparison))."""
+    metric, comparison = table[gate]
+    return make_check(
+        gate, metric, comparison, threshold, value, level=level, missing=missing, detail=detail
+    )
 
 
 def overall_status(checks: list[Check]) -> str:

@@ -17,7 +17,13 @@ from pydantic import Field
 
 from decguard_pipeline.core.contract import Contract
 from decguard_pipeline.core.contract.extension_gates import ExtensionGates
-from decguard_pipeline.core.gates import Check, Comparison, make_check, overall_status
+from decguard_pipeline.core.gates import (
+    Check,
+    Comparison,
+    levelled,
+    overall_status,
+    table_check,
+)
 from decguard_pipeline.core.validation import Strict
 
 PER_MILLION = 1_000_000.0
@@ -130,23 +136,17 @@ def cost_checks(
     run's usage section (None: the run has none). A cost that cannot be computed (no
     pricing, no usage reported) fails the gate, as every metric that cannot be computed
     does: the property was not demonstrated."""
-    checks = []
-    for level, gates in (("requirement", requirements), ("warning", warnings)):
-        for gate, threshold in gates.cost().items():
-            metric, comparison = COST_GATES[gate]
-            value = None if section is None else section[metric]
-            checks.append(
-                make_check(
-                    gate,
-                    metric,
-                    comparison,
-                    threshold,
-                    value,
-                    level=level,
-                    missing=_missing_cost(section),
-                )
-            )
-    return checks
+    return [
+        table_check(
+            COST_GATES,
+            gate,
+            threshold,
+            None if section is None else section[COST_GATES[gate][0]],
+            level=level,
+            missing=_missing_cost(section),
+        )
+        for level, gate, threshold in levelled(requirements.cost(), warnings.cost())
+    ]
 
 
 def _count(value: float) -> str:

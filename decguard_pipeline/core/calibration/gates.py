@@ -16,7 +16,7 @@ import numpy as np
 from decguard_pipeline.core.calibration.abstention import Abstention, guaranteed_threshold
 from decguard_pipeline.core.calibration.inputs import top_label
 from decguard_pipeline.core.calibration.section import CalibrationSection
-from decguard_pipeline.core.gates import Check, Comparison, make_check
+from decguard_pipeline.core.gates import Check, Comparison, levelled, make_check, table_check
 
 # gate -> (metric: a CalibrationSection.headline() name, comparison that must hold)
 CALIBRATION_GATES: dict[str, tuple[str, Comparison]] = {
@@ -89,24 +89,23 @@ def calibration_checks(
     ``alpha`` needs its own threshold)."""
     values = section.headline()
     checks = []
-    for level, gates in (("requirement", requirements), ("warning", warnings)):
-        for gate, threshold in gates.items():
-            metric, comparison = CALIBRATION_GATES[gate]
-            if gate == "max_selective_risk":
-                found = abstention_at(section, probs, expected, threshold)
-                checks.append(selective_risk_check(found, section.n, level))
-                continue
-            value = values[metric]
-            checks.append(
-                make_check(
-                    gate,
-                    metric,
-                    comparison,
-                    threshold,
-                    value,
-                    level=level,
-                    missing=_NO_CASES,
-                    detail="" if value is None else _detail(section, metric),
-                )
+    for level, gate, threshold in levelled(requirements, warnings):
+        if gate == "max_selective_risk":
+            found = abstention_at(section, probs, expected, threshold)
+            checks.append(selective_risk_check(found, section.n, level))
+            continue
+        metric = CALIBRATION_GATES[gate][0]
+        value = values[metric]
+        detail = "" if value is None else _detail(section, metric)
+        checks.append(
+            table_check(
+                CALIBRATION_GATES,
+                gate,
+                threshold,
+                value,
+                level=level,
+                missing=_NO_CASES,
+                detail=detail,
             )
+        )
     return checks

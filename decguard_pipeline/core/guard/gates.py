@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from decguard_pipeline.core.gates import Check, Comparison, make_check
+from decguard_pipeline.core.gates import Check, Comparison, levelled, table_check
 from decguard_pipeline.core.guard.extension import GuardConfig, worst_label
 from decguard_pipeline.core.guard.partial_runs import partial_run_check
 
@@ -53,21 +53,13 @@ def gate_input(block: dict[str, Any], metric: str) -> tuple[float | None, str, s
 def guard_checks(block: dict[str, Any], config: GuardConfig) -> list[Check]:
     """Requirements (gate field order), warnings, then the partial-run check."""
     checks = []
-    for level, gates in (("requirement", config.requirements), ("warning", config.warnings)):
-        for gate, threshold in gates.configured().items():
-            metric, comparison = GUARD_GATES[gate]
-            value, detail, missing = gate_input(block, metric)
-            checks.append(
-                make_check(
-                    gate,
-                    metric,
-                    comparison,
-                    threshold,
-                    value,
-                    level=level,
-                    missing=missing,
-                    detail=detail,
-                )
+    gates = levelled(config.requirements.configured(), config.warnings.configured())
+    for level, gate, threshold in gates:
+        value, detail, missing = gate_input(block, GUARD_GATES[gate][0])
+        checks.append(
+            table_check(
+                GUARD_GATES, gate, threshold, value, level=level, missing=missing, detail=detail
             )
+        )
     checks.append(partial_run_check(block["run"], fail_partial=config.partial_runs.fail_partial))
     return checks
