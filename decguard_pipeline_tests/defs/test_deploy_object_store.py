@@ -58,7 +58,7 @@ def test_the_sensor_reads_an_s3_warehouse(s3_server, s3_bucket, tmp_path, monkey
                 instance=instance, definitions=defs,
                 resources={"warehouse": WarehouseResource(root=str(wh.root))},
             ) as context:  # fmt: skip
-                return defs.get_sensor_def("model_versions")(context)
+                return defs.resolve_sensor_def("model_versions")(context)
 
         first = tick()
         assert sorted(r.partition_key for r in first.run_requests) == [
