@@ -35,13 +35,14 @@ import json
 import math
 import random
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+
+from decguard_pipeline.demo.threaded import serve_in_thread
 
 TOPICS: dict[str, tuple[str, ...]] = {
     "billing": ("invoice", "refund", "charged", "payment", "receipt", "subscription fee"),
@@ -291,40 +292,9 @@ class DemoServer:
 @contextmanager
 def serve_demo(port: int = 0, *, delay_ms: float = 0.0) -> Iterator[DemoServer]:
     """Run the server on 127.0.0.1 in a background thread (port 0: any free port)."""
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    state: dict[str, Any] = {}
-
-    async def start() -> None:
-        runner = web.AppRunner(make_app(delay_ms / 1000.0), access_log=None, shutdown_timeout=0.5)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", port)
-        await site.start()
-        state["runner"] = runner
-        state["port"] = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        try:
-            loop.run_until_complete(start())
-        except OSError as exc:  # the port is taken: say so in the caller's thread
-            state["error"] = exc
-        ready.set()
-        if "error" not in state:
-            loop.run_forever()
-
-    thread = threading.Thread(target=run, name="demo-llm-server", daemon=True)
-    thread.start()
-    ready.wait(10)
-    if "error" in state:
-        thread.join(10)
-        raise state["error"]
-    try:
-        yield DemoServer(f"http://127.0.0.1:{state['port']}")
-    finally:
-        asyncio.run_coroutine_threadsafe(state["runner"].cleanup(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
+    app = make_app(delay_ms / 1000.0)
+    with serve_in_thread(app, port=port, name="demo-llm-server") as bound:
+        yield DemoServer(f"http://127.0.0.1:{bound}")
 
 
 def main(argv: list[str] | None = None) -> None:

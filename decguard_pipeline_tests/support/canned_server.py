@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from decguard_pipeline.demo.threaded import serve_in_thread
 
 
 @dataclass
@@ -30,13 +31,10 @@ def canned(
     reply: Callable[[dict[str, Any]], Reply], path: str = "/decide", delay_s: float = 0.0
 ) -> Iterator[Canned]:
     """Serve ``reply(request body)`` on 127.0.0.1 from a background thread."""
-    state: dict[str, Any] = {}
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
+    server = Canned("")
 
     async def handle(request: web.Request) -> web.Response:
         body = await request.json()
-        server: Canned = state["server"]
         server.bodies.append(body)
         server.headers.append(dict(request.headers))
         assert request.transport is not None
@@ -48,29 +46,8 @@ def canned(
             payload = json.dumps(payload)
         return web.Response(status=status, body=payload, headers=headers)
 
-    async def start() -> None:
-        app = web.Application()
-        app.router.add_post(path, handle)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        state["runner"] = runner
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        state["server"] = Canned(f"http://127.0.0.1:{port}{path}")
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(start())
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    try:
-        yield state["server"]
-    finally:
-        asyncio.run_coroutine_threadsafe(state["runner"].cleanup(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
+    app = web.Application()
+    app.router.add_post(path, handle)
+    with serve_in_thread(app) as port:
+        server.url = f"http://127.0.0.1:{port}{path}"
+        yield server

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from decguard_pipeline.demo.threaded import serve_in_thread
 
 SECRET = "sk-test-never-in-a-report"
 
@@ -66,32 +67,7 @@ def _chat_app(chat: Chat) -> web.Application:
 
 @contextmanager
 def chat_server() -> Iterator[Chat]:
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    state: dict[str, Any] = {}
     chat = Chat("")
-
-    async def start() -> None:
-        runner = web.AppRunner(_chat_app(chat), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        state["runner"] = runner
-        state["port"] = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(start())
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    ready.wait(10)
-    chat.url = f"http://127.0.0.1:{state['port']}/v1"
-    try:
+    with serve_in_thread(_chat_app(chat)) as port:
+        chat.url = f"http://127.0.0.1:{port}/v1"
         yield chat
-    finally:
-        asyncio.run_coroutine_threadsafe(state["runner"].cleanup(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)

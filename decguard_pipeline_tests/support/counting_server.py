@@ -23,6 +23,8 @@ from typing import Any
 
 from aiohttp import web
 
+from decguard_pipeline.demo.threaded import serve_in_thread
+
 
 def answer_for(version: str, labels: list[str], value: Any) -> dict[str, float]:
     """The model's distribution: a fixed function of its version and the input."""
@@ -97,31 +99,6 @@ def counting_server(
 ) -> Iterator[CountingServer]:
     """The server on an ephemeral loopback port, in a background thread."""
     state = Counting(version=version, delay_s=delay_ms / 1000.0)
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    holder: dict[str, Any] = {}
-
-    async def start() -> None:
-        runner = web.AppRunner(make_app(state), access_log=None, shutdown_timeout=0.5)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
-        await site.start()
-        holder["runner"] = runner
-        holder["port"] = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(start())
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    ready.wait(10)
-    base = f"http://127.0.0.1:{holder['port']}"
-    try:
+    with serve_in_thread(make_app(state), backlog=1024) as port:
+        base = f"http://127.0.0.1:{port}"
         yield CountingServer(f"{base}/decide", f"{base}/healthz", state)
-    finally:
-        asyncio.run_coroutine_threadsafe(holder["runner"].cleanup(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)

@@ -19,7 +19,6 @@ import functools
 import json
 import socket
 import struct
-import threading
 import zlib
 from collections import Counter
 from collections.abc import Iterator
@@ -28,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from decguard_pipeline.demo.threaded import serve_in_thread
 
 TIMEOUT_S = 0.5  # the backend timeout the faults are sized against
 BOMB_BYTES = 200 << 20  # what a gzip bomb inflates to (from about 200 KB)
@@ -317,45 +318,10 @@ async def misbehave(fault: str, request: web.Request, body: dict[str, Any]) -> w
 @contextmanager
 def hostile() -> Iterator[Hostile]:
     """Serve the hostile model on an ephemeral loopback port from a background thread."""
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    holder: dict[str, Any] = {}
-
-    async def start() -> None:
-        runner = web.AppRunner(make_app(holder["state"]), access_log=None, shutdown_timeout=0.5)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        holder["runner"] = runner
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        holder["state"].url = f"http://127.0.0.1:{port}/decide"
-        holder["state"].systemone_url = f"http://127.0.0.1:{port}/systemone"
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(start())
-        ready.set()
-        loop.run_forever()
-
-    holder["state"] = Hostile("", "")
+    state = Hostile("", "")
     for coding in ("gzip", "deflate"):  # made once, before serving: it takes a second
         _bomb(coding)
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-
-    async def stop() -> None:
-        await holder["runner"].cleanup()
-        # handlers still sleeping (hang, stall) are cancelled, not left for the collector
-        pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-
-    try:
-        yield holder["state"]
-    finally:
-        asyncio.run_coroutine_threadsafe(stop(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
+    with serve_in_thread(make_app(state)) as port:
+        state.url = f"http://127.0.0.1:{port}/decide"
+        state.systemone_url = f"http://127.0.0.1:{port}/systemone"
+        yield state

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from decguard_pipeline.demo.threaded import serve_in_thread
 
 
 @dataclass
@@ -55,12 +56,9 @@ def llm_server(
 ) -> Iterator[LLMServer]:
     """Serve ``handler`` for POSTs (any path) and ``get`` for GETs on 127.0.0.1, from a
     background thread."""
-    state: dict[str, Any] = {}
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
+    server = LLMServer("")
 
     async def handle(request: web.Request) -> web.Response:
-        server: LLMServer = state["server"]
         raw = await request.read()
         body = json.loads(raw) if raw else None
         seen = Seen(request.method, request.path, body, dict(request.headers))
@@ -79,32 +77,11 @@ def llm_server(
             status=status, body=payload, headers=headers, content_type="application/json"
         )
 
-    async def start() -> None:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", handle)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        state["runner"] = runner
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        state["server"] = LLMServer(f"http://127.0.0.1:{port}")
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(start())
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    try:
-        yield state["server"]
-    finally:
-        asyncio.run_coroutine_threadsafe(state["runner"].cleanup(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handle)
+    with serve_in_thread(app) as port:
+        server.url = f"http://127.0.0.1:{port}"
+        yield server
 
 
 # -- answers in the shapes of the APIs ---------------------------------------------------------

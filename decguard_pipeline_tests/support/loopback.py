@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import json
 import re
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ from aiohttp import web
 from decguard_pipeline.backends.mock import MockBackend
 from decguard_pipeline.core.contract import BackendConfig, DecisionSpec
 from decguard_pipeline.core.decision import DecisionRequest
+from decguard_pipeline.demo.threaded import serve_in_thread
 
 
 @dataclass
@@ -120,36 +120,9 @@ def serve(
     behaviour = Behaviour(
         _mock_from(mock_settings, labels), delay_s=delay_ms / 1000.0, keep_requests=keep_requests
     )
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    state: dict[str, Any] = {}
-
-    async def start() -> None:
-        # a short shutdown: a `hang` handler must not hold the teardown for a minute
-        runner = web.AppRunner(make_app(behaviour), access_log=None, shutdown_timeout=0.5)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        state["runner"] = runner
-        state["port"] = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(start())
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    ready.wait(10)
-    base = f"http://127.0.0.1:{state['port']}"
-    try:
+    with serve_in_thread(make_app(behaviour)) as port:
+        base = f"http://127.0.0.1:{port}"
         yield Server(f"{base}/decide", f"{base}/healthz", behaviour)
-    finally:
-        fut = asyncio.run_coroutine_threadsafe(state["runner"].cleanup(), loop)
-        fut.result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
 
 
 def main() -> None:
