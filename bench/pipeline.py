@@ -93,6 +93,7 @@ def cli_commands(contracts_dir: Path, reports: Path | None = None) -> list[list[
     """One ``test`` command per target ``evaluate`` would run (the backends it can reach);
     with ``reports``, each writes its report there (``-o``: the JSON, and for a guard
     contract its pictures and sidecar, as the pipeline writes them)."""
+    from decguard_pipeline.demo.autostart import demo_server_for
     from decguard_pipeline.steps.contracts import discover_contracts
     from decguard_pipeline.steps.golden import load_golden
     from decguard_pipeline.steps.properties import has_properties
@@ -102,7 +103,11 @@ def cli_commands(contracts_dir: Path, reports: Path | None = None) -> list[list[
     for entry in discover_contracts(str(contracts_dir)):
         loaded = entry.require()
         data = load_golden(entry)
-        targets, _ = discover_targets(loaded, canary_input=data.inputs[0] if len(data) else None)
+        # a contract on the bundled demo LLM server (tickets) is discovered with it running,
+        # as `evaluate` discovers it (each `test` process starts its own, as `evaluate` does)
+        with demo_server_for([loaded.contract]):
+            canary = data.inputs[0] if len(data) else None
+            targets, _ = discover_targets(loaded, canary_input=canary)
         every = ["--all"] if has_properties(loaded) else []
         for target in targets:
             out = (
