@@ -69,6 +69,50 @@ RowLoader = Callable[[ContractEntry, str, Warehouse, str], Mapping[Hashable, Map
 ResultBuilder = Callable[[Mapping[str, Any], dg.AssetKey, str], dg.AssetCheckResult]
 
 
+@dataclass(frozen=True)
+class PartGates:
+    """The gates of one asset as asset checks: how their stored rows are found (``load``)
+    and turned into results (``result``)."""
+
+    gates: list[Gate]
+    load: RowLoader
+    result: ResultBuilder = check_result
+
+
+def check_specs(
+    asset: dg.AssetKey, gates: list[Gate], partitions_def: dg.PartitionsDefinition
+) -> list[dg.AssetCheckSpec]:
+    return [
+        dg.AssetCheckSpec(
+            gate.name,
+            asset=asset,
+            blocking=False,  # see the module's docstring
+            partitions_def=partitions_def,
+            description=gate.description,
+        )
+        for gate in gates
+    ]
+
+
+def check_results(
+    entry: ContractEntry,
+    asset: dg.AssetKey,
+    part: PartGates,
+    rows: Mapping[Hashable, Mapping[str, Any]],
+    log: Any,
+    selected: Callable[[str], bool] = lambda name: True,
+) -> Iterator[dg.AssetCheckResult]:
+    """A result per (selected) gate from the stored ``rows`` (``part.load``'s answer)."""
+    for gate in part.gates:
+        if not selected(gate.name):
+            continue
+        row = rows.get(gate.key)
+        if row is None:  # the contract changed since the definitions were loaded
+            log.warning(f"{gate.name}: no longer in {entry.path}")
+            continue
+        yield part.result(row, asset, gate.name)
+
+
 def gate_checks(
     entry: ContractEntry,
     asset: dg.AssetKey,
@@ -80,29 +124,19 @@ def gate_checks(
     result: ResultBuilder = check_result,
     partitions_def: dg.PartitionsDefinition | None = None,
 ) -> dg.AssetChecksDefinition:
+    """The gates of an asset with a step of its own (the daily production check) as one
+    multi-asset check; the per-target assets carry theirs (defs/assets/evaluation.py)."""
     # the asset's partitions: targets unless the feature partitions otherwise (daily checks)
     parts = targets_partitions(entry.key) if partitions_def is None else partitions_def
-    specs = [
-        dg.AssetCheckSpec(
-            gate.name,
-            asset=asset,
-            blocking=False,  # see the module's docstring
-            partitions_def=parts,
-            description=gate.description,
-        )
-        for gate in gates
-    ]
+    part = PartGates(gates, load, result)
 
-    @dg.multi_asset_check(specs=specs, name=name, description=description)
+    @dg.multi_asset_check(
+        specs=check_specs(asset, gates, parts), name=name, description=description
+    )
     def _gate_checks(
         context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
     ) -> Iterator[dg.AssetCheckResult]:
         rows = load(entry, context.partition_key, warehouse.get(), context.run.run_id)
-        for gate in gates:
-            row = rows.get(gate.key)
-            if row is None:  # the contract changed since the definitions were loaded
-                context.log.warning(f"{gate.name}: no longer in {entry.path}")
-                continue
-            yield result(row, asset, gate.name)
+        yield from check_results(entry, asset, part, rows, context.log)
 
     return _gate_checks
