@@ -1,11 +1,13 @@
-"""Gates as asset checks, for every feature: one multi-asset check per asset in which every
-gate is its own partitioned check (requirements ERROR, warnings WARN), named as the CLI names
+"""Gates as asset checks, for every feature: every gate of an asset is its own partitioned
+check (requirements ERROR, warnings WARN), evaluated in the step that materialises the asset
+(a check spec of the evaluation step, ``defs/assets/evaluation.py``; a multi-asset check for
+an asset with a step of its own, the daily production check), named as the CLI names
 the gate where Dagster allows it (``option_order.max_violation_rate``; a warning gate gets
 ``_warning``, since requirement and warning of one gate need two names).
 
 The checks record; they do not block. A Dagster-blocking check that fails fails its step, and
 so the run, and skips every asset after it: a model failing its gates would look like a
-crash and leave no report. Promotion is blocked instead by the ``verdict`` step
+crash and leave no report. Promotion is blocked instead by the ``verdict`` asset
 (``defs/assets/verdict.py``), per target, from the same stored check rows.
 
 A step per gate would multiply Dagster's per-step bookkeeping for no benefit; the stored check
