@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from decguard_pipeline.definitions import build_definitions
+from decguard_pipeline.defs.assets.verdict import VERDICT_TAG
 from decguard_pipeline.defs.job_runs import QUIET, run_job
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
@@ -152,6 +153,13 @@ def test_a_subset_of_one_partition_runs_only_its_parts(tmp_path):
     metrics = _execute(path.parent, target, tmp_path / "wh", instance=instance, selection=[key])
     assert metrics.success and materialised(metrics) == {"golden_metrics"}
     assert set(checked(metrics)) == {c for c in expected_checks(doc) if c[0] == "golden_metrics"}
+
+    # the approval alone: the verdict it is derived from is decided (and tags the run), not
+    # materialised
+    key = dg.AssetKey(["refund", "approved_target"])
+    approval = _execute(path.parent, target, tmp_path / "wh", instance=instance, selection=[key])
+    assert materialised(approval) == {"approved_target"}
+    assert instance.get_run_by_id(approval.run_id).tags[VERDICT_TAG] == "PASS"
 
     key = dg.AssetKey(["refund", "golden_dataset"])
     dataset = _execute(path.parent, target, tmp_path / "wh", instance=instance, selection=[key])

@@ -166,8 +166,8 @@ def evaluation_asset(entry: ContractEntry, parts: list[TargetPart]) -> dg.Assets
             if part.name in selected:
                 metadata = part.metadata(result)
                 yield dg.MaterializeResult(asset_key=keys[part.name], metadata=metadata)
-                if part.after is not None:
-                    part.after(context, target, result)
+            if part.after is not None:  # also for a part run only for a derived one
+                part.after(context, target, result)
 
         def check(part: TargetPart) -> Iterator[Any]:
             assert part.gates is not None
