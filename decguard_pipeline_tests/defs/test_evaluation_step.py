@@ -154,6 +154,19 @@ def test_a_subset_of_one_partition_runs_only_its_parts(tmp_path):
     assert metrics.success and materialised(metrics) == {"golden_metrics"}
     assert set(checked(metrics)) == {c for c in expected_checks(doc) if c[0] == "golden_metrics"}
 
+    # one check alone (the UI's "execute check"): evaluated from the stored gate rows
+    check = dg.AssetCheckKey(dg.AssetKey(["refund", "golden_metrics"]), "min_accuracy")
+    entries = discover_contracts(str(path.parent))
+    job = build_definitions(entries, warehouse_root=str(tmp_path / "wh")).resolve_job_def(
+        job_name(entries[0])
+    )
+    alone = job.get_subset(asset_check_selection={check}).execute_in_process(
+        instance=instance, partition_key=target, run_config=QUIET
+    )
+    assert materialised(alone) == set() and set(checked(alone)) == {
+        ("golden_metrics", "min_accuracy")
+    }
+
     # the approval alone: the verdict it is derived from is decided (and tags the run), not
     # materialised
     key = dg.AssetKey(["refund", "approved_target"])

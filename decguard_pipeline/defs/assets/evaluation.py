@@ -179,12 +179,13 @@ def evaluation_asset(entry: ContractEntry, parts: list[TargetPart]) -> dg.Assets
 
         work: list[Work] = []
         for p in parts:
-            if p.name not in needed:
-                continue
-            work.append((p.name, [d for d in p.deps if d in by_name], partial(materialise, p)))
+            if p.name in needed:
+                work.append((p.name, [d for d in p.deps if d in by_name], partial(materialise, p)))
             if p.gates is not None and any(name == p.name for name, _ in checked):
-                # the checks read what the part stored; failing, they stop nothing after it
-                work.append((f"{p.name} checks", [p.name], partial(check, p)))
+                # the checks read what the part stored (without it, its newest rows: a check
+                # run alone from the UI); failing, they stop nothing after the part
+                after = [p.name] if p.name in needed else []
+                work.append((f"{p.name} checks", after, partial(check, p)))
         yield from run_in_order(work, context.log)
 
     return evaluation
