@@ -212,6 +212,10 @@ def test_a_broken_part_stops_only_what_depends_on_it(tmp_path):
     assert done == {"contract", "golden_dataset", "case_results", "golden_metrics", "report",
                     "regression_diff"}  # fmt: skip
     assert wh.read_latest("verdicts", "injection", target) is None
+    # the independent parts' checks are recorded too
+    evaluated = {e.asset_check_evaluation_data.asset_key.path[-1] for e in events
+                 if e.event_type_value == "ASSET_CHECK_EVALUATION"}  # fmt: skip
+    assert evaluated == {"golden_metrics", "regression_diff"}
 
     class Result:  # what summarise reads: the outcomes of the main job
         outcomes = [outcome]
