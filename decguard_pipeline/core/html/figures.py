@@ -73,10 +73,10 @@ def _text_width(text: str, size: float) -> int:
     return math.ceil(0.6 * size * len(text))  # a generous average for sans-serif
 
 
-def document(panels: Sequence[Html], heading: str, *, width: int = WIDTH) -> Html:
+def document(panels: Sequence[Html], heading: str) -> Html:
     """Panels side by side under a one-line heading, as one SVG document; wide enough for the
     heading."""
-    width = max(width * len(panels), _text_width(heading, 14) + 20)
+    width = max(WIDTH * len(panels), _text_width(heading, 14) + 20)
     height = HEAD + HEIGHT
     placed = [el("g", p, transform=f"translate({i * WIDTH} {HEAD})") for i, p in enumerate(panels)]
     return el(
