@@ -4,7 +4,10 @@ failing warning not; the asset's metadata shows the measures as numbers."""
 
 from __future__ import annotations
 
+import base64
+import re
 import warnings
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +113,14 @@ def test_failing_warning_does_not_block_and_metadata_has_the_numbers(tmp_path):
     assert shown["calibration/smece"] == independent["smece"]
     assert shown["calibration/brier_miscalibration"] == independent["brier_miscalibration"]
     assert shown["calibration_status"] == "WARN"
-    assert shown["calibration_diagram"].startswith("![smooth reliability](data:image/png")
+    image = re.fullmatch(
+        r"!\[smooth reliability\]\(data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)\)",
+        shown["calibration_diagram"],
+    )
+    assert image is not None
+    diagram = ET.fromstring(base64.b64decode(image[1]))
+    heading = f"default · smooth ECE {independent['smece']:.3f}"
+    assert diagram.find("{http://www.w3.org/2000/svg}title").text.startswith(heading)
     assert [r.data["gate"] for r in shown["calibration_gates"].records] == ["max_smece"]
     listed = {r.data["metric"]: r.data["value"] for r in shown["calibration"].records}
     # (tables show 4 significant digits)
