@@ -40,7 +40,6 @@ from decguard_pipeline.warehouse.schema import TABLES
 
 RECORDS = "production_records"
 SHOWN = 20  # records kept for the materialisation's metadata
-_ACTIONS = pa.array(list(ACTION_CODES))
 # the normalised fields stored as they are (strings, numbers, flags)
 _COPIED = (
     "id", "timestamp", "decision", "selected", "confidence", "outcome", "outcome_correct",
@@ -116,7 +115,7 @@ def arrow_rows(
         "confidence": pa.array(batch.probs[np.arange(n), batch.selected]),
         "outcome": _labels(batch.outcome, labels),
         "outcome_correct": _flags(correct),
-        "action": _labels(batch.action, _ACTIONS),
+        "action": _labels(batch.action, pa.array(list(ACTION_CODES))),
         "fallback": _flags(batch.fallback),
         "latency_ms": _floats(batch.latency_ms),
         "cost": _floats(batch.cost),
