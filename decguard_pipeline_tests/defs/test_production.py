@@ -74,13 +74,28 @@ class Pipeline:
         )
 
     def call(self, name: str, day: str) -> dg.MaterializeResult:
-        """An asset of the day called as a plain function (no run, no instance); a bad day
-        raises its ``dg.Failure``."""
-        assets = {a.key.path[-1]: a for a in production_assets.assets(self.entry)}
+        """One asset of the day (the day's multi-asset subset to it) called as a plain
+        function (no run, no instance); a bad day raises its ``dg.Failure``."""
+        [day_assets] = production_assets.assets(self.entry)
+        subset = day_assets.subset_for(
+            {dg.AssetKey(["refund", name])}, selected_asset_check_keys=set()
+        )
         with dg.build_asset_context(partition_key=day, resources=self.resources) as context:
-            return assets[name](context)
+            [result] = list(subset(context))
+        return result
 
     def ingest_and_check(self, day: str) -> dg.MaterializeResult:
+        """The day's multi-asset as the job runs it (one step: the check measures the
+        columns just ingested); the check's materialisation."""
+        [day_assets] = production_assets.assets(self.entry)
+        with dg.build_asset_context(partition_key=day, resources=self.resources) as context:
+            results = list(day_assets(context))
+        return next(
+            r for r in results if r.asset_key == dg.AssetKey(["refund", "production_check"])
+        )
+
+    def ingest_then_check(self, day: str) -> dg.MaterializeResult:
+        """The two assets one after the other (the check reads the stored records back)."""
         self.call("production_records", day)
         return self.call("production_check", day)
 
