@@ -374,14 +374,15 @@ def report_texts(path: Path, spec: DecisionSpec) -> Iterator[pa.Array]:
         plain = exact_objects(batch.column("metadata_json")) & exact_objects(
             pc.fill_null(batch.column("input_json"), "")
         )
-        if not plain.all():
-            stored = stored_texts().to_pylist()
+        if not plain.all():  # only those records parsed and written one by one
+            odd = np.flatnonzero(~plain)
+            stored = stored_texts().take(pa.array(odd)).to_pylist()
             exact = [
-                None if ok else indent_value(normalized_record(
+                indent_value(normalized_record(
                     jsonl_blocks.json_value(text.encode()), position + i + 1, spec
                 ), RECORD_INDENT)
-                for i, (ok, text) in enumerate(zip(plain.tolist(), stored, strict=True))
+                for i, text in zip(odd.tolist(), stored, strict=True)
             ]  # fmt: skip
-            texts = pc.if_else(pa.array(plain), texts, pa.array(exact, pa.string()))
+            texts = pc.replace_with_mask(texts, pa.array(~plain), pa.array(exact, pa.string()))
         position += batch.num_rows
         yield texts
