@@ -187,7 +187,10 @@ def bench(work: Path, n: int, repeat: int, dagster: bool) -> None:
         wall, rss, day_s, said = _timed([*me, "--child", child, "--work", str(work)], work,
                                         repeat, env)  # fmt: skip
         if day_s is not None:
-            print(_row(f"{name}: the day", day_s, None, check, check_o) + f"   {said[4:]}")
+            print(
+                _row(f"{name}: the day", day_s, None, check, check_o)
+                + f"   {said.split(' ', 2)[2]}"
+            )
         print(_row(f"{name}: whole process", wall, rss, check, check_o))
     _fresh(work)
 

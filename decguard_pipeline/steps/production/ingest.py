@@ -35,6 +35,7 @@ from decguard_pipeline.steps.production.sources import (
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.production import write_inbox_lines
 from decguard_pipeline.warehouse.rows.production_records import (
+    PARQUET,
     RecordsWriter,
     read_batches,
     stored_items,
@@ -163,7 +164,12 @@ def _ingest(
         ThreadPoolExecutor(1) as hasher,
         ThreadPoolExecutor(1) as parquet,
         wh.writing(
-            RECORDS, contract=entry.key, target=day, run_id=step.run_id, recorded_at=step.at
+            RECORDS,
+            contract=entry.key,
+            target=day,
+            run_id=step.run_id,
+            recorded_at=step.at,
+            **PARQUET,
         ) as append,
     ):
         digest = hasher.submit(file_digest, path)

@@ -47,6 +47,12 @@ _COPIED = (
 )  # fmt: skip
 _TEXTS = ("input_text", "input_json", "metadata_json", "record_json")
 _NORMALISED = pa.schema([f for f in TABLES[RECORDS] if f.name in (*_COPIED, *_TEXTS)])
+# columns whose values (nearly) never repeat within a day: neither a dictionary (built for
+# each row group only to be dropped) nor min/max statistics (never used to skip a group)
+_UNIQUE = ("position", "id", "timestamp", "input_text", "input_json", "record_json", "probs",
+           "probabilities", "confidence", "latency_ms", "cost")  # fmt: skip
+_REPEATING = [f.name for f in TABLES[RECORDS] if f.name not in _UNIQUE]
+PARQUET = {"use_dictionary": _REPEATING, "write_statistics": _REPEATING}
 
 
 def _labels(codes: np.ndarray, labels: pa.Array) -> pa.Array:
