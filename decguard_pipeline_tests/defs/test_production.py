@@ -577,12 +577,14 @@ def _same_bytes(ours_path: Path, theirs_path: Path) -> None:
     assert strip(ours_path.read_bytes()) == strip(theirs_path.read_bytes())
 
 
-@pytest.mark.parametrize("big", [False, True])
+@pytest.mark.parametrize(("big", "fused"), [(False, True), (True, True), (False, False)])
 def test_a_varied_day_is_stored_and_reported_as_check_reports_it(
-    production, tmp_path, ours, monkeypatch, big
+    production, tmp_path, ours, monkeypatch, big, fused
 ):
     """Many blocks, both paths, and (``big``) a record only the standard library can write;
-    the report file is byte for byte ``check -o``'s, from the file and from the inbox."""
+    the report file is byte for byte ``check -o``'s, from the file and from the inbox, when
+    the day's step checks the columns it just ingested (``fused``) and when the check runs
+    alone and reads the stored records back."""
     from decguard_pipeline.core.production import jsonl_blocks
     from decguard_pipeline_tests.support.production_records import CONTRACTS
 
@@ -593,7 +595,7 @@ def test_a_varied_day_is_stored_and_reported_as_check_reports_it(
     day = "2026-11-20"
     path = production / "refund" / f"{day}.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    p.ingest_and_check(day)
+    (p.ingest_and_check if fused else p.ingest_then_check)(day)
     cli = tmp_path / "cli.json"
     assert ours("check", p.contract, "--dataset", path, "-o", cli).exit_code in (0, 1)
     run = p.rows("production_runs", day)[0]
@@ -619,7 +621,7 @@ def test_a_varied_day_is_stored_and_reported_as_check_reports_it(
         p.wh.write("production_inbox", [{**r, "contract": "refund", "target": inbox_day,
                    "run_id": f"producer-{n}", "recorded_at": datetime.now(UTC)} for r in batch],
                    contract="refund", target=inbox_day, run_id=f"producer-{n}")  # fmt: skip
-    p.ingest_and_check(inbox_day)
+    (p.ingest_and_check if fused else p.ingest_then_check)(inbox_day)
     lines = b"".join(orjson.dumps(_as_record(r)) + b"\n" for r in rows)
     as_file = tmp_path / "inbox.jsonl"
     as_file.write_bytes(lines)

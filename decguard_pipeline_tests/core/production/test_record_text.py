@@ -55,7 +55,9 @@ def test_floats_of_few_distinct_values_are_orjsons_text():
     values = few[rng.integers(0, len(few), 20_000)]
     mask = rng.random(len(values)) < 0.1
     texts = json_floats(pa.array(values, mask=mask)).to_pylist()
-    expected = ["null" if m else orjson.dumps(float(v)).decode() for v, m in zip(values, mask)]
+    expected = [
+        "null" if m else orjson.dumps(float(v)).decode() for v, m in zip(values, mask, strict=True)
+    ]
     assert texts == expected
 
 
