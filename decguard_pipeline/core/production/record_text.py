@@ -240,7 +240,7 @@ class Joined:
 
 
 def record_texts(
-    table: pa.Table, labels: Sequence[str], probs: np.ndarray, *, indented: bool
+    table: pa.Table, labels: Sequence[str], probs: np.ndarray, *, indented: bool, prefix: str = ""
 ) -> pa.Array:
     """The JSON text of each normalised record of ``table`` (columns named like the record
     fields; ``input`` and ``metadata`` as the compact JSON of their values, the input absent
@@ -249,11 +249,12 @@ def record_texts(
     ``indented``: as the record sits in a report, every field written; otherwise compact with
     the absent fields left out (``production_records.record_json``). One join of literal text
     and columns assembles the records; only a field that may be absent from a compact record
-    is joined to its key first."""
+    is joined to its key first. ``prefix``: literal text before each record."""
     inner = RECORD_INDENT + 2 if indented else None
     head, sep, tail = _object_punctuation(RECORD_INDENT if indented else None)
     colon = ": " if indented else ":"
     out = Joined()
+    out.literal(prefix)
     for number, (name, kind) in enumerate(FIELDS):
         key = (head if number == 0 else sep) + f'"{name}"{colon}'
         if name == "probabilities":

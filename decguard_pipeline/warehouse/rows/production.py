@@ -58,8 +58,6 @@ def write_inbox_lines(files: list[Path], label: str, path: Path) -> None:
                 n += batch.num_rows
 
 
-
-
 def _null() -> pa.Scalar:
     """A null string (made when needed: building a pyarrow scalar imports pandas)."""
     return pa.scalar(None, pa.string())

@@ -34,6 +34,7 @@ from decguard_pipeline.core.production.record_text import (
     record_texts,
 )
 from decguard_pipeline.core.production.records import Item
+from decguard_pipeline.core.production.report import SEPARATOR
 from decguard_pipeline.warehouse.rows.base import input_text, to_json
 from decguard_pipeline.warehouse.rows.production import record_json
 from decguard_pipeline.warehouse.schema import TABLES
@@ -367,8 +368,9 @@ def stored_items(path: Path) -> Iterator[Item]:
 
 def report_texts(path: Path, spec: DecisionSpec) -> Iterator[pa.Array]:
     """The stored records as a check report holds them (indented JSON, the probabilities in
-    the contract's label order), a batch at a time. Records whose objects orjson would write
-    otherwise than stored are rebuilt from ``record_json``."""
+    the contract's label order), each after ``report.SEPARATOR``, a batch at a time. Records
+    whose objects orjson would write otherwise than stored are rebuilt from
+    ``record_json``."""
     position = 0
     for batch, stored_texts in _row_groups(path, _FOR_TEXT):
         labels, probs = _probs(batch)
@@ -376,7 +378,7 @@ def report_texts(path: Path, spec: DecisionSpec) -> Iterator[pa.Array]:
         fields = {name: batch.column(name) for name in _COPIED_BACK}
         fields["input"] = batch.column("input_json")
         fields["metadata"] = batch.column("metadata_json")
-        texts = record_texts(pa.table(fields), spec.labels, probs, indented=True)
+        texts = record_texts(pa.table(fields), spec.labels, probs, indented=True, prefix=SEPARATOR)
         plain = exact_objects(batch.column("metadata_json")) & exact_objects(
             pc.fill_null(batch.column("input_json"), "")
         )
@@ -384,7 +386,7 @@ def report_texts(path: Path, spec: DecisionSpec) -> Iterator[pa.Array]:
             odd = np.flatnonzero(~plain)
             stored = stored_texts().take(pa.array(odd)).to_pylist()
             exact = [
-                indent_value(normalized_record(
+                SEPARATOR + indent_value(normalized_record(
                     jsonl_blocks.json_value(text.encode()), position + i + 1, spec
                 ), RECORD_INDENT)
                 for i, text in zip(odd.tolist(), stored, strict=True)
