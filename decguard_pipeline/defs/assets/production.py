@@ -13,10 +13,13 @@ per-target ``evaluate_<contract>`` job (``off_target``):
   the verified ``check_version`` 0.1 report file and its sidecar, metrics, drift, segments
   and extension results in the warehouse.
 
-One multi-asset check on ``production_check`` has a check per aggregate gate and, per
-segment key, a check per segment gate aggregated over that day's segment values (the worst
-segment's value, every segment in the metadata): requirements are ERROR checks, warnings
-WARN; a failing day is a successful run with failed checks (a verdict, not a crash).
+Both assets and the day's gate checks are one multi-asset (``<contract>_production_day``,
+``can_subset``): one Dagster step per day, whose check measures the columns the ingestion has
+just checked (no read-back of the day); either asset, or the checks, can still run alone.
+``production_check`` has a check per aggregate gate and, per segment key, a check per segment
+gate aggregated over that day's segment values (the worst segment's value, every segment in
+the metadata): requirements are ERROR checks, warnings WARN; a failing day is a successful
+run with failed checks (a verdict, not a crash).
 
 The first partition: ``pipeline.production.start_date``, else ``$DECGUARD_PRODUCTION_START``,
 else the date of the contract's earliest records file (see
