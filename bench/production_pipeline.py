@@ -127,9 +127,10 @@ def _timed(
 ) -> tuple[float, float, float | None, str]:
     """Over ``repeat`` runs of a child process: the best wall time, the peak RSS (MiB, of
     that child alone) of that run, the best time the child reported for the day
-    (``day <seconds>`` on its last stderr line) and that line."""
+    (``day <seconds>`` on its last stderr line) and that run's line."""
     best: tuple[float, float, str] = (float("inf"), 0.0, "")
     day: float | None = None
+    day_said = ""
     for _ in range(repeat):
         _fresh(cwd)
         done = subprocess.run(
@@ -140,11 +141,10 @@ def _timed(
         if int(rc) not in (0, 1):
             raise SystemExit(f"{' '.join(command)} exited {rc}:\n{done.stderr}")
         said = (done.stderr.strip().splitlines() or [""])[-1]
-        if said.startswith("day "):
-            seconds = float(said.split()[1])
-            day = seconds if day is None else min(day, seconds)
+        if said.startswith("day ") and (day is None or float(said.split()[1]) < day):
+            day, day_said = float(said.split()[1]), said
         best = min(best, (float(wall), float(rss), said))
-    return best[0], best[1], day, best[2]
+    return best[0], best[1], day, day_said or best[2]
 
 
 def _row(name: str, wall: float, rss: float | None, check: float, check_o: float) -> str:
