@@ -337,6 +337,23 @@ def test_warnings_warn_and_do_not_block(production, tmp_path):
     assert p.rows("production_runs", HEALTHY)[0]["baseline_rule"] == "none"
 
 
+def test_the_day_is_one_step_and_its_checks_can_run_alone(production, tmp_path):
+    """The job runs the day's multi-asset as one step; its checks materialised alone (no
+    asset selected) are built from the stored check rows, as the step built them."""
+    p = Pipeline(tmp_path)
+    result = p.run(HEALTHY)
+    assert result.success
+    assert materialised(result) == {"production_records", "production_check"}
+    assert len({e.step_key for e in result.all_events if e.step_key}) == 1
+    in_step = {name: (c.passed, c.description) for name, c in checks_of(result).items()}
+    [day_assets] = production_assets.assets(p.entry)
+    only_checks = day_assets.subset_for(set(), selected_asset_check_keys=day_assets.check_keys)
+    with dg.build_asset_context(partition_key=HEALTHY, resources=p.resources) as context:
+        alone = list(only_checks(context))
+    assert {r.check_name: (r.passed, r.description) for r in alone} == in_step
+    assert list(in_step) == REFUND_CHECKS
+
+
 def test_bad_record_fails_the_records_asset(production, tmp_path, ours):
     p = Pipeline(tmp_path)
     path = production / "refund" / f"{DRIFTING}.jsonl"
