@@ -10,7 +10,7 @@ per-target ``evaluate_<contract>`` job (``off_target``):
   a bad record fails the asset with DecGuard's message.
 * ``production_check``: DecGuard's production check of the stored records against the
   contract's ``pipeline.production.baseline`` (default: the newest earlier day with records),
-  the verified ``check_version`` 0.1 report file and its sidecar, metrics, drift, segments
+  the ``check_version`` 0.1 report file and its sidecar, metrics, drift, segments
   and extension results in the warehouse.
 
 Both assets and the day's gate checks are one multi-asset (``<contract>_production_day``,
