@@ -1,25 +1,31 @@
 """A production day through the pipeline, side by side with ``check`` on the same records.
 
-Generates a day of typed JSONL records (``production_check.generate``: ids, timestamps, text
-inputs, three-label distributions, outcomes on 70%, routing fields, latency, two metadata
-segments), then runs each as a child process and prints wall time, peak memory (the child's
-``ru_maxrss``) and the ratios:
+What is compared: one day of production records (``production_check.generate``: typed JSONL
+records with ids, timestamps, text inputs, three-label distributions, outcomes on 70%,
+routing fields, latency, two metadata segments) taken
 
-  check      ``decguard-pipeline check CONTRACT -d DAY`` (text) and ``check ... -o REPORT``
-             (the same report file the pipeline writes);
-  steps      the pipeline's steps without Dagster: ``ingest_day`` (check the records, store
-             them in ``production_records``) then ``check_day`` (read them back, check
-             against the baseline, write the report, verify it block by block, store the
-             metrics, drift, segments and checks), on a fresh warehouse;
-  dagster    the contract's ``production_<contract>`` job for the day through
-             ``execute_in_process`` (both assets and the gate checks).
+  check        by ``decguard-pipeline check CONTRACT -d DAY`` (text) and by ``check ... -o
+               REPORT`` (the same report file the pipeline writes), each a whole process;
+  steps        by the pipeline's steps without Dagster, as the day's multi-asset calls them:
+               ``ingest_day`` (check the records, store them in ``production_records``) then
+               ``check_day`` on the columns just ingested (against the baseline, the report
+               file and its sidecar, metrics, drift, segments and checks stored);
+  dagster      by the contract's ``production_<contract>`` job through ``execute_in_process``
+               on an open ephemeral instance (one step: both assets and the gate checks).
 
-    .venv/bin/python bench/production_pipeline.py                  # 100,000 records
+For the pipeline two figures are printed. The **day** is its marginal cost: what a running
+pipeline (``evaluate``, the daily schedule) pays for one more day once its code is imported
+and its warehouse and instance exist; the child first runs a tiny warm-up day (a later day:
+the measured day's baseline stays "none", as for ``check``) and then times the day alone. The
+**process** is the whole child (interpreter, imports, a fresh warehouse, the warm-up day and
+the day), comparable with ``check`` as a process. Peak RSS is the child's ``ru_maxrss``.
+
+    .venv/bin/python bench/production_pipeline.py --repeat 3       # 100,000 records
     .venv/bin/python bench/production_pipeline.py --big            # and 10,000,000
     .venv/bin/python bench/production_pipeline.py --records 1000000 --keep /tmp/days
 
-Each command runs ``--repeat`` times (best kept); the first line gives the load average, since
-figures are only comparable on an otherwise idle machine.
+Each command runs ``--repeat`` times (best kept); the first line gives the load average (and
+the last line the load at the end), since figures are only comparable on an idle machine.
 """
 
 from __future__ import annotations
@@ -39,11 +45,13 @@ from production_check import CONTRACT, generate
 PY = sys.executable
 OURS = [PY, "-m", "decguard_pipeline"]
 DAY = "2026-11-02"
+WARM_UP = "2026-11-03"  # later than DAY: DAY's baseline ("previous") stays none
 KEY = "shop"
 
 
 def _child_steps(work: Path) -> None:
-    """The pipeline's two steps for the day, as the assets call them (no Dagster)."""
+    """The pipeline's steps for the day, as the day's multi-asset calls them (no Dagster),
+    after a warm-up day."""
     from decguard_pipeline.steps.base import Step
     from decguard_pipeline.steps.contracts import discover_contracts
     from decguard_pipeline.steps.production.check import check_day
@@ -53,21 +61,24 @@ def _child_steps(work: Path) -> None:
     entry = discover_contracts(str(work / "contracts"))[0]
     warehouse = Warehouse(work / "warehouse")
     warehouse.ensure_catalog()  # made once per warehouse, not per day
+    warm = Step(warehouse, "warm-up")
+    check_day(entry, WARM_UP, warm, ingest_day(entry, WARM_UP, warm))
     step = Step(warehouse, "bench")
     start = time.perf_counter()
     ingested = ingest_day(entry, DAY, step)
     middle = time.perf_counter()
-    checked = check_day(entry, DAY, step)
+    n = ingested.n
+    checked = check_day(entry, DAY, step, ingested)
     end = time.perf_counter()
     print(
-        f"ingest {middle - start:.2f}s, check {end - middle:.2f}s ({ingested.n} records, "
-        f"{ingested.data.columnar} columnar, {checked.status})",
+        f"day {end - start:.3f} (ingest {middle - start:.2f}s, check {end - middle:.2f}s, "
+        f"{n} records, {checked.status})",
         file=sys.stderr,
     )
 
 
 def _child_dagster(work: Path) -> None:
-    """The day's production job through Dagster (an ephemeral instance)."""
+    """The day's production job through Dagster on an open instance, after a warm-up day."""
     import warnings
 
     import dagster as dg
@@ -84,11 +95,16 @@ def _child_dagster(work: Path) -> None:
     job = defs.resolve_job_def(job_name(entry))
     quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     with dg.DagsterInstance.ephemeral() as instance:
-        start = time.perf_counter()
-        result = job.execute_in_process(
-            instance=instance, partition_key=DAY, raise_on_error=False, run_config=quiet
-        )
-    print(f"job {time.perf_counter() - start:.2f} success {result.success}", file=sys.stderr)
+        for day in (WARM_UP, DAY):
+            start = time.perf_counter()
+            result = job.execute_in_process(
+                instance=instance, partition_key=day, raise_on_error=False, run_config=quiet
+            )
+            wall = time.perf_counter() - start
+            if not result.success:
+                raise SystemExit(f"the production job failed for {day}")
+    steps = len({e.step_key for e in result.all_events if e.is_step_success})
+    print(f"day {wall:.3f} (the job, {steps} step, success {result.success})", file=sys.stderr)
 
 
 def _fresh(work: Path) -> None:
@@ -108,10 +124,13 @@ _MEASURE = (
 
 def _timed(
     command: list[str], cwd: Path, repeat: int, env: dict[str, str]
-) -> tuple[float, float, str]:
-    """Best wall time, its peak RSS (MB, of that child alone) and what it said on stderr,
-    over ``repeat`` runs of a child process."""
-    best = (float("inf"), 0.0, "")
+) -> tuple[float, float, float | None, str]:
+    """Over ``repeat`` runs of a child process: the best wall time, the peak RSS (MiB, of
+    that child alone) of that run, the best time the child reported for the day
+    (``day <seconds>`` on its last stderr line) and that run's line."""
+    best: tuple[float, float, str] = (float("inf"), 0.0, "")
+    day: float | None = None
+    day_said = ""
     for _ in range(repeat):
         _fresh(cwd)
         done = subprocess.run(
@@ -121,9 +140,16 @@ def _timed(
         wall, rss, rc = done.stdout.split()
         if int(rc) not in (0, 1):
             raise SystemExit(f"{' '.join(command)} exited {rc}:\n{done.stderr}")
-        best = min(best, (float(wall), float(rss), done.stderr.strip().splitlines()[-1:]))
-    wall, rss, said = best
-    return wall, rss, said[0] if said else ""
+        said = (done.stderr.strip().splitlines() or [""])[-1]
+        if said.startswith("day ") and (day is None or float(said.split()[1]) < day):
+            day, day_said = float(said.split()[1]), said
+        best = min(best, (float(wall), float(rss), said))
+    return best[0], best[1], day, day_said or best[2]
+
+
+def _row(name: str, wall: float, rss: float | None, check: float, check_o: float) -> str:
+    memory = f"{rss:8,.0f} MiB" if rss is not None else " " * 12
+    return f"  {name:<34}{wall:8.2f}s{memory}{wall / check:8.2f}x{wall / check_o:11.2f}x"
 
 
 def bench(work: Path, n: int, repeat: int, dagster: bool) -> None:
@@ -137,27 +163,35 @@ def bench(work: Path, n: int, repeat: int, dagster: bool) -> None:
         generate(day, n)
         print(f"generated {n:,} records ({day.stat().st_size / 1e6:,.0f} MB) "
               f"in {time.perf_counter() - start:.1f}s")  # fmt: skip
+    warm = day.with_name(f"{WARM_UP}.jsonl")
+    if not warm.exists():
+        generate(warm, 100, seed=1)
     env = {"DECGUARD_PRODUCTION": str(work / "production"), "DECGUARD_PRODUCTION_START": DAY}
     me = [PY, str(Path(__file__).resolve())]
     report = work / "report.json"
-    rows = []
-    check = _timed([*OURS, "check", str(contract), "-d", str(day)], work, repeat, env)
-    rows.append(("check (text)", *check))
-    check_o = _timed([*OURS, "check", str(contract), "-d", str(day), "-o", str(report)], work,
-                     repeat, env)  # fmt: skip
+    print(f"\n{n:,} records ({day.stat().st_size / 1e6:,.0f} MB), best of {repeat}, "
+          f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    check, rss, _, _ = _timed([*OURS, "check", str(contract), "-d", str(day)], work, repeat, env)
+    check_o, rss_o, _, _ = _timed(
+        [*OURS, "check", str(contract), "-d", str(day), "-o", str(report)], work, repeat, env
+    )
+    size = report.stat().st_size / 1e6
     report.unlink(missing_ok=True)
-    rows.append(("check -o report", *check_o))
-    steps = _timed([*me, "--child", "steps", "--work", str(work)], work, repeat, env)
-    rows.append(("pipeline steps", *steps))
-    if dagster:
-        rows.append(("pipeline in Dagster", *_timed(
-            [*me, "--child", "dagster", "--work", str(work)], work, repeat, env
-        )))  # fmt: skip
-    print(f"\n{n:,} records ({day.stat().st_size / 1e6:,.0f} MB)")
-    print(f"  {'':22}{'wall':>8}{'peak RSS':>11}{'/ check':>9}{'/ check -o':>12}")
-    for name, wall, rss, said in rows:
-        print(f"  {name:<22}{wall:7.2f}s{rss:8.0f} MB{wall / check[0]:8.2f}x"
-              f"{wall / check_o[0]:11.2f}x   {said if 'check' not in name else ''}")  # fmt: skip
+    print(f"  {'':34}{'wall':>9}{'peak RSS':>12}{'/ check':>9}{'/ check -o':>11}")
+    print(_row("check (a process)", check, rss, check, check_o))
+    print(_row(f"check -o (a process, {size:,.0f} MB report)", check_o, rss_o, check, check_o))
+    children = [("steps", "pipeline steps")] + (
+        [("dagster", "pipeline in Dagster")] if dagster else []
+    )
+    for child, name in children:
+        wall, rss, day_s, said = _timed([*me, "--child", child, "--work", str(work)], work,
+                                        repeat, env)  # fmt: skip
+        if day_s is not None:
+            print(
+                _row(f"{name}: the day", day_s, None, check, check_o)
+                + f"   {said.split(' ', 2)[2]}"
+            )
+        print(_row(f"{name}: whole process", wall, rss, check, check_o))
     _fresh(work)
 
 
@@ -181,6 +215,7 @@ def main() -> None:
     try:
         for n in sizes:
             bench(root / f"day-{n}", n, args.repeat, not args.no_dagster)
+        print(f"\nload average at the end {os.getloadavg()[0]:.1f}")
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

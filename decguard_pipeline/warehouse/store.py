@@ -225,14 +225,19 @@ class Warehouse(Catalog):
         target: str = NO_TARGET,
         run_id: str,
         recorded_at: datetime | None = None,
+        **parquet: Any,
     ) -> Iterator[Callable[[pa.Table], None]]:
         """:meth:`write` for rows that come a batch at a time (a day of ten million
         records): the block gets a function appending batches to one file, published when
-        the block ends without error and never otherwise."""
+        the block ends without error and never otherwise. ``parquet``: more
+        ``ParquetWriter`` options."""
         schema = TABLES[table]
         at = recorded_at or now()
         final = self._file_for(table, contract, target, run_id, at)
-        with self._staged(final) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as out:
+        with (
+            self._staged(final) as tmp,
+            pq.ParquetWriter(tmp, schema, compression="zstd", **parquet) as out,
+        ):
 
             def append(data: pa.Table) -> None:
                 data = data.select(schema.names).cast(schema)

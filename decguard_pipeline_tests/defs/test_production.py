@@ -74,13 +74,28 @@ class Pipeline:
         )
 
     def call(self, name: str, day: str) -> dg.MaterializeResult:
-        """An asset of the day called as a plain function (no run, no instance); a bad day
-        raises its ``dg.Failure``."""
-        assets = {a.key.path[-1]: a for a in production_assets.assets(self.entry)}
+        """One asset of the day (the day's multi-asset subset to it) called as a plain
+        function (no run, no instance); a bad day raises its ``dg.Failure``."""
+        [day_assets] = production_assets.assets(self.entry)
+        subset = day_assets.subset_for(
+            {dg.AssetKey(["refund", name])}, selected_asset_check_keys=set()
+        )
         with dg.build_asset_context(partition_key=day, resources=self.resources) as context:
-            return assets[name](context)
+            [result] = list(subset(context))
+        return result
 
     def ingest_and_check(self, day: str) -> dg.MaterializeResult:
+        """The day's multi-asset as the job runs it (one step: the check measures the
+        columns just ingested); the check's materialisation."""
+        [day_assets] = production_assets.assets(self.entry)
+        with dg.build_asset_context(partition_key=day, resources=self.resources) as context:
+            results = list(day_assets(context))
+        return next(
+            r for r in results if r.asset_key == dg.AssetKey(["refund", "production_check"])
+        )
+
+    def ingest_then_check(self, day: str) -> dg.MaterializeResult:
+        """The two assets one after the other (the check reads the stored records back)."""
         self.call("production_records", day)
         return self.call("production_check", day)
 
@@ -320,6 +335,23 @@ def test_warnings_warn_and_do_not_block(production, tmp_path):
     assert seg.description == "segment[locale=it].ece 0.25 violates <= 0.1"
     assert p.rows("production_runs", HEALTHY)[0]["status"] == "warn"
     assert p.rows("production_runs", HEALTHY)[0]["baseline_rule"] == "none"
+
+
+def test_the_day_is_one_step_and_its_checks_can_run_alone(production, tmp_path):
+    """The job runs the day's multi-asset as one step; its checks materialised alone (no
+    asset selected) are built from the stored check rows, as the step built them."""
+    p = Pipeline(tmp_path)
+    result = p.run(HEALTHY)
+    assert result.success
+    assert materialised(result) == {"production_records", "production_check"}
+    assert len({e.step_key for e in result.all_events if e.step_key}) == 1
+    in_step = {name: (c.passed, c.description) for name, c in checks_of(result).items()}
+    [day_assets] = production_assets.assets(p.entry)
+    only_checks = day_assets.subset_for(set(), selected_asset_check_keys=day_assets.check_keys)
+    with dg.build_asset_context(partition_key=HEALTHY, resources=p.resources) as context:
+        alone = list(only_checks(context))
+    assert {r.check_name: (r.passed, r.description) for r in alone} == in_step
+    assert list(in_step) == REFUND_CHECKS
 
 
 def test_bad_record_fails_the_records_asset(production, tmp_path, ours):
@@ -562,12 +594,14 @@ def _same_bytes(ours_path: Path, theirs_path: Path) -> None:
     assert strip(ours_path.read_bytes()) == strip(theirs_path.read_bytes())
 
 
-@pytest.mark.parametrize("big", [False, True])
+@pytest.mark.parametrize(("big", "fused"), [(False, True), (True, True), (False, False)])
 def test_a_varied_day_is_stored_and_reported_as_check_reports_it(
-    production, tmp_path, ours, monkeypatch, big
+    production, tmp_path, ours, monkeypatch, big, fused
 ):
     """Many blocks, both paths, and (``big``) a record only the standard library can write;
-    the report file is byte for byte ``check -o``'s, from the file and from the inbox."""
+    the report file is byte for byte ``check -o``'s, from the file and from the inbox, when
+    the day's step checks the columns it just ingested (``fused``) and when the check runs
+    alone and reads the stored records back."""
     from decguard_pipeline.core.production import jsonl_blocks
     from decguard_pipeline_tests.support.production_records import CONTRACTS
 
@@ -578,7 +612,7 @@ def test_a_varied_day_is_stored_and_reported_as_check_reports_it(
     day = "2026-11-20"
     path = production / "refund" / f"{day}.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    p.ingest_and_check(day)
+    (p.ingest_and_check if fused else p.ingest_then_check)(day)
     cli = tmp_path / "cli.json"
     assert ours("check", p.contract, "--dataset", path, "-o", cli).exit_code in (0, 1)
     run = p.rows("production_runs", day)[0]
@@ -604,7 +638,7 @@ def test_a_varied_day_is_stored_and_reported_as_check_reports_it(
         p.wh.write("production_inbox", [{**r, "contract": "refund", "target": inbox_day,
                    "run_id": f"producer-{n}", "recorded_at": datetime.now(UTC)} for r in batch],
                    contract="refund", target=inbox_day, run_id=f"producer-{n}")  # fmt: skip
-    p.ingest_and_check(inbox_day)
+    (p.ingest_and_check if fused else p.ingest_then_check)(inbox_day)
     lines = b"".join(orjson.dumps(_as_record(r)) + b"\n" for r in rows)
     as_file = tmp_path / "inbox.jsonl"
     as_file.write_bytes(lines)

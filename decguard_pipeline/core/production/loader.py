@@ -81,6 +81,10 @@ class RecordSink(Protocol):
 
     def items(self, items: list[Item]) -> None: ...
 
+    def finish(self) -> None:
+        """Every record was accepted: complete what is in flight (before the columns are
+        joined, so that its buffers are freed first)."""
+
 
 class _Loader:
     """Shared bookkeeping: the columns so far and DecGuard's first-error rule."""
@@ -162,6 +166,8 @@ class _Loader:
         if not self.count:
             raise DatasetError(f"{self.path}: {WHAT} contains no records")
         self.check_unique(locate)
+        if self.sink is not None:
+            self.sink.finish()
         columns = self.builder.build()
         release_free_memory()
         return columns

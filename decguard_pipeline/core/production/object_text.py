@@ -192,11 +192,17 @@ def object_texts(
     texts = pa.nulls(len(struct), pa.string())
     unsure = np.zeros(len(struct), dtype=bool)
     orders = [list(range(struct.type.num_fields))]
+    # the layouts tried, the block's first line's spacing first (a writer keeps one spacing;
+    # a record matches at most one of them, so the order changes only the work)
+    layouts = [(True, False), (True, True), (False, False), (False, True)]
+    first_line = bytes(finder.data[: finder.closes[0] + 1]) if len(starts) else b""
+    if b'": ' in first_line:
+        layouts = [(True, True), (True, False), (False, True), (False, False)]
     for attempt in range(2):
         for order in orders:
             compact, unsure = proposed_texts(struct, order)
             spaced_text: pa.Array | None = None
-            for last, spaced in ((True, False), (True, True), (False, False), (False, True)):
+            for last, spaced in layouts:
                 todo = present & ~found
                 if not todo.any():
                     break

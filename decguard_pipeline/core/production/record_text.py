@@ -54,10 +54,12 @@ def _null_text(array: pa.Array, text: pa.Array) -> pa.Array:
     return pc.if_else(array.is_valid(), text, pa.scalar("null"))
 
 
-def _each(values: list[Any], mask: np.ndarray, encode: Any) -> pa.Array:
-    """``encode`` of the values where ``mask`` holds (null elsewhere)."""
-    out = [encode(v) if m else None for v, m in zip(values, mask, strict=True)]
-    return pa.array(out, pa.string())
+def _patched(base: pa.Array, source: pa.Array, mask: np.ndarray, encode: Any) -> pa.Array:
+    """``base`` with the rows where ``mask`` holds replaced by ``encode`` of ``source``'s
+    value (only those rows become Python values)."""
+    mask_array = pa.array(mask)
+    exact = [encode(v) for v in source.filter(mask_array).to_pylist()]
+    return pc.replace_with_mask(base, mask_array, pa.array(exact, pa.string()))
 
 
 def plain_strings(array: pa.Array) -> bool:
@@ -82,8 +84,7 @@ def quoted(array: pa.Array) -> pa.Array:
     control = pc.fill_null(pc.match_substring_regex(array, _CONTROL), False)
     if pc.any(control).as_py():
         mask = control.to_numpy(zero_copy_only=False)
-        exact = _each(array.to_pylist(), mask, lambda v: orjson.dumps(v).decode())
-        quoted = pc.if_else(control, exact, quoted)
+        quoted = _patched(quoted, array, mask, lambda v: orjson.dumps(v).decode())
     return quoted
 
 
@@ -100,20 +101,43 @@ def _string(array: pa.Array) -> pa.Array:
 def float_texts(array: pa.Array) -> pa.Array:
     """Each float as orjson writes it (null stays null): Arrow's shortest round-trip text,
     with ``.0`` on integral values, inside ``[1e-5, 1e10)`` where the two agree; orjson's own
-    text elsewhere."""
+    text elsewhere. A column of few distinct values (probabilities in cents, whole
+    milliseconds) is written once per value."""
     array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
     array = pc.cast(array, pa.float64())
+    if len(array) >= _DISTINCT_SAMPLE * 4 and _few_distinct(array):
+        encoded = pc.dictionary_encode(array)
+        return _float_texts(encoded.dictionary).take(encoded.indices)
+    return _float_texts(array)
+
+
+_DISTINCT_SAMPLE = 2048
+
+
+def _few_distinct(array: pa.Array) -> bool:
+    """Whether a sample of the column repeats its values a lot (then encoding each distinct
+    value once beats encoding every row)."""
+    sample = array.slice(0, _DISTINCT_SAMPLE).to_numpy(zero_copy_only=False)
+    return len(np.unique(sample)) * 8 <= len(sample)
+
+
+def _float_texts(array: pa.Array) -> pa.Array:
     values = np.asarray(pc.fill_null(array, 0.5).to_numpy(zero_copy_only=False))
     text = pc.cast(array, pa.string())
     size = np.abs(values)
     safe = (size == 0.0) | ((size >= _SAFE_LOW) & (size < _SAFE_HIGH))
     integral = safe & (values == np.floor(values))
-    if integral.any():
-        text = pc.if_else(pa.array(integral), pc.binary_join_element_wise(text, ".0", ""), text)
+    if integral.any():  # only those rows rewritten
+        mask = pa.array(integral)
+        text = pc.replace_with_mask(text, mask, pc.binary_join_element_wise(
+            text.filter(mask), ".0", ""))  # fmt: skip
     if not safe.all():
-        exact = _each(values.tolist(), ~safe, lambda v: orjson.dumps(v).decode())
-        text = pc.if_else(pa.array(safe), text, exact)
-    return pc.if_else(array.is_valid(), text, pa.scalar(None, pa.string()))
+        odd = ~safe
+        exact = [orjson.dumps(v).decode() for v in values[odd].tolist()]
+        text = pc.replace_with_mask(text, pa.array(odd), pa.array(exact, pa.string()))
+    if array.null_count:
+        text = pc.if_else(array.is_valid(), text, pa.scalar(None, pa.string()))
+    return text
 
 
 def json_floats(array: pa.Array) -> pa.Array:
@@ -182,8 +206,7 @@ def _indented(texts: pa.Array, indent: int) -> pa.Array:
     rest = pc.and_(objects, pc.invert(flat))
     if pc.any(rest).as_py():
         mask = rest.to_numpy(zero_copy_only=False)
-        exact = _each(texts.to_pylist(), mask, lambda v: indent_value(json.loads(v), indent))
-        done = pc.if_else(rest, exact, done)
+        done = _patched(done, texts, mask, lambda v: indent_value(json.loads(v), indent))
     return done
 
 
@@ -217,7 +240,7 @@ class Joined:
 
 
 def record_texts(
-    table: pa.Table, labels: Sequence[str], probs: np.ndarray, *, indented: bool
+    table: pa.Table, labels: Sequence[str], probs: np.ndarray, *, indented: bool, prefix: str = ""
 ) -> pa.Array:
     """The JSON text of each normalised record of ``table`` (columns named like the record
     fields; ``input`` and ``metadata`` as the compact JSON of their values, the input absent
@@ -226,11 +249,12 @@ def record_texts(
     ``indented``: as the record sits in a report, every field written; otherwise compact with
     the absent fields left out (``production_records.record_json``). One join of literal text
     and columns assembles the records; only a field that may be absent from a compact record
-    is joined to its key first."""
+    is joined to its key first. ``prefix``: literal text before each record."""
     inner = RECORD_INDENT + 2 if indented else None
     head, sep, tail = _object_punctuation(RECORD_INDENT if indented else None)
     colon = ": " if indented else ":"
     out = Joined()
+    out.literal(prefix)
     for number, (name, kind) in enumerate(FIELDS):
         key = (head if number == 0 else sep) + f'"{name}"{colon}'
         if name == "probabilities":

@@ -82,13 +82,20 @@ class ProductionReport:
 _RECORDS_MARK = "__decguard_records_here__"
 
 
+SEPARATOR = ",\n    "  # before each record of a report's ``records`` (the first: "[\n    ")
+
+
 def write_with_records(
-    path: str | Path, document: dict[str, Any], texts: Iterable[pa.Array]
+    path: str | Path,
+    document: dict[str, Any],
+    texts: Iterable[pa.Array],
+    *,
+    separated: bool = False,
 ) -> str:
     """``document`` (indented as orjson indents it) with its ``records`` list made of
     ``texts``: each batch's records are joined by Arrow and written as one buffer, hashed and
-    written on a thread of its own while the next batch is made. Returns the sha256 of the
-    bytes written."""
+    written on a thread of its own while the next batch is made (``separated``: each text
+    already begins with :data:`SEPARATOR`). Returns the sha256 of the bytes written."""
     whole = dumps({**document, "records": _RECORDS_MARK}).encode()
     at = whole.index(f'"{_RECORDS_MARK}"'.encode())
     digest = hashlib.sha256()
@@ -112,8 +119,9 @@ def write_with_records(
             for batch in texts:
                 if not len(batch):
                     continue
-                joined = pc.binary_join_element_wise(pa.scalar(",\n    "), batch, "")
-                data = string_bytes(joined)
+                if not separated:
+                    batch = pc.binary_join_element_wise(pa.scalar(SEPARATOR), batch, "")
+                data = string_bytes(batch)
                 # the first record has no comma before it
                 out(b"[\n" + bytes(data[2:]) if first else data)
                 first = False

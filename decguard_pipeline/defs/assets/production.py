@@ -10,13 +10,16 @@ per-target ``evaluate_<contract>`` job (``off_target``):
   a bad record fails the asset with DecGuard's message.
 * ``production_check``: DecGuard's production check of the stored records against the
   contract's ``pipeline.production.baseline`` (default: the newest earlier day with records),
-  the verified ``check_version`` 0.1 report file and its sidecar, metrics, drift, segments
+  the ``check_version`` 0.1 report file and its sidecar, metrics, drift, segments
   and extension results in the warehouse.
 
-One multi-asset check on ``production_check`` has a check per aggregate gate and, per
-segment key, a check per segment gate aggregated over that day's segment values (the worst
-segment's value, every segment in the metadata): requirements are ERROR checks, warnings
-WARN; a failing day is a successful run with failed checks (a verdict, not a crash).
+Both assets and the day's gate checks are one multi-asset (``<contract>_production_day``,
+``can_subset``): one Dagster step per day, whose check measures the columns the ingestion has
+just checked (no read-back of the day); either asset, or the checks, can still run alone.
+``production_check`` has a check per aggregate gate and, per segment key, a check per segment
+gate aggregated over that day's segment values (the worst segment's value, every segment in
+the metadata): requirements are ERROR checks, warnings WARN; a failing day is a successful
+run with failed checks (a verdict, not a crash).
 
 The first partition: ``pipeline.production.start_date``, else ``$DECGUARD_PRODUCTION_START``,
 else the date of the contract's earliest records file (see
@@ -27,10 +30,11 @@ assets (``enabled``). The schedule's cron is
 (No ``from __future__ import annotations``: Dagster reads the context annotations.)
 """
 
+import functools
 import os
 import re
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -38,7 +42,7 @@ import dagster as dg
 
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.defs.assets.base import asset_key, code_version
-from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
+from decguard_pipeline.defs.gate_checks import Gate, check_name
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.metadata import base as md
 from decguard_pipeline.defs.metadata.production import check_metadata, records_metadata
@@ -102,14 +106,11 @@ def assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
     if error is not None:
         return [_broken(entry, error)]
     parts = daily_partitions(entry)
-    return [_production_records(entry, parts), _production_check(entry, parts)]
+    return [_production_day(entry, parts)]
 
 
 def checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
-    if not enabled(entry) or _usable(entry) is not None:
-        return []
-    gates = check.production_gates(entry.require())
-    return [_production_checks(entry, gates, daily_partitions(entry))] if gates else []
+    return []  # the gate checks are part of the day's multi-asset (``check_specs``)
 
 
 def report_inputs(entry: ContractEntry) -> list[dg.AssetKey]:
@@ -161,41 +162,15 @@ def _broken(entry: ContractEntry, error: str) -> dg.AssetsDefinition:
     return production_records
 
 
-def _production_records(
+def _production_day(
     entry: ContractEntry, parts: dg.DailyPartitionsDefinition
 ) -> dg.AssetsDefinition:
+    """Both daily assets and the day's gate checks in one step: the records ingested (and
+    checked once) are the columns the check measures, with no read-back of the day. Either
+    asset alone, or the checks alone, can still be materialised (``can_subset``)."""
     start, origin = schedule.start_date(entry)
-
-    @dg.asset(
-        key=asset_key(entry, RECORDS),
-        group_name=entry.key,
-        code_version=code_version(entry),
-        partitions_def=parts,
-        deps=[asset_key(entry, "contract")],
-        kinds={"python", "parquet"},
-        description=(
-            "The day's production records, checked strictly as `check` checks them and stored "
-            f"normalised: `{sources.production_root()}/{entry.key}/<day>.jsonl` "
-            f"(`${sources.ENV_DIR}`), else `{sources.INBOX}` rows for the day. First day {start} "
-            f"({origin})."
-        ),
-    )
-    def production_records(
-        context: dg.AssetExecutionContext, warehouse: WarehouseResource
-    ) -> dg.MaterializeResult:
-        done = _run_step(context, warehouse, ingest.ingest_day, entry)
-        return dg.MaterializeResult(
-            metadata=records_metadata(done), data_version=dg.DataVersion(done.hash)
-        )
-
-    return production_records
-
-
-def _production_check(
-    entry: ContractEntry, parts: dg.DailyPartitionsDefinition
-) -> dg.AssetsDefinition:
     rule = sources.settings(entry.require()).baseline
-    records = asset_key(entry, RECORDS)
+    records, checked = asset_key(entry, RECORDS), asset_key(entry, CHECK)
     if rule == baseline.PREVIOUS:  # the day and the day before (the baseline, when it has records)
         mapping = dg.TimeWindowPartitionMapping(
             start_offset=-1, allow_nonexistent_upstream_partitions=True
@@ -203,29 +178,106 @@ def _production_check(
         deps: list[Any] = [dg.AssetDep(records, partition_mapping=mapping)]
     else:
         deps = [records]
-
-    @dg.asset(
-        key=asset_key(entry, CHECK),
-        group_name=entry.key,
-        code_version=code_version(entry),
-        partitions_def=parts,
-        deps=deps,
-        kinds={"python", "parquet", "json"},
-        description=(
-            "DecGuard's production check of the day's stored records (metrics, drift, "
-            f"segments, gates) against the baseline `{rule}` (pipeline.production.baseline); "
-            "the check_version 0.1 report file (verified) and its sidecar next to the report "
-            "files; label drift, calibration per model_version, a Wilson interval on accuracy "
-            "and the records still lacking an outcome."
+    common = {"group_name": entry.key, "code_version": code_version(entry)}
+    specs = [
+        dg.AssetSpec(
+            records, **common, deps=[asset_key(entry, "contract")], kinds={"python", "parquet"},
+            description=(
+                "The day's production records, checked strictly as `check` checks them and "
+                f"stored normalised: `{sources.production_root()}/{entry.key}/<day>.jsonl` "
+                f"(`${sources.ENV_DIR}`), else `{sources.INBOX}` rows for the day. First day "
+                f"{start} ({origin})."
+            ),
+            skippable=True,
         ),
-    )
-    def production_check(
-        context: dg.AssetExecutionContext, warehouse: WarehouseResource
-    ) -> dg.MaterializeResult:
-        checked = _run_step(context, warehouse, check.check_day, entry)
-        return dg.MaterializeResult(metadata=check_metadata(checked))
+        dg.AssetSpec(
+            checked, **common, deps=deps, kinds={"python", "parquet", "json"},
+            description=(
+                "DecGuard's production check of the day's stored records (metrics, drift, "
+                f"segments, gates) against the baseline `{rule}` (pipeline.production.baseline); "
+                "the check_version 0.1 report file and its sidecar next to the report "
+                "files; label drift, calibration per model_version, a Wilson interval on "
+                "accuracy and the records still lacking an outcome."
+            ),
+            skippable=True,
+        ),
+    ]  # fmt: skip
+    gates = check.production_gates(entry.require())
+    checks = [
+        Gate(name, level, (key, gate, level), _describe(key, gate, level))
+        for name, (key, gate, level) in zip(check_names(gates), gates, strict=True)
+    ]
+    check_specs = [
+        dg.AssetCheckSpec(
+            g.name, asset=checked, blocking=False, description=g.description, partitions_def=parts
+        )
+        for g in checks
+    ]
 
-    return production_check
+    @dg.multi_asset(
+        name=f"{entry.key}_production_day",
+        specs=specs,
+        check_specs=check_specs,
+        partitions_def=parts,
+        can_subset=True,
+        description="Ingest one day of production records, check it against the baseline and "
+        "report DecGuard's post-deployment gates (requirements ERROR, warnings WARN; segment "
+        "gates per segment key, the worst segment of the day).",
+    )
+    def production_day(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource
+    ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+        wanted = context.selected_asset_keys
+        ingested = None
+        if records in wanted:
+            ingested = _run_step(context, warehouse, ingest.ingest_day, entry)
+            yield dg.MaterializeResult(
+                asset_key=records,
+                metadata=records_metadata(ingested),
+                data_version=dg.DataVersion(ingested.hash),
+            )
+        rows = None
+        if checked in wanted:
+            work = functools.partial(check.check_day, ingested=ingested)
+            done = _run_step(context, warehouse, work, entry)
+            rows = done.rows["production_checks"]
+            yield dg.MaterializeResult(asset_key=checked, metadata=check_metadata(done))
+        yield from _gate_results(context, warehouse, entry, checks, checked, rows)
+
+    return production_day
+
+
+def _gate_results(
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    entry: ContractEntry,
+    gates: list[Gate],
+    asset: dg.AssetKey,
+    rows: list[dict[str, Any]] | None,
+) -> Iterator[dg.AssetCheckResult]:
+    """The selected gate checks from the check rows this step wrote (else the stored ones
+    of the day: the checks materialised without the asset)."""
+    wanted = {key.name for key in context.selected_asset_check_keys}
+    if not any(g.name in wanted for g in gates):
+        return
+    if rows is not None:
+        outcomes = check.gate_outcomes(rows, entry.require())
+    else:
+        outcomes = _run_step(context, warehouse, _stored_outcomes, entry)
+    for gate in gates:
+        if gate.name not in wanted:
+            continue
+        row = outcomes.get(gate.key)
+        if row is None:  # the contract changed since the definitions were loaded
+            context.log.warning(f"{gate.name}: no longer in {entry.path}")
+            continue
+        yield check_result(row, asset, gate.name)
+
+
+def _stored_outcomes(
+    entry: ContractEntry, day: str, step: Step
+) -> dict[tuple[str | None, str, str], dict[str, Any]]:
+    return check.check_outcomes(entry, day, step.warehouse, step.run_id)
 
 
 def _run_step(
@@ -269,27 +321,6 @@ def _describe(key: str | None, gate: str, level: str) -> str:
     if key is None:
         return f"production {level} {gate}"
     return f"segment {level} {gate} on every value of metadata.{key} (the worst segment decides)"
-
-
-def _production_checks(
-    entry: ContractEntry,
-    gates: list[tuple[str | None, str, str]],
-    parts: dg.DailyPartitionsDefinition,
-) -> dg.AssetChecksDefinition:
-    return gate_checks(
-        entry,
-        asset_key(entry, CHECK),
-        [
-            Gate(name, level, (key, gate, level), _describe(key, gate, level))
-            for name, (key, gate, level) in zip(check_names(gates), gates, strict=True)
-        ],
-        name=f"{entry.key}_production_gates",
-        description="DecGuard's post-deployment gates: requirements block (ERROR), warnings "
-        "warn; segment gates per segment key, the worst segment of the day.",
-        load=check.check_outcomes,
-        result=check_result,
-        partitions_def=parts,
-    )
 
 
 def check_result(row: Mapping[str, Any], asset: dg.AssetKey, name: str) -> dg.AssetCheckResult:

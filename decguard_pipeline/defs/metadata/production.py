@@ -22,15 +22,14 @@ def records_metadata(done: Ingested) -> dict[str, Any]:
     shown_rows = table.slice(0, RECORDS_SHOWN).to_pylist()
     for row in shown_rows:
         row["input"] = preview(row["input_text"], 60) if row["input_text"] is not None else None
-    data = done.data
     return {
         "dagster/row_count": done.n,
         "source": done.source,
         "path": dg.MetadataValue.path(done.path) if done.source == FILE else done.path,
         "hash": done.hash,
-        "with_outcome": data.n_outcomes,
-        "with_correctness": data.n_correctness,
-        "records_lacking_outcome": done.n - data.n_correctness,
+        "with_outcome": done.n_outcomes,
+        "with_correctness": done.n_correctness,
+        "records_lacking_outcome": done.n - done.n_correctness,
         "selected_labels": dg.MetadataValue.json(done.label_counts),
         "records": md.table(
             shown_rows,

@@ -8,11 +8,12 @@ that contract and day (:mod:`.sources`). They are checked exactly as ``decguard-
 checks a records file (DecGuard's rules and messages) and stored normalised in
 ``production_records`` (:mod:`.ingest`).
 
-``production_check`` reads the day's stored records back (never the source again: a rotated
-or edited log cannot change what was ingested), builds DecGuard's check report against the
+``production_check`` measures the day's records as ingested: the columns the same run's
+ingestion checked, else the stored records read back (never the source again: a rotated or
+edited log cannot change what was ingested). It builds DecGuard's check report against the
 baseline the contract's ``pipeline.production.baseline`` names (:mod:`.baseline`; by default
-the newest earlier day with ingested records), writes and verifies the ``check_version`` 0.1
-report file and its sidecar, and stores metrics, drift, segments, extension results and checks
+the newest earlier day with ingested records), writes the ``check_version`` 0.1 report file
+and its sidecar, and stores metrics, drift, segments, extension results and checks
 (:mod:`.check`). The report's ``dataset`` (and a previous day's ``baseline``) carry the
 source's path and hash as ingested, so the report equals ``check CONTRACT --dataset DAYFILE
 --baseline PREVDAYFILE`` apart from ``created_at``.

@@ -20,13 +20,11 @@ from decguard_pipeline.core.production.extensions import extension_results, side
 from decguard_pipeline.core.production.loader import release_free_memory
 from decguard_pipeline.core.production.normalized import normalized_record
 from decguard_pipeline.core.production.report import build_report, write_with_records
-from decguard_pipeline.core.production.verify import load_production_report
-from decguard_pipeline.core.production.verify_stream import verify_report
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.steps.base import Step, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.production.baseline import ChosenBaseline, choose_baseline
-from decguard_pipeline.steps.production.ingest import load_stored
+from decguard_pipeline.steps.production.ingest import Ingested, load_stored, stored_file
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.production import check_rows
 from decguard_pipeline.warehouse.rows.production_records import report_texts, stored_items
@@ -51,15 +49,23 @@ class Checked:
         return str(self.document["status"])
 
 
-def check_day(entry: ContractEntry, day: str, step: Step) -> Checked:
+def check_day(
+    entry: ContractEntry, day: str, step: Step, ingested: Ingested | None = None
+) -> Checked:
     """DecGuard's production check of a day's ingested records against the chosen baseline:
-    the report file (verified as it is read back, as ``decguard report`` would) and its
-    sidecar under ``report_files``, rows in ``production_runs``, ``production_metrics``,
-    ``production_drift``, ``production_segments``, ``production_extensions`` and
-    ``production_checks``."""
+    the report file and its sidecar under ``report_files``, rows in ``production_runs``,
+    ``production_metrics``, ``production_drift``, ``production_segments``,
+    ``production_extensions`` and ``production_checks``. ``ingested``: what this run's
+    ingestion of the day returned, whose columns are checked as they are (no read-back of
+    the stored records; else they are read back and checked again under the current
+    contract)."""
     loaded = entry.require()
     wh = step.warehouse
-    data, first, stored = load_stored(entry, day, wh, run_id=step.run_id)
+    if ingested is None:
+        data, first, stored = load_stored(entry, day, wh, run_id=step.run_id)
+    else:  # this run just checked and stored them: its columns are the stored records'
+        stored, first = stored_file(entry, day, wh, step.run_id)
+        data = ingested.take()
     with tempfile.TemporaryDirectory(prefix="decguard-production-") as tmp:
         chosen = choose_baseline(entry, day, wh, Path(tmp))
     report = build_report(loaded, data, baseline=chosen.baseline)
@@ -72,9 +78,9 @@ def check_day(entry: ContractEntry, day: str, step: Step) -> Checked:
     release_free_memory()
     folder = wh.partition_dir("report_files", entry.key, day)
     path = folder / f"{step.at.strftime('%Y%m%dT%H%M%S%fZ')}_{step.run_id}.check.json"
+    # the numbers come from the columns the records' texts are written from, and the texts
+    # are orjson's bytes (tests/differential): the file is not read back to verify it
     sha256 = _write_report(document, path, stored, loaded.contract.spec())
-    if not verify_report(path):  # read back block by block; else whole, with DecGuard's words
-        load_production_report(path)
     sidecar = sidecar_path(path)
     write_document(sidecar, {**extensions, "report": str(path)}, what="pipeline results")
     checked = Checked(day, document, extensions, chosen, path, sidecar, first["source"])
@@ -95,7 +101,7 @@ def _write_report(document: dict[str, Any], path: Path, stored: Path, spec: Deci
     the standard library can write (an integer beyond 64 bits) sends the whole file to the
     record-by-record writer, which then writes it as ``check`` does."""
     try:
-        return write_with_records(path, document, report_texts(stored, spec))
+        return write_with_records(path, document, report_texts(stored, spec), separated=True)
     except orjson.JSONEncodeError:
         records = (normalized_record(i.value, i.position, spec) for i in stored_items(stored))
         write_document(path, document, stream_key="records", items=records,
@@ -139,14 +145,21 @@ def aggregate_segments(rows: list[dict[str, Any]], gate: str) -> dict[str, Any]:
 def check_outcomes(
     entry: ContractEntry, day: str, warehouse: Warehouse, run_id: str | None = None
 ) -> dict[tuple[str | None, str, str], dict[str, Any]]:
-    """The stored checks of a day by ``(segment key, gate, level)``: aggregate checks as
-    stored, segment checks aggregated over the day's segment values (run ``run_id``'s rows
-    when it wrote any, else the newest)."""
+    """The stored checks of a day by ``(segment key, gate, level)`` (run ``run_id``'s rows
+    when it wrote any, else the newest): :func:`gate_outcomes`."""
     rows = run_rows(warehouse, "production_checks", entry.key, day, run_id)
     if rows is None:
         raise DecGuardError(f"{entry.key}: no production checks for {day} yet")
+    return gate_outcomes(rows, entry.require())
+
+
+def gate_outcomes(
+    rows: list[dict[str, Any]], loaded: LoadedContract
+) -> dict[tuple[str | None, str, str], dict[str, Any]]:
+    """A day's ``production_checks`` rows by ``(segment key, gate, level)``: aggregate
+    checks as they are, segment checks aggregated over the day's segment values."""
     out: dict[tuple[str | None, str, str], dict[str, Any]] = {}
-    for key, gate, level in production_gates(entry.require()):
+    for key, gate, level in production_gates(loaded):
         if key is None:
             found = [r for r in rows if r["segment_key"] is None and r["gate"] == gate
                      and r["level"] == level]  # fmt: skip

@@ -35,6 +35,7 @@ from decguard_pipeline.steps.production.sources import (
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.production import write_inbox_lines
 from decguard_pipeline.warehouse.rows.production_records import (
+    PARQUET,
     RecordsWriter,
     read_batches,
     stored_items,
@@ -89,13 +90,20 @@ class Ingested:
     source: str  # file | table
     path: str  # the file, or warehouse:production_inbox/<contract>/<day>
     hash: str
-    data: RecordSet
+    data: RecordSet | None  # None once handed to this run's check (:meth:`take`)
     table: pa.Table  # the first rows written to production_records (what the UI shows)
     label_counts: dict[str, int] = field(default_factory=dict)
+    n: int = 0
+    n_outcomes: int = 0
+    n_correctness: int = 0
 
-    @property
-    def n(self) -> int:
-        return len(self.data)
+    def take(self) -> RecordSet:
+        """The checked records, handed once to this run's check of the day, which releases
+        their columns when its numbers are computed (ten million records held once)."""
+        data, self.data = self.data, None
+        if data is None:
+            raise DecGuardError(f"the records of {self.day} were already handed to a check")
+        return data
 
 
 def _check_segments(data: RecordSet, loaded: LoadedContract) -> None:
@@ -156,7 +164,12 @@ def _ingest(
         ThreadPoolExecutor(1) as hasher,
         ThreadPoolExecutor(1) as parquet,
         wh.writing(
-            RECORDS, contract=entry.key, target=day, run_id=step.run_id, recorded_at=step.at
+            RECORDS,
+            contract=entry.key,
+            target=day,
+            run_id=step.run_id,
+            recorded_at=step.at,
+            **PARQUET,
         ) as append,
     ):
         digest = hasher.submit(file_digest, path)
@@ -168,7 +181,10 @@ def _ingest(
     counts = np.bincount(data.columns.selected, minlength=len(spec.labels))
     by_label = {label: int(count) for label, count in zip(spec.labels, counts, strict=False)}
     assert writer.shown is not None
-    return Ingested(day, source, where, data.hash, data, writer.shown, by_label)
+    return Ingested(
+        day, source, where, data.hash, data, writer.shown, by_label,
+        n=len(data), n_outcomes=data.n_outcomes, n_correctness=data.n_correctness,
+    )  # fmt: skip
 
 
 def stored_file(

@@ -58,7 +58,9 @@ def write_inbox_lines(files: list[Path], label: str, path: Path) -> None:
                 n += batch.num_rows
 
 
-_NULL = pa.scalar(None, pa.string())
+def _null() -> pa.Scalar:
+    """A null string (made when needed: building a pyarrow scalar imports pandas)."""
+    return pa.scalar(None, pa.string())
 
 
 def _reencoded(texts: pa.Array) -> tuple[pa.Array, tuple[int, str] | None]:
@@ -87,7 +89,7 @@ def _inbox_lines(batch: pa.Table, label: str, before: int) -> pa.Array:
     """The JSON record of each inbox row (``before``: rows in earlier batches)."""
     column = lambda name: batch.column(name).combine_chunks()  # noqa: E731
     given = column("input")
-    objects, bad_input = _reencoded(pc.if_else(given.is_valid(), _NULL, column("input_json")))
+    objects, bad_input = _reencoded(pc.if_else(given.is_valid(), _null(), column("input_json")))
     metadata, bad_metadata = _reencoded(column("metadata_json"))
     problems = [(p[0], 0, "input_json", p[1]) for p in [bad_input] if p]
     problems += [(p[0], 1, "metadata_json", p[1]) for p in [bad_metadata] if p]
@@ -104,7 +106,7 @@ def _inbox_lines(batch: pa.Table, label: str, before: int) -> pa.Array:
     values = {
         "input": pc.if_else(given.is_valid(), json_strings(given), objects),
         "metadata": metadata,
-        "probabilities": pc.if_else(probabilities.is_valid(), joined, _NULL),
+        "probabilities": pc.if_else(probabilities.is_valid(), joined, _null()),
     }
     pieces: list[Any] = []
     for name in RECORD_FIELDS:
@@ -114,7 +116,7 @@ def _inbox_lines(batch: pa.Table, label: str, before: int) -> pa.Array:
             encode = json_floats if name in _INBOX_FLOATS else (
                 json_flags if name in _INBOX_FLAGS else json_strings
             )  # fmt: skip
-            value = pc.if_else(data.is_valid(), encode(data), _NULL)
+            value = pc.if_else(data.is_valid(), encode(data), _null())
         pieces.append(pc.fill_null(pc.binary_join_element_wise(f',"{name}":', value, ""), ""))
     body = pc.binary_join_element_wise(*pieces, "")
     return pc.binary_join_element_wise("{", pc.utf8_slice_codeunits(body, 1), "}", "")

@@ -34,13 +34,13 @@ from decguard_pipeline.core.production.record_text import (
     record_texts,
 )
 from decguard_pipeline.core.production.records import Item
+from decguard_pipeline.core.production.report import SEPARATOR
 from decguard_pipeline.warehouse.rows.base import input_text, to_json
 from decguard_pipeline.warehouse.rows.production import record_json
 from decguard_pipeline.warehouse.schema import TABLES
 
 RECORDS = "production_records"
 SHOWN = 20  # records kept for the materialisation's metadata
-_ACTIONS = pa.array(list(ACTION_CODES))
 # the normalised fields stored as they are (strings, numbers, flags)
 _COPIED = (
     "id", "timestamp", "decision", "selected", "confidence", "outcome", "outcome_correct",
@@ -48,6 +48,12 @@ _COPIED = (
 )  # fmt: skip
 _TEXTS = ("input_text", "input_json", "metadata_json", "record_json")
 _NORMALISED = pa.schema([f for f in TABLES[RECORDS] if f.name in (*_COPIED, *_TEXTS)])
+# columns whose values (nearly) never repeat within a day: neither a dictionary (built for
+# each row group only to be dropped) nor min/max statistics (never used to skip a group)
+_UNIQUE = ("position", "id", "timestamp", "input_text", "input_json", "record_json", "probs",
+           "probabilities", "confidence", "latency_ms", "cost")  # fmt: skip
+_REPEATING = [f.name for f in TABLES[RECORDS] if f.name not in _UNIQUE]
+PARQUET = {"use_dictionary": _REPEATING, "write_statistics": _REPEATING}
 
 
 def _labels(codes: np.ndarray, labels: pa.Array) -> pa.Array:
@@ -116,7 +122,7 @@ def arrow_rows(
         "confidence": pa.array(batch.probs[np.arange(n), batch.selected]),
         "outcome": _labels(batch.outcome, labels),
         "outcome_correct": _flags(correct),
-        "action": _labels(batch.action, _ACTIONS),
+        "action": _labels(batch.action, pa.array(list(ACTION_CODES))),
         "fallback": _flags(batch.fallback),
         "latency_ms": _floats(batch.latency_ms),
         "cost": _floats(batch.cost),
@@ -362,8 +368,9 @@ def stored_items(path: Path) -> Iterator[Item]:
 
 def report_texts(path: Path, spec: DecisionSpec) -> Iterator[pa.Array]:
     """The stored records as a check report holds them (indented JSON, the probabilities in
-    the contract's label order), a batch at a time. Records whose objects orjson would write
-    otherwise than stored are rebuilt from ``record_json``."""
+    the contract's label order), each after ``report.SEPARATOR``, a batch at a time. Records
+    whose objects orjson would write otherwise than stored are rebuilt from
+    ``record_json``."""
     position = 0
     for batch, stored_texts in _row_groups(path, _FOR_TEXT):
         labels, probs = _probs(batch)
@@ -371,18 +378,19 @@ def report_texts(path: Path, spec: DecisionSpec) -> Iterator[pa.Array]:
         fields = {name: batch.column(name) for name in _COPIED_BACK}
         fields["input"] = batch.column("input_json")
         fields["metadata"] = batch.column("metadata_json")
-        texts = record_texts(pa.table(fields), spec.labels, probs, indented=True)
+        texts = record_texts(pa.table(fields), spec.labels, probs, indented=True, prefix=SEPARATOR)
         plain = exact_objects(batch.column("metadata_json")) & exact_objects(
             pc.fill_null(batch.column("input_json"), "")
         )
-        if not plain.all():
-            stored = stored_texts().to_pylist()
+        if not plain.all():  # only those records parsed and written one by one
+            odd = np.flatnonzero(~plain)
+            stored = stored_texts().take(pa.array(odd)).to_pylist()
             exact = [
-                None if ok else indent_value(normalized_record(
+                SEPARATOR + indent_value(normalized_record(
                     jsonl_blocks.json_value(text.encode()), position + i + 1, spec
                 ), RECORD_INDENT)
-                for i, (ok, text) in enumerate(zip(plain.tolist(), stored, strict=True))
+                for i, text in zip(odd.tolist(), stored, strict=True)
             ]  # fmt: skip
-            texts = pc.if_else(pa.array(plain), texts, pa.array(exact, pa.string()))
+            texts = pc.replace_with_mask(texts, pa.array(~plain), pa.array(exact, pa.string()))
         position += batch.num_rows
         yield texts

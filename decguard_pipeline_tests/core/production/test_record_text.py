@@ -47,6 +47,20 @@ def test_floats_are_orjsons_text_at_every_magnitude():
     assert json_floats(pa.array([None, 0.5])).to_pylist() == ["null", "0.5"]
 
 
+def test_floats_of_few_distinct_values_are_orjsons_text():
+    """A long column repeating a few values (some integral, tiny, huge, null) is written
+    once per distinct value: the same text per row."""
+    rng = np.random.default_rng(5)
+    few = np.array([0.25, 1.0, 0.0, -3.0, 1e-7, 2.5e12, 0.1 + 0.2, 7.0])
+    values = few[rng.integers(0, len(few), 20_000)]
+    mask = rng.random(len(values)) < 0.1
+    texts = json_floats(pa.array(values, mask=mask)).to_pylist()
+    expected = [
+        "null" if m else orjson.dumps(float(v)).decode() for v, m in zip(values, mask, strict=True)
+    ]
+    assert texts == expected
+
+
 def test_strings_are_orjsons_text():
     strings = ['plain', 'a "quote"', "back\\slash", "new\nline", "tab\t", "\x01\x1f", "é😀",
                "", "\u2028", "\x7f", "\\u00e9"]  # fmt: skip

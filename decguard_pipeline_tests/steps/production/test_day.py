@@ -1,0 +1,78 @@
+"""A production day through the steps as the day's multi-asset runs them: ``check_day`` on the
+columns ``ingest_day`` just checked (no read-back) writes the same report, byte for byte, as
+``check -o`` and as ``check_day`` reading the stored records back; the records are handed to
+one check only."""
+
+from __future__ import annotations
+
+import json
+import random
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from decguard_pipeline.core.errors import DecGuardError
+from decguard_pipeline.steps.base import Step
+from decguard_pipeline.steps.contracts import discover_contracts
+from decguard_pipeline.steps.production.check import check_day
+from decguard_pipeline.steps.production.ingest import ingest_day
+from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline_tests.support.production_records import CONTRACTS, make_record
+
+DAY = "2026-11-20"
+
+
+def _strip(raw: bytes) -> bytes:
+    """A report without what differs by construction: when, and the contract path as given."""
+    return b"\n".join(
+        line for line in raw.split(b"\n") if not line.startswith((b'  "created_at"', b'    "path"'))
+    )
+
+
+@pytest.fixture
+def day(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A contract with segments and every gate kind, and a day of records of every field
+    kind: wrong and missing outcomes, correctness without outcome, routing (actions,
+    fallbacks), latency and cost, typed segments and absent ones, object inputs."""
+    contract = tmp_path / "contracts" / "route" / "decguard.yaml"
+    contract.parent.mkdir(parents=True)
+    contract.write_text(textwrap.dedent(CONTRACTS["choice"]))
+    rng = random.Random(7)
+    records = [make_record(rng, "choice", i, uniform=rng.random() < 0.9) for i in range(3000)]
+    path = tmp_path / "production" / "route" / f"{DAY}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    monkeypatch.setenv("DECGUARD_PRODUCTION", str(tmp_path / "production"))
+    monkeypatch.setenv("DECGUARD_PRODUCTION_START", DAY)
+    return contract, path
+
+
+@pytest.mark.slow
+def test_the_day_checked_on_its_ingested_columns_is_check_os_report(day, tmp_path, ours):
+    contract, path = day
+    [entry] = discover_contracts(str(contract.parent.parent))
+    warehouse = Warehouse(tmp_path / "wh")
+    fused = Step(warehouse, "fused")
+    ingested = ingest_day(entry, DAY, fused)
+    assert ingested.n == 3000 and 0 < ingested.n_correctness < ingested.n
+    together = check_day(entry, DAY, fused, ingested)
+    with pytest.raises(DecGuardError, match="already handed"):
+        ingested.take()
+    # the same day checked alone: its stored records read back and checked again
+    alone = check_day(entry, DAY, Step(warehouse, "alone"))
+    cli = tmp_path / "cli.json"
+    assert ours("check", contract, "--dataset", path, "-o", cli).exit_code in (0, 1)
+    expected = _strip(cli.read_bytes())
+    assert _strip(together.report_path.read_bytes()) == expected
+    assert _strip(alone.report_path.read_bytes()) == expected
+    report = json.loads(cli.read_text())
+    assert report["segments"] and report["metrics"]["counts"]["with_correctness"] < 3000
+    assert together.rows["production_checks"] == [
+        {
+            **row,
+            "run_id": "fused",
+            "recorded_at": together.rows["production_checks"][0]["recorded_at"],
+        }
+        for row in alone.rows["production_checks"]
+    ]
