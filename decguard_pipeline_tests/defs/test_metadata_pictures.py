@@ -93,3 +93,21 @@ def test_evaluate_without_the_guard_extension_never_imports_matplotlib(tmp_path)
     # the pictures were drawn in a process whose imports are listed here
     assert "decguard_pipeline.core.html.figures" in imported
     assert not [m for m in imported if m.split(".")[0] == "matplotlib"]
+
+
+@pytest.mark.parametrize("title", ["reliability default@v2]", "risk [x] \\ back", "plain"])
+def test_image_alt_text_cannot_end_the_image_early(title):
+    """A title with markdown's brackets or a backslash (a model version may hold them) stays
+    the image's alt text: the markdown is still one image, with the title read back."""
+    from decguard_pipeline.core.html.figures import data_uri
+    from decguard_pipeline.defs.metadata.base import markdown_image
+
+    svg = '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>'
+    markdown = markdown_image(title, data_uri(svg))
+    escaped = re.fullmatch(r"!\[((?:\\.|[^\\\[\]])*)\]\(data:image/svg\+xml;base64,([^)]+)\)",
+                           markdown)  # fmt: skip
+    assert escaped, markdown
+    assert re.sub(r"\\(.)", r"\1", escaped[1]) == title
+    assert base64.b64decode(escaped[2]).decode("utf-8") == svg
+    png = markdown_image(title, b"\x89PNG")
+    assert png.endswith("(data:image/png;base64," + base64.b64encode(b"\x89PNG").decode() + ")")

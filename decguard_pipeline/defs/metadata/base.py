@@ -6,7 +6,9 @@ with the binary noise of sums taken off (``0.4800000000000001`` is shown as ``0.
 
 from __future__ import annotations
 
+import base64
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -161,3 +163,16 @@ def intervals_table(section: dict[str, Any]) -> dg.MetadataValue:
     columns = [("metric", "string"), ("value", "float"), ("low", "float"), ("high", "float"),
                ("method", "string")]  # fmt: skip
     return table(rows, columns, limit=len(rows))
+
+
+def markdown_image(title: str, uri_or_png: str | bytes) -> str:
+    """An image inline in markdown: a data URI (``core.html.figures.data_uri``), or PNG bytes.
+    The alt text is the title with markdown's brackets and backslashes escaped, so a model
+    version such as ``v2]`` cannot end it early and break the image."""
+    uri = (
+        uri_or_png
+        if isinstance(uri_or_png, str)
+        else "data:image/png;base64," + base64.b64encode(uri_or_png).decode("ascii")
+    )
+    alt = re.sub(r"([\\\[\]])", r"\\\1", title)
+    return f"![{alt}]({uri})"

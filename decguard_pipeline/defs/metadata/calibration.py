@@ -9,7 +9,7 @@ from typing import Any
 import dagster as dg
 
 from decguard_pipeline.core.html.figures import data_uri, smooth_reliability_figure
-from decguard_pipeline.defs.metadata.base import checks_table, metrics_table
+from decguard_pipeline.defs.metadata.base import checks_table, markdown_image, metrics_table
 
 # headline measures shown as numbers of their own (the whole headline is in the table)
 NUMERIC = (
@@ -29,7 +29,7 @@ def calibration_metadata(section: dict[str, Any] | None, *, title: str = "") -> 
         return {}
     headline = section["headline"]
     svg = smooth_reliability_figure(section, title=title)
-    image = f"![smooth reliability]({data_uri(svg)})"
+    image = markdown_image("smooth reliability", data_uri(svg))
     meta: dict[str, Any] = {
         "calibration_diagram": dg.MetadataValue.md(image),
         "calibration": metrics_table(headline),

@@ -21,6 +21,7 @@ from decguard_pipeline.defs.metadata.base import (
     checks_table,
     failing_cases_table,
     intervals_table,
+    markdown_image,
     metrics_table,
     numbers,
     results_table,
@@ -68,7 +69,7 @@ def verdict_markdown(status: str, checks: list[dict[str, Any]]) -> str:
 def image_markdown(title: str, svg: str) -> str:
     """An SVG document inline in markdown (the UI shows it behind "[Show Markdown]": one
     click; its markdown allows ``data:`` images)."""
-    return f"![{title}]({data_uri(svg)})"
+    return markdown_image(title, data_uri(svg))
 
 
 def headline_numbers(golden: GoldenReport) -> dict[str, float | None]:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,10 +33,6 @@ HEADLINE = (
 
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4g}"
-
-
-def _image(title: str, data: bytes) -> str:
-    return f"![{title}](data:image/png;base64,{base64.b64encode(data).decode('ascii')})"
 
 
 def suite_rows(measured: GuardMeasured) -> list[dict[str, Any]]:
@@ -108,7 +103,7 @@ def _pictures(measured: GuardMeasured, kind: str) -> str:
     parts = []
     for index, label in enumerate(measured.labels):
         path = measured.guarded.images[index][kind]
-        parts += [f"**{label}**", "", _image(f"{kind} {label}", path.read_bytes()), ""]
+        parts += [f"**{label}**", "", md.markdown_image(f"{kind} {label}", path.read_bytes()), ""]
     return "\n".join(parts)
 
 
