@@ -60,11 +60,20 @@ def test_a_rollback_journal_database_keeps_full(tmp_path: Path):
 
 
 def test_the_creation_hook_is_gone_once_the_instance_is_open(home: Path):
+    from alembic.script import ScriptDirectory
+
     from decguard_pipeline.defs.instance_sqlite import _on_connect
 
+    own = ScriptDirectory.__dict__["from_config"]
     with open_instance() as instance:
         assert instance.get_runs(limit=1) == []
         assert not sa.event.contains(sa.Engine, "connect", _on_connect)
+        assert ScriptDirectory.__dict__["from_config"] is own  # alembic's own again
+        # a new database this process creates now keeps SQLite's rollback journal
+        other = sa.create_engine(f"sqlite:///{home / 'other.db'}")
+        with other.connect() as connection:
+            assert connection.execute(sa.text("PRAGMA journal_mode")).scalar_one() == "delete"
+        other.dispose()
     # a WAL database opened by anyone else in this process keeps SQLite's FULL
     engine = sa.create_engine(f"sqlite:///{home / 'history' / 'runs.db'}")
     with engine.connect() as connection:
