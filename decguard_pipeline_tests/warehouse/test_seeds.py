@@ -180,3 +180,21 @@ def test_a_kill_during_the_first_catalog_breaks_neither_the_next_write_nor_a_que
             counts = count_every_view(con)
         assert counts["case_results"] == counts["latest_case_results"] == 4
     assert all(p.exists() for p in seeds(root))
+
+
+def test_a_catalog_deleted_under_a_writing_process_is_made_again_by_its_next_write(
+    tmp_path: Path,
+):
+    """Once a process knows the catalog is up to date, a write checks only that its file is
+    still there (no stamp to read or compute); a warehouse removed meanwhile is made again."""
+    import shutil
+
+    wh = Warehouse(tmp_path / "wh")
+    rows = case_rows(2, contract="c", target="t", run_id="r1", prefix="a")
+    wh.write("case_results", rows, contract="c", target="t", run_id="r1")
+    shutil.rmtree(wh.root)
+    rows = case_rows(3, contract="c", target="t", run_id="r2", prefix="b")
+    wh.write("case_results", rows, contract="c", target="t", run_id="r2")
+    assert wh.catalog_path.exists() and (wh.root / "catalog.json").exists()
+    with wh.open_catalog() as con:
+        assert count_every_view(con)["case_results"] == 3
