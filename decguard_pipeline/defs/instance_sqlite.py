@@ -28,13 +28,19 @@ Dagster (pyproject.toml): the methods replaced are the storages' connection fact
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import sqlalchemy as sa
+import yaml
+
+from decguard_pipeline.defs import instance_config
 
 # storage class -> (its connection factory's name, sqlite3.connect arguments Dagster uses)
 BUSY_TIMEOUT_S = 30  # dagster._core.storage.sqlite.SQLITE_BUSY_TIMEOUT_SECONDS
@@ -190,6 +196,51 @@ def _one_script_directory() -> Iterator[None]:
         yield
     finally:
         ScriptDirectory.from_config = own  # type: ignore[method-assign]
+
+
+# A new local instance's databases are made in ``<home>/.creating-*`` and moved into place.
+CREATING = ".creating-"
+FOLDERS = ("history", "schedules")  # runs.db and event_log.db; schedules.db
+
+
+def create_in_place(home: Path, config: dict[str, Any]) -> None:
+    """The databases of a new local SQLite instance (``config``, the generated one), made
+    whole before they appear: Dagster creates them in place, statement by statement, and a
+    kill -9 in the middle left an instance whose next opening did not finish the job (e.g.
+    no dynamic partitions table: every later run failed). They are made in a folder of
+    their own inside ``home``, every connection closed (the WAL checkpointed into each
+    database), then each folder is renamed into place if still missing. Run under the
+    instance lock; a folder left by a killed creation is deleted first. A non-SQLite or
+    hand-written config, or an instance whose folders exist, is left to Dagster."""
+    for leftover in home.glob(f"{CREATING}*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    missing = [name for name in FOLDERS if not (home / name).exists()]
+    if not missing or "storage" in config or "run_storage" in config:
+        return
+    if config.get("event_log_storage") != instance_config.sqlite_event_log(home):
+        return
+    staging = Path(tempfile.mkdtemp(prefix=CREATING, dir=home))
+    try:
+        (staging / "dagster.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "event_log_storage": instance_config.sqlite_event_log(staging),
+                    "telemetry": {"enabled": False},
+                }
+            )
+        )
+        with creating():
+            instance = dg.DagsterInstance.from_config(str(staging))
+            try:
+                instance.get_runs(limit=1)  # run storage
+                instance.get_dynamic_partitions("_")  # event log storage
+                instance.all_instigator_state()  # schedule storage
+            finally:
+                instance.dispose()
+        for name in missing:
+            os.rename(staging / name, home / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def tune(instance: dg.DagsterInstance) -> Tuned:
