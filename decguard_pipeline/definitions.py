@@ -10,8 +10,9 @@ import dagster as dg
 
 from decguard_pipeline.defs.assets import features
 from decguard_pipeline.defs.assets import verdict as verdict_assets
+from decguard_pipeline.defs.assets.evaluation import evaluation_asset
 from decguard_pipeline.defs.assets.golden import contract_assets
-from decguard_pipeline.defs.checks import contract_checks
+from decguard_pipeline.defs.assets.golden import parts as golden_parts
 from decguard_pipeline.defs.instance import dead_runs_sensor
 from decguard_pipeline.defs.jobs import evaluate_job
 from decguard_pipeline.defs.maintenance import with_maintenance
@@ -26,10 +27,19 @@ warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
 
 def contract_assets_of(entry: ContractEntry) -> list[dg.AssetsDefinition]:
-    """A contract's group: the golden chain, every feature's assets, then the verdict, the
-    approval and the scoreboard after all of them."""
-    evaluated = [*contract_assets(entry), *features.assets(entry)]
-    return [*evaluated, *verdict_assets.assets(entry, evaluated)]
+    """A contract's group: its inputs (one step), the evaluation of a target (one step: the
+    golden parts, every feature's parts, then the verdict and the approval after all of
+    them), the scoreboard, and the features' assets with steps of their own."""
+    if not entry.ok:
+        return contract_assets(entry)
+    evaluated = [*golden_parts(entry), *features.parts(entry)]
+    verdict = verdict_assets.parts(entry, [p.name for p in evaluated])
+    return [
+        *contract_assets(entry),
+        evaluation_asset(entry, [*evaluated, *verdict]),
+        *verdict_assets.scoreboard_assets(entry),
+        *features.assets(entry),
+    ]
 
 
 def build_definitions(
@@ -41,7 +51,7 @@ def build_definitions(
     extra = features.extras(entries, jobs)
     return dg.Definitions(
         assets=[a for e in entries for a in contract_assets_of(e)],
-        asset_checks=[c for e in entries for c in [*contract_checks(e), *features.checks(e)]],
+        asset_checks=[c for e in entries for c in features.checks(e)],
         jobs=[*jobs.values(), *extra["jobs"]],
         schedules=[*(nightly_schedule(e, jobs[e.key]) for e in ok), *extra["schedules"]],
         sensors=[

@@ -4,13 +4,10 @@ checks, warnings WARN checks; a failing requirement blocks the target's approval
 measures' gates (``pipeline.requirements`` / ``pipeline.warnings``, checked on every golden
 run: stored in ``gate_results`` with source ``calibration``)."""
 
-import dagster as dg
-
 from decguard_pipeline.core.contract import Contract
 from decguard_pipeline.core.contract.extension_gates import CalibrationGates
 from decguard_pipeline.core.golden.gates import configured_gates
-from decguard_pipeline.defs.assets.base import asset_key
-from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
+from decguard_pipeline.defs.gate_checks import Gate, PartGates, check_name
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.golden import COST_SOURCE, gate_results
 
@@ -28,26 +25,17 @@ def calibration_gates(contract: Contract) -> list[Gate]:
     ]
 
 
-def contract_checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
-    if not entry.ok:
-        return []
+def golden_gates(entry: ContractEntry) -> PartGates:
+    """The checks of ``golden_metrics``: DecGuard's golden gates, the calibration gates and the
+    pipeline's cost gates (a failing requirement, ERROR, blocks the target's approval;
+    warnings warn)."""
     contract = entry.require().contract
     gates = [
         Gate(check_name(gate, level), level, ("golden", gate, level), f"{level} {gate}")
         for gate, level, _ in configured_gates(contract.requirements, contract.warnings)
     ] + calibration_gates(contract)
     gates += cost_gates(entry)
-    return [
-        gate_checks(
-            entry,
-            asset_key(entry, "golden_metrics"),
-            gates,
-            name=f"{entry.key}_golden_gates",
-            description="DecGuard's golden gates, the calibration gates and the pipeline's cost "
-            "gates: a failing requirement (ERROR) blocks the target's approval, warnings warn.",
-            load=gate_results,
-        )
-    ]
+    return PartGates(gates, load=gate_results)
 
 
 def cost_gates(entry: ContractEntry) -> list[Gate]:

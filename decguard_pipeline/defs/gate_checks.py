@@ -1,11 +1,13 @@
-"""Gates as asset checks, for every feature: one multi-asset check per asset in which every
-gate is its own partitioned check (requirements ERROR, warnings WARN), named as the CLI names
+"""Gates as asset checks, for every feature: every gate of an asset is its own partitioned
+check (requirements ERROR, warnings WARN), evaluated in the step that materialises the asset
+(a check spec of the evaluation step, ``defs/assets/evaluation.py``; a multi-asset check for
+an asset with a step of its own, the daily production check), named as the CLI names
 the gate where Dagster allows it (``option_order.max_violation_rate``; a warning gate gets
 ``_warning``, since requirement and warning of one gate need two names).
 
 The checks record; they do not block. A Dagster-blocking check that fails fails its step, and
 so the run, and skips every asset after it: a model failing its gates would look like a
-crash and leave no report. Promotion is blocked instead by the ``verdict`` step
+crash and leave no report. Promotion is blocked instead by the ``verdict`` asset
 (``defs/assets/verdict.py``), per target, from the same stored check rows.
 
 A step per gate would multiply Dagster's per-step bookkeeping for no benefit; the stored check
@@ -69,6 +71,50 @@ RowLoader = Callable[[ContractEntry, str, Warehouse, str], Mapping[Hashable, Map
 ResultBuilder = Callable[[Mapping[str, Any], dg.AssetKey, str], dg.AssetCheckResult]
 
 
+@dataclass(frozen=True)
+class PartGates:
+    """The gates of one asset as asset checks: how their stored rows are found (``load``)
+    and turned into results (``result``)."""
+
+    gates: list[Gate]
+    load: RowLoader
+    result: ResultBuilder = check_result
+
+
+def check_specs(
+    asset: dg.AssetKey, gates: list[Gate], partitions_def: dg.PartitionsDefinition
+) -> list[dg.AssetCheckSpec]:
+    return [
+        dg.AssetCheckSpec(
+            gate.name,
+            asset=asset,
+            blocking=False,  # see the module's docstring
+            partitions_def=partitions_def,
+            description=gate.description,
+        )
+        for gate in gates
+    ]
+
+
+def check_results(
+    entry: ContractEntry,
+    asset: dg.AssetKey,
+    part: PartGates,
+    rows: Mapping[Hashable, Mapping[str, Any]],
+    log: Any,
+    selected: Callable[[str], bool] = lambda name: True,
+) -> Iterator[dg.AssetCheckResult]:
+    """A result per (selected) gate from the stored ``rows`` (``part.load``'s answer)."""
+    for gate in part.gates:
+        if not selected(gate.name):
+            continue
+        row = rows.get(gate.key)
+        if row is None:  # the contract changed since the definitions were loaded
+            log.warning(f"{gate.name}: no longer in {entry.path}")
+            continue
+        yield part.result(row, asset, gate.name)
+
+
 def gate_checks(
     entry: ContractEntry,
     asset: dg.AssetKey,
@@ -80,29 +126,19 @@ def gate_checks(
     result: ResultBuilder = check_result,
     partitions_def: dg.PartitionsDefinition | None = None,
 ) -> dg.AssetChecksDefinition:
+    """The gates of an asset with a step of its own (the daily production check) as one
+    multi-asset check; the per-target assets carry theirs (defs/assets/evaluation.py)."""
     # the asset's partitions: targets unless the feature partitions otherwise (daily checks)
     parts = targets_partitions(entry.key) if partitions_def is None else partitions_def
-    specs = [
-        dg.AssetCheckSpec(
-            gate.name,
-            asset=asset,
-            blocking=False,  # see the module's docstring
-            partitions_def=parts,
-            description=gate.description,
-        )
-        for gate in gates
-    ]
+    part = PartGates(gates, load, result)
 
-    @dg.multi_asset_check(specs=specs, name=name, description=description)
+    @dg.multi_asset_check(
+        specs=check_specs(asset, gates, parts), name=name, description=description
+    )
     def _gate_checks(
         context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
     ) -> Iterator[dg.AssetCheckResult]:
         rows = load(entry, context.partition_key, warehouse.get(), context.run.run_id)
-        for gate in gates:
-            row = rows.get(gate.key)
-            if row is None:  # the contract changed since the definitions were loaded
-                context.log.warning(f"{gate.name}: no longer in {entry.path}")
-                continue
-            yield result(row, asset, gate.name)
+        yield from check_results(entry, asset, part, rows, context.log)
 
     return _gate_checks

@@ -7,6 +7,7 @@ from typing import Any
 
 import dagster as dg
 
+from decguard_pipeline.defs.assets.evaluation import FAILED_PARTS
 from decguard_pipeline.defs.assets.verdict import VERDICT_TAG
 from decguard_pipeline.defs.instance import owner_tags
 
@@ -17,7 +18,8 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 @dataclass
 class Outcome:
     """One run of the main job. ``failed_steps``: every step that failed; ``errors``: each
-    one's error (the pipeline broke; ``evaluate`` exits 2). ``verdict``: the run's
+    one's error, per broken asset of a step running several (the pipeline broke; ``evaluate``
+    exits 2). ``verdict``: the run's
     ``decguard/verdict`` tag (None when the run did not reach it, or has no verdict asset).
     ``run_id`` is None when no run could be started."""
 
@@ -44,6 +46,17 @@ def _error_text(error: Any) -> str:
     return text.split(name, 1)[1] if name in text else text
 
 
+def _step_errors(contract: str, step: str, failure: Any) -> dict[str, str]:
+    """A failed step's errors: one per broken part of a step running several assets
+    (``defs/assets/evaluation.py``), keyed ``<contract>__<asset>`` like a step of its own."""
+    user = failure.user_failure_data
+    parts = None if user is None else user.metadata.get(FAILED_PARTS)
+    if parts is not None:
+        return {f"{contract}__{name}": text for name, text in parts.value.items()}
+    error = failure.error
+    return {step: "failed without an error" if error is None else _error_text(error)}
+
+
 def run_job(
     job: Any, instance: dg.DagsterInstance, contract: str, key: str, tags: dict[str, str]
 ) -> Outcome:
@@ -64,8 +77,7 @@ def run_job(
         if not (event.is_step_failure and event.step_key):
             continue
         failed.append(event.step_key)
-        error = event.step_failure_data.error
-        errors[event.step_key] = "failed without an error" if error is None else _error_text(error)
+        errors.update(_step_errors(contract, event.step_key, event.step_failure_data))
     if not result.success and not failed:  # the run failed outside any step
         failure = result.get_run_failure_event()
         errors["run"] = failure.message if failure is not None else "the run failed"

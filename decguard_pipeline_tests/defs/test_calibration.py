@@ -4,7 +4,10 @@ failing warning not; the asset's metadata shows the measures as numbers."""
 
 from __future__ import annotations
 
+import base64
+import re
 import warnings
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +16,6 @@ import numpy as np
 
 from decguard_pipeline.core.calibration.section import calibration_section
 from decguard_pipeline.definitions import build_definitions
-from decguard_pipeline.defs.checks import contract_checks
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.metadata.base import significant
 from decguard_pipeline.defs.partitions import targets_name
@@ -25,7 +27,7 @@ from decguard_pipeline_tests.support.calibration_contracts import (
     labeled_rows,
     write_contract,
 )
-from decguard_pipeline_tests.support.golden_assets import materialise
+from decguard_pipeline_tests.support.golden_assets import check_specs, materialise
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -58,17 +60,15 @@ def test_check_names_follow_the_gates(tmp_path):
          "warnings": {"max_miscalibration": 0.5, "max_classwise_ece": 0.5}},
     )  # fmt: skip
     (entry,) = discover_contracts(str(root))
-    (checks,) = contract_checks(entry)
-    assert [spec.name for spec in checks.check_specs] == [
+    specs = check_specs(entry, "golden_metrics")
+    assert [spec.name for spec in specs] == [
         "max_error_rate",  # DecGuard's implicit requirement
         "max_smece",
         "max_selective_risk",  # not the guard's min_auroc: that is guard_metrics' check
         "max_classwise_ece_warning",
         "max_miscalibration_warning",
     ]
-    assert {spec.blocking for spec in checks.check_specs if spec.name.endswith("_warning")} == {
-        False
-    }
+    assert {spec.blocking for spec in specs if spec.name.endswith("_warning")} == {False}
 
 
 def test_failing_requirement_blocks_the_approval(tmp_path):
@@ -113,7 +113,14 @@ def test_failing_warning_does_not_block_and_metadata_has_the_numbers(tmp_path):
     assert shown["calibration/smece"] == independent["smece"]
     assert shown["calibration/brier_miscalibration"] == independent["brier_miscalibration"]
     assert shown["calibration_status"] == "WARN"
-    assert shown["calibration_diagram"].startswith("![smooth reliability](data:image/png")
+    image = re.fullmatch(
+        r"!\[smooth reliability\]\(data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)\)",
+        shown["calibration_diagram"],
+    )
+    assert image is not None
+    diagram = ET.fromstring(base64.b64decode(image[1]))
+    heading = f"default · smooth ECE {independent['smece']:.3f}"
+    assert diagram.find("{http://www.w3.org/2000/svg}title").text.startswith(heading)
     assert [r.data["gate"] for r in shown["calibration_gates"].records] == ["max_smece"]
     listed = {r.data["metric"]: r.data["value"] for r in shown["calibration"].records}
     # (tables show 4 significant digits)

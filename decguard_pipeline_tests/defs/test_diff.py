@@ -23,7 +23,7 @@ from decguard_pipeline.core.report.golden import result_records
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.definitions import build_definitions
 from decguard_pipeline.defs.assets.base import asset_key
-from decguard_pipeline.defs.assets.diff import NAME, assets, check_result, checks
+from decguard_pipeline.defs.assets.diff import NAME, check_result, parts
 from decguard_pipeline.defs.gate_checks import check_name
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
@@ -32,7 +32,8 @@ from decguard_pipeline.steps.diff import check_rows, known_targets, regression_g
 from decguard_pipeline.steps.golden import golden_report
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES
-from decguard_pipeline_tests.support.evaluations import call_asset, evaluate
+from decguard_pipeline_tests.support.evaluations import call_part, evaluate
+from decguard_pipeline_tests.support.golden_assets import check_specs
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -178,7 +179,7 @@ def test_refund_candidate_is_diffed_against_the_default_backend(contracts, tmp_p
         == "mean_tv_distance 0.05082 violates <= 0.03"
     )
     assert evaluations["max_ece_increase"].metadata["threshold"].value == 0.05
-    specs = checks(p.entry("refund"))[0].check_specs
+    specs = check_specs(p.entry("refund"), NAME)
     assert [s.name for s in specs] == REFUND_GATES and not any(s.blocking for s in specs)
     assert all(s.description.startswith("regression requirement") for s in specs)
 
@@ -313,13 +314,13 @@ def test_next_version_is_diffed_against_the_previous_one_with_statistics(tmp_pat
     contract = write_contract(folder, "v1", V1_INVOICE)
     [entry] = discover_contracts(str(tmp_path / "contracts"))
     wh = Warehouse(tmp_path / "wh")
-    [regression_diff] = assets(entry)
-    levels = {s.name: s.description.split()[1] for s in checks(entry)[0].check_specs}
+    [regression_diff] = parts(entry)
+    levels = {s.name: s.description.split()[1] for s in check_specs(entry, NAME)}
     assert levels == {"max_accuracy_drop": "requirement", "max_error_rate_increase": "requirement",
                       "max_answer_flip_rate_warning": "warning"}  # fmt: skip
 
     evaluate(entry, "default@v1", wh, "run-1")
-    first = call_asset(regression_diff, "default@v1", wh)
+    first = call_part(entry, regression_diff, "default@v1", wh)
     assert (first["status"], first["baseline"]) == ("NO_BASELINE", "none")
     assert list(gate_results(entry, "default@v1", wh)) == GATES
     row = wh.read_latest("diffs", "tickets", "default@v1").to_pylist()[0]
@@ -331,7 +332,7 @@ def test_next_version_is_diffed_against_the_previous_one_with_statistics(tmp_pat
     # the backend now serves v2 (ContractEntry.require() re-reads the edited file)
     write_contract(folder, "v2", V2_INVOICE)
     evaluate(entry, "default@v2", wh, "run-2")  # golden min_accuracy 5/8 holds
-    meta = call_asset(regression_diff, "default@v2", wh)
+    meta = call_part(entry, regression_diff, "default@v2", wh)
     row = wh.read_latest("diffs", "tickets", "default@v2").to_pylist()[0]
     assert (row["baseline_target"], row["baseline_rule"]) == ("default@v1", "previous_version")
     assert row["baseline_reason"] == "previous passing version of backend 'default'"

@@ -18,7 +18,6 @@ import pytest
 
 from decguard_pipeline.core.report import golden as report_module
 from decguard_pipeline.definitions import build_definitions
-from decguard_pipeline.defs.checks import contract_checks
 from decguard_pipeline.defs.gate_checks import check_name
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
@@ -27,7 +26,7 @@ from decguard_pipeline.runs.golden import run_test
 from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES, same_text
-from decguard_pipeline_tests.support.golden_assets import materialise
+from decguard_pipeline_tests.support.golden_assets import check_specs, materialise
 from decguard_pipeline_tests.support.golden_cases import comparable, write_inputs
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
@@ -194,8 +193,8 @@ def test_check_names_follow_the_report_checks(contracts, monkeypatch):
     monkeypatch.delenv(DEMO_URL_VARIABLE, raising=False)
     with demo_server_for([e.require().contract for e in entries]):
         for entry in entries:
-            (checks,) = contract_checks(entry)
-            names[entry.key] = [spec.name for spec in checks.check_specs]
+            specs = check_specs(entry, "golden_metrics")
+            names[entry.key] = [spec.name for spec in specs]
             report = run_test(entry.require(), backend="default")
             usage = report.extensions.get("usage", {}).get("checks", [])
             in_report = [

@@ -19,12 +19,15 @@ from decguard_pipeline.defs.assets import guard as guard_assets
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.metadata.base import significant
 from decguard_pipeline.defs.partitions import targets_name
-from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.steps.guard import check_outcomes, config_of
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLE_NAMES, EXAMPLES
-from decguard_pipeline_tests.support.golden_assets import materialise
+from decguard_pipeline_tests.support.golden_assets import (
+    check_specs,
+    materialise,
+    materialise_part,
+)
 from decguard_pipeline_tests.support.guard_contracts import cases, partial_contract, png_size
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
@@ -300,16 +303,15 @@ def test_a_failing_extension_requirement_blocks_the_approval(tmp_path, ours):
 def test_partial_runs_are_flagged_in_rows_metadata_and_checks(
     tmp_path, loopback, failures, extra, state, severity
 ):
-    """The assets as plain functions (Dagster's direct invocation): ``case_results``, then
-    ``guard_metrics``; the check's body (stored outcomes, then the result) as plain calls."""
+    """The parts as the evaluation step runs them: ``case_results``, then ``guard_metrics``;
+    the check's body (stored outcomes, then the result) as plain calls."""
     server = loopback({"default": {"yes": 0.3, "no": 0.7}})
     folder = tmp_path / "contracts" / "inject"
     partial_contract(folder, server.url, failures, extra)
     [entry] = discover_contracts(str(folder.parent))
     materialise(entry, "default@v1", tmp_path / "wh", names=("case_results",))
-    [guard_metrics] = guard_assets.assets(entry)
-    resources = {"warehouse": WarehouseResource(root=str(tmp_path / "wh"))}
-    done = guard_metrics(dg.build_asset_context(partition_key="default@v1", resources=resources))
+    [guard_metrics] = guard_assets.parts(entry)
+    done = materialise_part(entry, guard_metrics, "default@v1", tmp_path / "wh")
 
     wh = Warehouse(tmp_path / "wh")
     stored = wh.read_latest("guard_suites", "inject", "default@v1").to_pylist()
@@ -328,8 +330,7 @@ def test_partial_runs_are_flagged_in_rows_metadata_and_checks(
     assert (check.passed, check.severity) == (False, severity)
     assert f"({failures} of 20 cases errored)" in check.description
     # a check never stops a run: a failing requirement blocks the approval (the test above)
-    [checks] = guard_assets.checks(entry)
-    [spec] = [s for s in checks.check_specs if s.name == "partial_runs"]
+    [spec] = [s for s in check_specs(entry, "guard_metrics") if s.name == "partial_runs"]
     assert not spec.blocking
 
 
@@ -342,9 +343,10 @@ def test_bad_guarded_labels_are_a_contract_error_in_dagster_and_validate(tmp_pat
     dg.Definitions.validate_loadable(defs)  # the code location still loads
     node = defs.resolve_asset_graph().get(dg.AssetKey(["inject", "guard_metrics"]))
     assert message in (node.description or "")
-    assert not guard_assets.checks(entries[0])
-    with pytest.raises(dg.Failure) as failed:  # the asset, called as a plain function
-        defs.get_assets_def(dg.AssetKey(["inject", "guard_metrics"]))()
+    assert not check_specs(entries[0], "guard_metrics")
+    [part] = guard_assets.parts(entries[0])
+    with pytest.raises(dg.Failure) as failed:  # the part's step, called as a plain function
+        materialise_part(entries[0], part, "default@v1", tmp_path / "wh")
     assert message in str(failed.value.description)
 
     checked = ours("validate", contract)
@@ -375,7 +377,7 @@ def test_contracts_without_the_extension_get_no_guard_assets(tmp_path):
     for entry in entries:
         if entry.key not in EXAMPLE_NAMES:
             continue
-        assert guard_assets.assets(entry) == [] and guard_assets.checks(entry) == []
+        assert guard_assets.parts(entry) == [] and check_specs(entry, "guard_metrics") == []
         assert guard_assets.report_inputs(entry) == []
         keys = {k.path[-1] for k in graph.get_all_asset_keys() if k.path[0] == entry.key}
         assert "guard_metrics" not in keys

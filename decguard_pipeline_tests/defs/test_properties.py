@@ -21,10 +21,9 @@ from decguard_pipeline.definitions import build_definitions
 from decguard_pipeline.defs.assets.base import asset_key
 from decguard_pipeline.defs.assets.properties import (
     NAME,
-    assets,
     check_name,
     check_result,
-    checks,
+    parts,
 )
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
@@ -33,8 +32,9 @@ from decguard_pipeline.steps.diff import known_targets
 from decguard_pipeline.steps.properties import check_rows, gate_list
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES
-from decguard_pipeline_tests.support.evaluations import call_asset, evaluate, refund_over_http
+from decguard_pipeline_tests.support.evaluations import call_part, evaluate, refund_over_http
 from decguard_pipeline_tests.support.fuzz_scenarios import first_difference, normalised
+from decguard_pipeline_tests.support.golden_assets import check_specs
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 DEFAULT = "default@refund-mock-v1"
@@ -291,14 +291,15 @@ def test_failing_property_requirement_blocks_the_approval(refund, tmp_path, ours
 
 
 def test_asset_and_checks_called_as_plain_functions(refund, tmp_path):
-    """``property_results`` and its check results called directly (``build_asset_context``)
-    on the golden evaluation the steps wrote: what the UI shows, and a check per gate."""
+    """``property_results`` (its part, as the evaluation step runs it) and its check results
+    called directly on the golden evaluation the steps wrote: what the UI shows, and a check
+    per gate."""
     edit(refund, "max_ece: 0.15", "max_ece: 0.2")
     [entry] = discover_contracts(str(refund))
     wh = Warehouse(tmp_path / "wh")
     evaluate(entry, ORDER_SENSITIVE, wh, "golden-run")
-    [property_results] = assets(entry)
-    meta = call_asset(property_results, ORDER_SENSITIVE, wh)
+    [property_results] = parts(entry)
+    meta = call_part(entry, property_results, ORDER_SENSITIVE, wh)
 
     pairs = rows(wh, "property_pairs", ORDER_SENSITIVE)
     violating = [p for p in pairs if p["violated"]]
@@ -331,7 +332,7 @@ def test_asset_and_checks_called_as_plain_functions(refund, tmp_path):
         check_name(gate): check_result(stored[gate], asset, check_name(gate))
         for gate, _ in gate_list(entry.require())
     }
-    assert list(results) == [s.name for s in checks(entry)[0].check_specs]
+    assert list(results) == [s.name for s in check_specs(entry, NAME)]
     failed = [(name, r.severity) for name, r in results.items() if not r.passed]
     assert failed == [("option_order.max_violation_rate", dg.AssetCheckSeverity.ERROR)]
     violation = results["option_order.max_violation_rate"]
@@ -433,7 +434,7 @@ def test_definitions_have_one_check_per_property_gate(refund):
     asset = dg.AssetKey(["refund", "property_results"])
     assert graph.get(asset).parent_keys == {dg.AssetKey(["refund", "case_results"])}
     assert asset in graph.get(dg.AssetKey(["refund", "report"])).parent_keys
-    specs = [s for c in defs.asset_checks for s in c.check_specs if s.asset_key == asset]
+    specs = [s for a in defs.assets for s in a.check_specs if s.asset_key == asset]
     assert [s.name for s in specs][:4] == [
         "option_order.max_error_rate",  # always a requirement
         "option_order.max_violation_rate",

@@ -1,6 +1,7 @@
 """The Dagster UI in headless Chromium on a finished ``decguard-pipeline evaluate`` (issue 14):
 the refund example's scoreboard page shows every target's verdict and numbers, newest first,
-in place; golden_metrics shows its reliability diagram (one click); the scoreboard's link
+in place; golden_metrics shows its reliability diagram and risk-coverage curve (SVG, one click
+each); the scoreboard's link
 opens the target's HTML report from the report-files server; no console errors anywhere.
 Skipped with the reason where Chromium is absent (.ci/run installs it)."""
 
@@ -51,13 +52,21 @@ def test_scoreboard_reliability_and_report_render(tmp_path, chromium):
         dismiss_welcome(page)
         accuracy = metadata_row(page, "accuracy")
         accuracy.wait_for(timeout=60_000)
-        dialog = show_markdown(page, "reliability_diagram")
-        image = dialog.locator("img[alt^='reliability']")
-        image.wait_for()
-        width, height, complete = image.evaluate(
-            "e => [e.naturalWidth, e.naturalHeight, e.complete]"
-        )
-        assert complete and width > 400 and height > 200
+        # the pictures are SVG documents in data: URLs, which the UI's markdown lets through
+        for key, alt in (
+            ("reliability_diagram", "reliability"),
+            ("risk_coverage", "risk-coverage"),
+        ):
+            dialog = show_markdown(page, key)
+            image = dialog.locator(f"img[alt^='{alt}']")
+            image.wait_for()
+            width, height, complete, src = image.evaluate(
+                "e => [e.naturalWidth, e.naturalHeight, e.complete, e.getAttribute('src')]"
+            )
+            assert src.startswith("data:image/svg+xml;base64,"), key
+            assert complete and width > 300 and height > 200, key
+            page.keyboard.press("Escape")
+            dialog.wait_for(state="hidden")
         assert seen.console_errors == [] and seen.page_errors == []
 
         # the newest target's HTML report, through the scoreboard's link

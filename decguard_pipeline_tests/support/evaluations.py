@@ -1,6 +1,6 @@
-"""A target's golden evaluation written by the golden steps, Dagster assets called as plain
-functions, and the refund example served by a loopback model: for tests of the features built
-on top (diff, properties)."""
+"""A target's golden evaluation written by the golden steps, per-target parts run as the
+evaluation step runs them, and the refund example served by a loopback model: for tests of
+the features built on top (diff, properties)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import dagster as dg
-
-from decguard_pipeline.defs.resources import WarehouseResource
+from decguard_pipeline.defs.assets.base import TargetPart
+from decguard_pipeline.defs.assets.verdict import EPHEMERAL
 from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.golden import evaluate_target, score_target
@@ -29,15 +28,15 @@ def evaluate(entry: ContractEntry, target: str, warehouse: Warehouse, run_id: st
     return step
 
 
-def call_asset(asset: dg.AssetsDefinition, target: str, warehouse: Warehouse) -> dict[str, Any]:
-    """Call a per-target asset directly (``build_asset_context``, the warehouse as its
-    resource) and return its materialisation metadata as plain values."""
-    context = dg.build_asset_context(
-        partition_key=target, resources={"warehouse": WarehouseResource(root=str(warehouse.root))}
-    )
-    result = asset(context)
-    assert isinstance(result, dg.MaterializeResult)
-    return {k: getattr(v, "value", v) for k, v in (result.metadata or {}).items()}
+def call_part(
+    entry: ContractEntry, part: TargetPart, target: str, warehouse: Warehouse
+) -> dict[str, Any]:
+    """Run a per-target part as the evaluation step runs it (its step call, then its
+    metadata; Dagster's run id of a direct invocation) and return its materialisation
+    metadata as plain values."""
+    assert part.run is not None
+    metadata = part.metadata(part.run(entry, target, Step(warehouse, EPHEMERAL)))
+    return {k: getattr(v, "value", v) for k, v in metadata.items()}
 
 
 def refund_over_http(folder: Path, server: Server, settings: str) -> Path:

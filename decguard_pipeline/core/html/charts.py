@@ -13,18 +13,20 @@ from typing import Any
 
 from decguard_pipeline.core.html.blocks import table
 from decguard_pipeline.core.html.markup import Html, el, esc, sig
+from decguard_pipeline.core.html.plotarea import (
+    LEFT,
+    PLOT,
+    TOP,
+    UNIT,
+    UNIT_TICKS,
+    border,
+    grid,
+    labels,
+    panel,
+)
 
-WIDTH, HEIGHT = 360, 350
-LEFT, TOP, PLOT = 52, 34, 270  # the square plot area
 HISTOGRAM = 0.22  # the tallest count bar, as a share of the plot's height
-
-
-def _x(value: float) -> float:
-    return round(LEFT + PLOT * value, 2)
-
-
-def _y(value: float) -> float:
-    return round(TOP + PLOT * (1 - value), 2)
+_x, _y = UNIT.x, UNIT.y
 
 
 def reliability_svg(
@@ -35,53 +37,14 @@ def reliability_svg(
     below the diagonal = over-confident), and grey bars along the bottom spanning each bin's
     confidence range, as tall as its share of the cases. ``smooth``: a calibration section's
     smoothed reliability curve (``smooth.curve``), drawn under the bins with its band."""
-    parts: list[Html] = [el("title", title)]
-    for tick in range(6):
-        v = tick / 5
-        parts.append(el("line", x1=_x(v), y1=TOP, x2=_x(v), y2=TOP + PLOT, class_="grid"))
-        parts.append(el("line", x1=LEFT, y1=_y(v), x2=LEFT + PLOT, y2=_y(v), class_="grid"))
-        parts.append(
-            el("text", f"{v:g}", x=_x(v), y=TOP + PLOT + 15, text_anchor="middle", font_size=11)
-        )
-        parts.append(el("text", f"{v:g}", x=LEFT - 6, y=_y(v) + 4, text_anchor="end", font_size=11))
+    parts: list[Html] = [el("title", title), *grid(UNIT, UNIT_TICKS, UNIT_TICKS)]
     full = [b for b in bins if b.get("count") and b.get("mean_confidence") is not None]
     parts.append(_histogram(full))
-    parts.append(el("rect", x=LEFT, y=TOP, width=PLOT, height=PLOT, fill="none", class_="axis"))
+    parts.append(border(UNIT))
     parts.append(el("line", x1=_x(0), y1=_y(0), x2=_x(1), y2=_y(1), class_="diag"))
     if smooth is not None:
         parts.append(smooth_layer(smooth))
-    parts.append(
-        el(
-            "text",
-            title,
-            x=LEFT + PLOT / 2,
-            y=18,
-            text_anchor="middle",
-            font_size=13,
-            font_weight="600",
-        )
-    )
-    parts.append(
-        el(
-            "text",
-            "mean confidence in bin",
-            x=LEFT + PLOT / 2,
-            y=TOP + PLOT + 34,
-            text_anchor="middle",
-            font_size=12,
-        )
-    )
-    parts.append(
-        el(
-            "text",
-            "accuracy in bin",
-            x=14,
-            y=TOP + PLOT / 2,
-            text_anchor="middle",
-            font_size=12,
-            transform=f"rotate(-90 14 {TOP + PLOT / 2})",
-        )
-    )
+    parts += labels(UNIT, title, "mean confidence in bin", "accuracy in bin")
     if not full:
         parts.append(
             el(
@@ -114,17 +77,7 @@ def reliability_svg(
                     class_="dot",
                 )
             )
-    return el(
-        "svg",
-        parts,
-        xmlns="http://www.w3.org/2000/svg",
-        class_="chart reliability",
-        width=WIDTH,
-        height=HEIGHT,
-        viewBox=f"0 0 {WIDTH} {HEIGHT}",
-        role="img",
-        aria_label=title,
-    )
+    return panel(parts, kind="reliability", title=title)
 
 
 SPARSE = 0.05  # below this share of its peak density the smooth curve is not drawn

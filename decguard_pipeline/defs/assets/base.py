@@ -1,16 +1,17 @@
 """What every feature's assets share: asset keys, the code version that marks them stale when
-the contract changes, and the per-target asset whose body is one step call.
+the contract changes, and the per-target part whose body is one step call.
 
 (No ``from __future__ import annotations`` in modules with Dagster-decorated functions:
 Dagster reads the context annotations at definition time.)"""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
 
 from decguard_pipeline.core.product import __version__
-from decguard_pipeline.defs.partitions import targets_partitions
+from decguard_pipeline.defs.gate_checks import PartGates
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import ContractEntry
@@ -32,33 +33,44 @@ def step_of(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> 
     return Step(warehouse.get(), context.op_execution_context.run_id)
 
 
-def target_asset(
-    entry: ContractEntry,
-    name: str,
-    *,
-    run: Callable[[ContractEntry, str, Step], Any],
-    metadata: Callable[[Any], dict[str, Any]],
-    description: str,
-    kinds: frozenset[str] = frozenset({"python", "parquet"}),
-    deps: Sequence[dg.AssetKey] | None = None,
-) -> dg.AssetsDefinition:
-    """An asset partitioned by target whose body is one step call, shown by ``metadata``.
-    A feature's comes after ``case_results`` (the default ``deps``; not after the golden
-    gates, so a candidate failing them is still measured)."""
+PARQUET = frozenset({"python", "parquet"})
 
-    @dg.asset(
-        key=asset_key(entry, name),
-        group_name=entry.key,
-        code_version=code_version(entry),
-        partitions_def=targets_partitions(entry.key),
-        deps=[asset_key(entry, "case_results")] if deps is None else list(deps),
-        kinds=set(kinds),
-        description=description,
+
+@dataclass(frozen=True)
+class TargetPart:
+    """One asset partitioned by target, as a part of the contract's evaluation step
+    (``defs/assets/evaluation.py``): its body is one step call whose result ``metadata``
+    shows, its gates are its asset checks. A feature's part comes after ``case_results``
+    (the default ``deps``, names of other parts; not after the golden gates, so a candidate
+    failing them is still measured).
+
+    A *derived* part has no step: ``derive`` makes its result from the result of its first
+    dep, or None when it is not materialised (the spec is skippable: ``approved_target``).
+    ``after`` runs once the part is materialised (the verdict tags the run)."""
+
+    name: str
+    run: Callable[[ContractEntry, str, Step], Any] | None
+    metadata: Callable[[Any], dict[str, Any]]
+    description: str
+    kinds: frozenset[str] = PARQUET
+    deps: tuple[str, ...] = ("case_results",)
+    gates: PartGates | None = None
+    derive: Callable[[Any], Any | None] | None = None
+    after: Callable[[dg.AssetExecutionContext, str, Any], None] | None = None
+    versioned: bool = True  # carries the contract's code version (not a broken part)
+
+
+def broken_part(name: str, heading: str, error: str) -> TargetPart:
+    """Settings that do not fit: the part says why and fails when run."""
+
+    def fail(entry: ContractEntry, target: str, step: Step) -> Any:
+        raise dg.Failure(description=error)
+
+    return TargetPart(
+        name,
+        run=fail,
+        metadata=lambda done: {},
+        description=f"{heading}:\n\n{error}",
+        kinds=frozenset(),
+        versioned=False,
     )
-    def _target_asset(
-        context: dg.AssetExecutionContext, warehouse: WarehouseResource
-    ) -> dg.MaterializeResult:
-        done = run(entry, context.partition_key, step_of(context, warehouse))
-        return dg.MaterializeResult(metadata=metadata(done))
-
-    return _target_asset

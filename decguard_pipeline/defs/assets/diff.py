@@ -1,10 +1,11 @@
-"""Dagster assets and checks of the diff feature (the interface: features.py).
+"""The diff feature's part of the evaluation step and its checks (the interface: features.py).
 
 Every contract's group gains ``regression_diff``, partitioned by target like ``case_results``
 and downstream of it only: a candidate whose golden requirements fail is exactly the one whose
-diff matters, so the diff never waits for the golden checks. The baseline is chosen by the
+diff matters, so the diff never waits for the golden checks (a part of the evaluation step,
+``defs/assets/evaluation.py``). The baseline is chosen by the
 contract's ``pipeline.baseline`` rule (``core.diff.choose_baseline``) from what the warehouse
-knows and recorded with the diff. One multi-asset check on it has a check per regression gate
+knows and recorded with the diff. It has a check per regression gate
 in DecGuard's order (requirements, the implicit ``max_error_rate_increase``, warnings):
 requirements are ERROR checks (a failing one blocks the target's approval), warnings WARN.
 A candidate without a baseline
@@ -18,8 +19,8 @@ from typing import Any
 
 import dagster as dg
 
-from decguard_pipeline.defs.assets.base import asset_key, target_asset
-from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
+from decguard_pipeline.defs.assets.base import TargetPart
+from decguard_pipeline.defs.gate_checks import Gate, PartGates, check_name
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.metadata.diff import check_metadata, materialisation_metadata
 from decguard_pipeline.steps.contracts import ContractEntry
@@ -28,12 +29,8 @@ from decguard_pipeline.steps.diff import check_rows, diff_target, regression_gat
 NAME = "regression_diff"
 
 
-def assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
+def parts(entry: ContractEntry) -> list[TargetPart]:
     return [_regression_diff(entry)] if entry.ok else []
-
-
-def checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
-    return [_regression_checks(entry)] if entry.ok else []
 
 
 def report_inputs(entry: ContractEntry) -> list[dg.AssetKey]:
@@ -44,9 +41,8 @@ def extras(entries: list[ContractEntry], jobs: dict[str, Any]) -> dict[str, list
     return {}  # the contract's evaluate job selects its whole group, the diff included
 
 
-def _regression_diff(entry: ContractEntry) -> dg.AssetsDefinition:
-    return target_asset(
-        entry,
+def _regression_diff(entry: ContractEntry) -> TargetPart:
+    return TargetPart(
         NAME,
         run=diff_target,
         metadata=materialisation_metadata,
@@ -57,11 +53,12 @@ def _regression_diff(entry: ContractEntry) -> dg.AssetsDefinition:
             "default the previous passing version of the same backend, else the default "
             "backend's); the diff JSON next to the report files."
         ),
+        gates=PartGates(_regression_gates(entry), load=check_rows, result=check_result),
     )
 
 
-def _regression_checks(entry: ContractEntry) -> dg.AssetChecksDefinition:
-    gates = [
+def _regression_gates(entry: ContractEntry) -> list[Gate]:
+    return [
         Gate(
             check_name(gate, level),
             level,
@@ -70,16 +67,6 @@ def _regression_checks(entry: ContractEntry) -> dg.AssetChecksDefinition:
         )
         for gate, level in regression_gates(entry.require())
     ]
-    return gate_checks(
-        entry,
-        asset_key(entry, NAME),
-        gates,
-        name=f"{entry.key}_regression_gates",
-        description="DecGuard's regression gates: a failing requirement (ERROR) blocks the "
-        "target's approval, warnings warn.",
-        load=check_rows,
-        result=check_result,
-    )
 
 
 def check_result(row: Mapping[str, Any], asset: dg.AssetKey, name: str) -> dg.AssetCheckResult:

@@ -1,10 +1,13 @@
 """Features beyond the golden evaluation plug into every contract's asset group here.
 
-Each feature module (``defs/assets/<feature>.py``) provides:
+Each feature module (``defs/assets/<feature>.py``) provides any of:
 
-* ``assets(entry) -> list[AssetsDefinition]`` — its assets for one contract (same group,
-  usually partitioned by target with ``targets_partitions(entry.key)``);
-* ``checks(entry) -> list[AssetChecksDefinition]`` — its gates as asset checks;
+* ``parts(entry) -> list[TargetPart]`` — its assets partitioned by target, each with its gates
+  as checks: parts of the contract's evaluation step (``defs/assets/evaluation.py``), which
+  composes them with the golden parts and the verdict;
+* ``assets(entry) -> list[AssetsDefinition]`` and ``checks(entry) ->
+  list[AssetChecksDefinition]`` — assets with steps of their own (same group, on other
+  partitions: daily production checks) and their gates as asset checks;
 * ``report_inputs(entry) -> list[AssetKey]`` — assets the DecGuard report must wait for;
 * ``off_target(entry) -> list[AssetKey]`` (optional) — its assets that are not partitioned by
   target (e.g. daily production checks), kept out of the per-target evaluation job;
@@ -22,6 +25,7 @@ from decguard_pipeline.defs.assets import diff as diff_assets
 from decguard_pipeline.defs.assets import guard as guard_assets
 from decguard_pipeline.defs.assets import production as production_assets
 from decguard_pipeline.defs.assets import properties as properties_assets
+from decguard_pipeline.defs.assets.base import TargetPart
 from decguard_pipeline.steps.contracts import ContractEntry
 
 FEATURES: tuple[ModuleType, ...] = (
@@ -32,12 +36,20 @@ FEATURES: tuple[ModuleType, ...] = (
 )
 
 
+def _each(name: str, entry: ContractEntry) -> list[Any]:
+    return [x for f in FEATURES for x in getattr(f, name, lambda e: [])(entry)] if entry.ok else []
+
+
+def parts(entry: ContractEntry) -> list[TargetPart]:
+    return _each("parts", entry)
+
+
 def assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
-    return [a for f in FEATURES for a in f.assets(entry)] if entry.ok else []
+    return _each("assets", entry)
 
 
 def checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
-    return [c for f in FEATURES for c in f.checks(entry)] if entry.ok else []
+    return _each("checks", entry)
 
 
 def report_inputs(entry: ContractEntry) -> list[dg.AssetKey]:

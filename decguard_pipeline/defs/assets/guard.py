@@ -1,12 +1,13 @@
-"""Dagster assets and checks of the guard feature (the interface: features.py).
+"""The guard feature's part of the evaluation step and its checks (the interface: features.py).
 
 For a contract that enables the guard extension (``pipeline.guard``, ``calibration``,
 ``risk_coverage``, ``suites``, ``partial_runs`` or extension gates), its group gains
-``guard_metrics``, partitioned by target like ``case_results``, and one multi-asset check on it
-with a check per extension gate, ``partial_runs`` and (with suites) ``suite_gates``. A failing
-extension requirement blocks the target's approval (``defs/assets/verdict.py``) as a failing
-golden requirement does; the DecGuard ``report`` is not built from the guard and does not
-wait for it. Contracts without the extension get nothing here.
+``guard_metrics``, partitioned by target like ``case_results`` (a part of the evaluation step,
+``defs/assets/evaluation.py``), with a check per extension gate, ``partial_runs`` and (with
+suites) ``suite_gates``. A failing extension requirement blocks the target's approval
+(``defs/assets/verdict.py``) as a failing golden requirement does; the DecGuard ``report`` is
+not built from the guard and does not wait for it. Contracts without the extension get nothing
+here.
 
 (No ``from __future__ import annotations``: Dagster reads the context annotations.)
 """
@@ -18,11 +19,10 @@ import dagster as dg
 
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.guard.extension import GuardConfig, guard_enabled
-from decguard_pipeline.defs.assets.base import asset_key, target_asset
-from decguard_pipeline.defs.gate_checks import Gate, check_name, gate_checks
+from decguard_pipeline.defs.assets.base import TargetPart, broken_part
+from decguard_pipeline.defs.gate_checks import Gate, PartGates, check_name
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.metadata.guard import check_metadata, materialisation_metadata
-from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.guard import (
     PARTIAL_RUNS,
@@ -41,24 +41,14 @@ def enabled(entry: ContractEntry) -> bool:
     return entry.ok and guard_enabled(entry.require().contract)
 
 
-def assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
-    if not enabled(entry):
-        return []
-    try:
-        config_of(entry)
-    except DecGuardError as exc:
-        return [_broken(entry, str(exc))]
-    return [_guard_metrics(entry)]
-
-
-def checks(entry: ContractEntry) -> list[dg.AssetChecksDefinition]:
+def parts(entry: ContractEntry) -> list[TargetPart]:
     if not enabled(entry):
         return []
     try:
         config = config_of(entry)
-    except DecGuardError:
-        return []  # the asset explains why
-    return [_guard_checks(entry, gates(entry, config))]
+    except DecGuardError as exc:
+        return [broken_part(NAME, "BROKEN GUARD SETTINGS", str(exc))]
+    return [_guard_metrics(entry, gates(entry, config))]
 
 
 def gates(entry: ContractEntry, config: GuardConfig) -> list[Gate]:
@@ -79,26 +69,9 @@ def extras(entries: list[ContractEntry], jobs: dict[str, Any]) -> dict[str, list
     return {}  # the contract's evaluate job selects its whole group, guard included
 
 
-def _broken(entry: ContractEntry, error: str) -> dg.AssetsDefinition:
-    """Guard settings that do not fit the decision: the asset says why and fails when run."""
-
-    @dg.asset(
-        key=asset_key(entry, NAME),
-        group_name=entry.key,
-        partitions_def=targets_partitions(entry.key),
-        deps=[asset_key(entry, "case_results")],
-        description=f"BROKEN GUARD SETTINGS:\n\n{error}",
-    )
-    def guard_metrics() -> dg.MaterializeResult:
-        raise dg.Failure(description=error)
-
-    return guard_metrics
-
-
-def _guard_metrics(entry: ContractEntry) -> dg.AssetsDefinition:
+def _guard_metrics(entry: ContractEntry, gates: list[Gate]) -> TargetPart:
     suites = planned_suites(entry.require())
-    return target_asset(
-        entry,
+    return TargetPart(
         NAME,
         run=measure_target,
         metadata=materialisation_metadata,
@@ -107,19 +80,7 @@ def _guard_metrics(entry: ContractEntry) -> dg.AssetsDefinition:
             f"({', '.join(suites)}); the main dataset from the newest case_results, the other "
             "suites through the target's backend. Pictures next to the report."
         ),
-    )
-
-
-def _guard_checks(entry: ContractEntry, gates: list[Gate]) -> dg.AssetChecksDefinition:
-    return gate_checks(
-        entry,
-        asset_key(entry, NAME),
-        gates,
-        name=f"{entry.key}_guard_gates",
-        description="Guard extension gates over every suite: a failing requirement (ERROR) "
-        "blocks the target's approval.",
-        load=check_outcomes,
-        result=check_result,
+        gates=PartGates(gates, load=check_outcomes, result=check_result),
     )
 
 

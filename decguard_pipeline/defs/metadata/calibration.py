@@ -4,12 +4,11 @@ partition) and the calibration gates. Built from the sidecar section alone."""
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 import dagster as dg
 
-from decguard_pipeline.core.report.plots import smooth_reliability_png
+from decguard_pipeline.core.html.figures import data_uri, smooth_reliability_figure
 from decguard_pipeline.defs.metadata.base import checks_table, metrics_table
 
 # headline measures shown as numbers of their own (the whole headline is in the table)
@@ -29,8 +28,8 @@ def calibration_metadata(section: dict[str, Any] | None, *, title: str = "") -> 
     if section is None:
         return {}
     headline = section["headline"]
-    png = smooth_reliability_png(section, title=title)
-    image = f"![smooth reliability](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
+    svg = smooth_reliability_figure(section, title=title)
+    image = f"![smooth reliability]({data_uri(svg)})"
     meta: dict[str, Any] = {
         "calibration_diagram": dg.MetadataValue.md(image),
         "calibration": metrics_table(headline),

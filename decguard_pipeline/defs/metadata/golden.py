@@ -5,14 +5,17 @@ failing cases, gates)."""
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 import dagster as dg
 
 from decguard_pipeline.core.consistency.section import MEASURES, render_consistency
+from decguard_pipeline.core.html.figures import (
+    data_uri,
+    reliability_figure,
+    risk_coverage_figure,
+)
 from decguard_pipeline.core.report.golden import Report
-from decguard_pipeline.core.report.plots import reliability_png, risk_coverage_png
 from decguard_pipeline.core.report.render import render_report
 from decguard_pipeline.defs.metadata.base import (
     checks_table,
@@ -62,9 +65,10 @@ def verdict_markdown(status: str, checks: list[dict[str, Any]]) -> str:
     return f"{head}; not holding: {names}"[: INLINE_MARKDOWN - 1]
 
 
-def image_markdown(title: str, png: bytes) -> str:
-    """A PNG inline in markdown (the UI shows it behind "[Show Markdown]": one click)."""
-    return f"![{title}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
+def image_markdown(title: str, svg: str) -> str:
+    """An SVG document inline in markdown (the UI shows it behind "[Show Markdown]": one
+    click; its markdown allows ``data:`` images)."""
+    return f"![{title}]({data_uri(svg)})"
 
 
 def headline_numbers(golden: GoldenReport) -> dict[str, float | None]:
@@ -91,17 +95,18 @@ def headline_numbers(golden: GoldenReport) -> dict[str, float | None]:
 
 def pictures(golden: GoldenReport, title: str) -> dict[str, Any]:
     """The reliability diagram (equal-width and equal-mass bins) and the risk-coverage curve
-    as markdown images."""
+    as markdown images (SVG: drawn as text, no matplotlib; the CLI's PNG files are
+    ``core.report.plots``)."""
     if golden.curves is None:
         return {}
     calibration, risk = golden.curves["calibration"], golden.curves["risk_coverage"]
     # with pipeline.calibration_measures, the smooth reliability curve over the bins
     smooth = (golden.calibration or {}).get("smooth")
-    diagram = reliability_png(calibration, title=title, smooth=smooth)
+    diagram = reliability_figure(calibration, title=title, smooth=smooth)
     return {
         "reliability_diagram": dg.MetadataValue.md(image_markdown(f"reliability {title}", diagram)),
         "risk_coverage": dg.MetadataValue.md(
-            image_markdown(f"risk-coverage {title}", risk_coverage_png(risk, title=title))
+            image_markdown(f"risk-coverage {title}", risk_coverage_figure(risk, title=title))
         ),
     }
 
