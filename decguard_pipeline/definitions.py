@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from typing import Any
 
 import dagster as dg
 
@@ -67,4 +68,17 @@ def build_definitions(
     )
 
 
-defs = with_maintenance(build_definitions())
+def __getattr__(name: str) -> Any:
+    """``defs``, the code location's definitions, built on first access (PEP 562): Dagster's
+    loaders (``dagster dev``, ``dg``, the code server) read it as before, while ``evaluate``,
+    which builds its own for the contracts it found, imports this module without building
+    them twice (~75 ms)."""
+    if name == "defs":
+        globals()["defs"] = built = with_maintenance(build_definitions())
+        return built
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """``defs`` too, so that Dagster's autodiscovery (``inspect.getmembers``) finds it."""
+    return sorted({*globals(), "defs"})

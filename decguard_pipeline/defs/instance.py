@@ -105,18 +105,25 @@ def _locked(home: Path) -> Iterator[None]:
 def open_instance() -> Iterator[dg.DagsterInstance]:
     """``DagsterInstance.get()``, its storages created under a lock: processes creating a fresh
     SQLite instance at the same moment race on its schema and leave it unusable (two
-    alembic heads), so the first opening of each storage is serialised. A SQLite instance
-    is tuned for the runs this process executes (defs/instance_sqlite.py)."""
+    alembic heads), so the first opening of each storage is serialised. A new local SQLite
+    instance is made whole aside and moved into place (a kill -9 during Dagster's creation
+    left one that never opened whole), and a SQLite instance is tuned for the runs this
+    process executes (defs/instance_sqlite.py)."""
     home = ensure_dagster_home()
-    with _locked(home), instance_sqlite.creating():
-        instance = dg.DagsterInstance.get()
-        try:
-            instance.get_runs(limit=1)  # run storage
-            instance.get_dynamic_partitions("_")  # event log storage
-            instance.all_instigator_state()  # schedule storage
-        except BaseException:
-            instance.dispose()
-            raise
+    with _locked(home):
+        text = (home / "dagster.yaml").read_text()
+        config = yaml.safe_load(text) if instance_config.is_ours(text) else None
+        if isinstance(config, dict):
+            instance_sqlite.create_in_place(home, config)  # a new one is made whole first
+        with instance_sqlite.creating():
+            instance = dg.DagsterInstance.get()
+            try:
+                instance.get_runs(limit=1)  # run storage
+                instance.get_dynamic_partitions("_")  # event log storage
+                instance.all_instigator_state()  # schedule storage
+            except BaseException:
+                instance.dispose()
+                raise
     tuned = instance_sqlite.tune(instance)  # a commit per event, not a checkpoint per event
     try:
         with instance:

@@ -8,6 +8,7 @@ it relies on the files half for ``root``, ``storage``, ``remote``, ``partition_d
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable
@@ -38,7 +39,10 @@ _T = TypeVar("_T")
 # Object-storage warehouses whose seed files and catalog this process has checked (each check
 # costs requests; what it checks never goes back once true).
 _SEEDED: set[str] = set()
+# Warehouses whose catalog this process found or made for this version (a local one is made
+# again when its file is gone).
 _CATALOGUED: set[str] = set()
+_STAMPS: dict[str, dict[str, Any]] = {}
 
 
 class Catalog:
@@ -94,31 +98,51 @@ class Catalog:
         }
         return views.statements(base_of, self._hive_partitioning(), loose, only)
 
-    def _seed_empty_tables(self) -> None:
-        """Per table, a zero-row file for each glob its views read and a first manifest, so
-        that views bind before the first evaluation and the first compaction."""
-        if str(self.root) in _SEEDED:
-            return
-        if self.remote and str(self.root) in _CATALOGUED:
-            _SEEDED.add(str(self.root))  # its stamp is written once the seeds are there
-            return
-        exists = self.storage.exists
-        for table, schema in TABLES.items():
+    def _seed_files(self) -> list[tuple[Location, Callable[[], bytes]]]:
+        """Every seed file: per table a zero-row file for each glob its views read and a first
+        manifest, with what it holds."""
+        out: list[tuple[Location, Callable[[], bytes]]] = []
+        for table in TABLES:
             folder = self.partition_dir(table, "_")
-            for name in (SEED, COMPACTED_SEED):
-                seed = folder / name
-                if not exists(seed):
-                    self._publish(seed, lambda tmp, s=schema: pq.write_table(s.empty_table(), tmp))
-            first = self.root / table / MANIFESTS / MANIFEST_SEED
-            if not exists(first):
-                empty = manifest_table(0, {}, [])
-                self._publish(first, lambda tmp, t=empty: pq.write_table(t, tmp))
+            empty = functools.partial(_empty_file, table)
+            out += [(folder / SEED, empty), (folder / COMPACTED_SEED, empty)]
+            out.append((self.root / table / MANIFESTS / MANIFEST_SEED, _first_manifest))
+        return out
+
+    def _seed_empty_tables(self) -> None:
+        """The seed files, so that views bind before the first evaluation and the first
+        compaction: those missing, or torn, are (re)written in one pass.
+
+        A seed is published like any file (written in the staging folder, then renamed: never
+        seen half-written) but not fsynced: its bytes are reproducible, so one torn by a power
+        cut (renamed before its bytes reached the disk) is found here, by its Parquet framing,
+        and written again. On a local folder this check runs on every ``connect`` and on
+        ``ensure_catalog``'s first call per process (0.1-1 ms); an object store has no torn
+        objects (a PUT is whole or absent), so it only looks for missing ones, once."""
+        root = str(self.root)
+        if root in _SEEDED:
+            return
+        if self.remote and root in _CATALOGUED:
+            _SEEDED.add(root)  # its stamp is written once the seeds are there
+            return
+        whole = self.storage.whole_parquet
+        missing = {path: data() for path, data in self._seed_files() if not whole(path)}
+        if missing:
+            self.sweep()
+            self.storage.put_reproducible(missing, staging=self.staging_dir)
         if self.remote:
-            _SEEDED.add(str(self.root))
+            _SEEDED.add(root)
 
     def _stamp(self) -> dict[str, Any]:
         """What the catalog must have been made for: schema version, location, the view
-        definitions and every table's columns (a new column re-checks the files)."""
+        definitions and every table's columns (a new column re-checks the files). It
+        depends on the root and the code only, so it is computed once per root."""
+        root = str(self.root)
+        if root not in _STAMPS:
+            _STAMPS[root] = self._make_stamp()
+        return dict(_STAMPS[root])
+
+    def _make_stamp(self) -> dict[str, Any]:
         views = hashlib.sha256("\n".join(self.view_statements(frozenset())).encode()).hexdigest()
         columns = "\n".join(f"{t}: {s.names}" for t, s in TABLES.items())
         return {
@@ -169,18 +193,21 @@ class Catalog:
         store gets only the stamp (``catalog.json``, which records the loose tables): its
         readers build the views in memory (``open_catalog``), so a DuckDB file there would
         cost every view's binding requests for nothing."""
-        if not refresh and str(self.root) in _CATALOGUED:
-            return self.catalog_path
+        root = str(self.root)
+        made = self.remote or self.storage.exists(self.catalog_path)
+        if not refresh and made and root in _CATALOGUED:
+            return self.catalog_path  # every write of a run asks: one stat, no stamp read
         code = self._stamp()
         stamp = self._read_stamp()
         if (
             not refresh
-            and (self.remote or self.storage.exists(self.catalog_path))
+            and made
             and stamp is not None
             and all(stamp.get(k) == v for k, v in code.items())
         ):
-            if self.remote:
-                _CATALOGUED.add(str(self.root))
+            if not self.remote:  # once per process: a seed torn by a power cut
+                self._seed_empty_tables()
+            _CATALOGUED.add(root)
             return self.catalog_path
         self.storage.make_folder(self.root)
         self.sweep(full=True)  # rare (a new warehouse or version): also clear old leftovers
@@ -190,8 +217,7 @@ class Catalog:
             self._publish(self.catalog_path, lambda tmp: self._write_catalog(tmp, loose))
         record = json.dumps({**code, "loose": sorted(loose)})
         self._publish(self.root / STAMP, lambda tmp: Path(tmp).write_text(record))
-        if self.remote:
-            _CATALOGUED.add(str(self.root))
+        _CATALOGUED.add(root)
         return self.catalog_path
 
     def _write_catalog(self, path: str, loose: frozenset[str]) -> None:
@@ -240,6 +266,22 @@ def retrying(query: Callable[[], _T], attempts: int = 3) -> _T:
             if "No such file" not in str(exc) or attempt == attempts - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+@functools.cache
+def _empty_file(table: str) -> bytes:
+    """A zero-row Parquet file of ``table``'s schema (built without rows, so no pandas)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_batches([], schema=TABLES[table]), sink)
+    return bytes(sink.getvalue())
+
+
+@functools.cache
+def _first_manifest() -> bytes:
+    """The manifest in effect before any compaction (activation 0, nothing compacted)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(manifest_table(0, {}, []), sink)
+    return bytes(sink.getvalue())
 
 
 def _sql_path(path: Location) -> str:

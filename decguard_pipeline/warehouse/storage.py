@@ -54,6 +54,7 @@ PART_SIZE = 50 * 2**20
 # A temporary file untouched for this long belongs to a writer that died (a live writer
 # keeps writing to it, and publishes it within moments of the last byte).
 STALE_AFTER_S = 3600.0
+PARQUET_MAGIC = b"PAR1"  # the first and last four bytes of every Parquet file
 
 
 def storage_of(where: Location) -> Storage:
@@ -169,6 +170,42 @@ class Storage:
             tmp.unlink(missing_ok=True)
             raise
 
+    def put_reproducible(self, files: dict[Location, bytes], *, staging: Path) -> None:
+        """Publish files whose bytes can be made again (the seed files): each written in
+        ``staging`` and renamed into place, so no reader sees one half-written and a killed
+        writer leaves only a staging file; but not fsynced, since a file torn by a power cut
+        is found by ``whole_parquet`` and made again. One fsync per file cost more than
+        everything else a fresh warehouse does (~130 files)."""
+        staging.mkdir(parents=True, exist_ok=True)
+        for final, data in files.items():
+            assert isinstance(final, Path)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            tmp = staging / f"{os.getpid()}-{uuid.uuid4().hex}{final.suffix}.tmp"
+            try:
+                tmp.write_bytes(data)
+                os.replace(tmp, final)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+
+    def whole_parquet(self, where: Location) -> bool:
+        """Whether ``where`` is a whole Parquet file by its framing (the magic bytes at both
+        ends, a footer that fits): False when missing, empty or cut short."""
+        assert isinstance(where, Path)
+        try:
+            fd = os.open(where, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            size = os.fstat(fd).st_size
+            if size < 12 or os.pread(fd, 4, 0) != PARQUET_MAGIC:
+                return False
+            tail = os.pread(fd, 8, size - 8)
+        finally:
+            os.close(fd)
+        footer = int.from_bytes(tail[:4], "little")
+        return tail[4:] == PARQUET_MAGIC and 0 < footer <= size - 12
+
     def delete(self, where: Location) -> bool:
         """Delete a file; False when it was already gone."""
         assert isinstance(where, Path)
@@ -270,6 +307,14 @@ class ObjectStorage(Storage):
             self.upload(tmp, final)
         finally:
             tmp.unlink(missing_ok=True)
+
+    def put_reproducible(self, files: dict[Location, bytes], *, staging: Path) -> None:
+        """One PUT per file (a PUT is whole or absent: nothing torn to find later)."""
+        for final, data in files.items():
+            self.write_bytes(final, data)
+
+    def whole_parquet(self, where: Location) -> bool:
+        return self.exists(where)
 
     def upload(self, local: Path, final: Location) -> None:
         """Copy a complete local file to ``final``: one PUT, or a multipart upload above

@@ -60,14 +60,80 @@ def test_a_rollback_journal_database_keeps_full(tmp_path: Path):
 
 
 def test_the_creation_hook_is_gone_once_the_instance_is_open(home: Path):
+    from alembic.script import ScriptDirectory
+
     from decguard_pipeline.defs.instance_sqlite import _on_connect
 
+    own = ScriptDirectory.__dict__["from_config"]
     with open_instance() as instance:
         assert instance.get_runs(limit=1) == []
         assert not sa.event.contains(sa.Engine, "connect", _on_connect)
+        assert ScriptDirectory.__dict__["from_config"] is own  # alembic's own again
+        # a new database this process creates now keeps SQLite's rollback journal
+        other = sa.create_engine(f"sqlite:///{home / 'other.db'}")
+        with other.connect() as connection:
+            assert connection.execute(sa.text("PRAGMA journal_mode")).scalar_one() == "delete"
+        other.dispose()
     # a WAL database opened by anyone else in this process keeps SQLite's FULL
     engine = sa.create_engine(f"sqlite:///{home / 'history' / 'runs.db'}")
     with engine.connect() as connection:
         assert connection.execute(sa.text("PRAGMA journal_mode")).scalar_one() == "wal"
         assert connection.execute(sa.text("PRAGMA synchronous")).scalar_one() == 2
     engine.dispose()
+
+
+RANDOM = {"run_storage_id"}  # a new uuid per instance
+
+
+def _stored(home: Path) -> dict[str, tuple]:
+    """What a new instance's databases hold: journal mode, schema, and every row without
+    its times (a migration's completion time differs from one creation to the next) and
+    the instance's random id."""
+    import sqlite3
+
+    out = {}
+    for name in ("history/runs.db", "history/event_log.db", "schedules/schedules.db"):
+        connection = sqlite3.connect(home / name)
+        try:
+            schema = sorted(connection.execute("SELECT type, name, sql FROM sqlite_master"))
+            rows = {}
+            for (table,) in connection.execute("SELECT name FROM sqlite_master WHERE type='table'"):
+                columns = connection.execute(f"PRAGMA table_info('{table}')").fetchall()
+                kept = ", ".join(
+                    f'"{name}"'
+                    for _, name, kind, *_ in columns
+                    if kind.upper() not in ("TIMESTAMP", "DATETIME") and name not in RANDOM
+                )
+                rows[table] = sorted(
+                    map(repr, connection.execute(f'SELECT {kept or 1} FROM "{table}"'))
+                )
+            mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
+        finally:
+            connection.close()
+        out[name] = (mode, schema, rows)
+    return out
+
+
+def test_a_new_instance_stores_what_dagster_alone_stores(tmp_path: Path, monkeypatch):
+    """``instance_sqlite.creating`` (WAL before the schema, one kept connection per database)
+    changes what creating a new instance costs, not what it stores."""
+    import dagster as dg
+
+    from decguard_pipeline.defs.instance import ensure_dagster_home
+
+    ours, plain = tmp_path / "ours", tmp_path / "plain"
+    monkeypatch.setenv("DAGSTER_HOME", str(ours))
+    with open_instance() as instance:
+        assert instance.get_runs(limit=1) == []
+    monkeypatch.setenv("DAGSTER_HOME", str(plain))
+    ensure_dagster_home()  # the same dagster.yaml, opened by Dagster without our hooks
+    with dg.DagsterInstance.get() as instance:
+        instance.get_runs(limit=1)
+        instance.get_dynamic_partitions("_")
+        instance.all_instigator_state()
+    mine, theirs = _stored(ours), _stored(plain)
+    assert mine == theirs
+    assert {mode for mode, _, _ in mine.values()} == {"wal"}
+    assert all(schema for _, schema, _ in mine.values())
+    # every connection closed: each WAL was checkpointed into its database and deleted
+    assert not list(ours.rglob("*.db-wal"))
