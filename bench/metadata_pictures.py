@@ -18,9 +18,10 @@ import base64
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
+
+from timing import best  # bench/ is on sys.path: the scripts run as files
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,15 +108,6 @@ def first_drawing(kind: str, curves: dict[str, Any], section: dict[str, Any]) ->
         check=True,
     )
     return float(ran.stdout)
-
-
-def best(fn: Any, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:

@@ -37,16 +37,9 @@ import time
 import warnings
 from pathlib import Path
 
+from timing import best  # bench/ is on sys.path: the scripts run as files
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def scaled_refund(directory: Path, n: int) -> Path:
