@@ -1,5 +1,6 @@
 """Checking a day (``production_check``): DecGuard's check report of the day's stored records
-against the chosen baseline, written and verified, its rows stored; and what the asset checks
+against the chosen baseline, written (not read back: its bytes are `check -o`'s, which the
+differential tests prove), its rows stored; and what the asset checks
 read back."""
 
 from __future__ import annotations
