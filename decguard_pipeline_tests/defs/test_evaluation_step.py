@@ -24,6 +24,7 @@ from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.steps.summary import summarise
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES
+from decguard_pipeline_tests.support.evaluations import execute_target
 
 # (example, its default target): properties + regression gates; the guard extension
 RUNS = [("refund", "default@refund-mock-v1"), ("injection", "default@injection-guard-mock-v1")]
@@ -96,17 +97,7 @@ def _contract(tmp_path: Path, name: str) -> tuple[Path, dict[str, Any]]:
 
 
 def _execute(root: Path, target: str, wh: Path, *, instance=None, selection=None):
-    entries = discover_contracts(str(root))
-    defs = build_definitions(entries, warehouse_root=str(wh))
-    instance = instance or dg.DagsterInstance.ephemeral()
-    instance.add_dynamic_partitions(targets_name(entries[0].key), [target])
-    return defs.resolve_job_def(job_name(entries[0])).execute_in_process(
-        instance=instance,
-        partition_key=target,
-        raise_on_error=False,
-        run_config=QUIET,
-        asset_selection=selection,
-    )
+    return execute_target(root, target, wh, instance=instance, selection=selection)
 
 
 def steps(result) -> set[str]:

@@ -25,14 +25,18 @@ from decguard_pipeline.defs.assets.properties import (
     check_result,
     parts,
 )
-from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
 from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.steps.diff import known_targets
 from decguard_pipeline.steps.properties import check_rows, gate_list
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES
-from decguard_pipeline_tests.support.evaluations import call_part, evaluate, refund_over_http
+from decguard_pipeline_tests.support.evaluations import (
+    call_part,
+    evaluate,
+    execute_target,
+    refund_over_http,
+)
 from decguard_pipeline_tests.support.fuzz_scenarios import first_difference, normalised
 from decguard_pipeline_tests.support.golden_assets import check_specs
 
@@ -57,18 +61,7 @@ def edit(path: Path, old: str, new: str) -> None:
 
 
 def materialise(contract: Path, target: str, wh: Warehouse, *, instance=None, selection=None):
-    entries = discover_contracts(str(contract))
-    defs = build_definitions(entries, warehouse_root=str(wh.root))
-    instance = instance or dg.DagsterInstance.ephemeral()
-    instance.add_dynamic_partitions(targets_name(entries[0].key), [target])
-    job = defs.resolve_job_def(job_name(entries[0]))
-    return job.execute_in_process(
-        instance=instance,
-        partition_key=target,
-        raise_on_error=False,
-        run_config=QUIET,
-        asset_selection=selection,
-    )
+    return execute_target(contract, target, wh.root, instance=instance, selection=selection)
 
 
 def materialised(result) -> set[str]:

@@ -53,3 +53,35 @@ def refund_over_http(folder: Path, server: Server, settings: str) -> Path:
         "dataset: cases.jsonl\n" + settings
     )
     return path
+
+
+def execute_target(
+    contracts: str | Path,
+    target: str,
+    warehouse_root: str | Path,
+    *,
+    instance: Any = None,
+    selection: Any = None,
+) -> Any:
+    """The first contract's evaluate job for one target partition through Dagster
+    (``execute_in_process``, an ephemeral instance unless given; ``selection``: an asset
+    subset); the execution result, errors kept in it."""
+    import dagster as dg
+
+    from decguard_pipeline.definitions import build_definitions
+    from decguard_pipeline.defs.job_runs import QUIET
+    from decguard_pipeline.defs.jobs import job_name
+    from decguard_pipeline.defs.partitions import targets_name
+    from decguard_pipeline.steps.contracts import discover_contracts
+
+    entries = discover_contracts(str(contracts))
+    defs = build_definitions(entries, warehouse_root=str(warehouse_root))
+    instance = instance or dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(targets_name(entries[0].key), [target])
+    return defs.resolve_job_def(job_name(entries[0])).execute_in_process(
+        instance=instance,
+        partition_key=target,
+        raise_on_error=False,
+        run_config=QUIET,
+        asset_selection=selection,
+    )
