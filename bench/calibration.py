@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from collections.abc import Callable
 
 import numpy as np
+from timing import best  # bench/ is on sys.path: the scripts run as files
 
 from decguard_pipeline.core.calibration.abstention import guaranteed_threshold
 from decguard_pipeline.core.calibration.binned import classwise_ece, debiased_ece
@@ -31,15 +31,6 @@ from decguard_pipeline.core.calibration.smooth_bootstrap import smooth_calibrati
 
 BOOTSTRAP = 200  # the section's default resamples
 REF_BOOTSTRAP = 100  # what relplot's diagram uses; scaled up to BOOTSTRAP for the ratio
-
-
-def best_of(repeat: int, work: Callable[[], object]) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def result_set(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -74,7 +65,7 @@ def run(n: int, repeat: int, with_ref: bool) -> None:
     print(f"\n{n:,} cases, 3 labels (best of {repeat})")
     ours: dict[str, float] = {}
     for name, work in parts:
-        ours[name] = best_of(repeat, work)
+        ours[name] = best(work, repeat)
         print(f"  {name:<44} {ours[name] * 1000:10.1f} ms")
     if not with_ref:
         return
@@ -82,16 +73,16 @@ def run(n: int, repeat: int, with_ref: bool) -> None:
     from scipy import stats
 
     f, y = confidence, correct.astype(float)
-    ref_point = best_of(repeat, lambda: relplot.smECE(f, y))
+    ref_point = best(lambda: relplot.smECE(f, y), repeat)
     print(
         f"  relplot.smECE (point)                        {ref_point * 1000:10.1f} ms"
         f"   ours {ref_point / ours['smooth ECE (point)']:.1f}x faster"
     )
-    ref_boot = best_of(
-        1,
+    ref_boot = best(
         lambda: stats.bootstrap(
             (f, y), relplot.smECE, paired=True, n_resamples=REF_BOOTSTRAP, method="percentile"
         ),
+        1,
     ) * (BOOTSTRAP / REF_BOOTSTRAP)
     name = f"smooth ECE + {BOOTSTRAP} resamples + curve"
     print(
