@@ -99,20 +99,23 @@ def check_specs(
 def check_results(
     entry: ContractEntry,
     asset: dg.AssetKey,
-    part: PartGates,
+    gates: list[Gate],
     rows: Mapping[Hashable, Mapping[str, Any]],
     log: Any,
+    *,
+    result: ResultBuilder = check_result,
     selected: Callable[[str], bool] = lambda name: True,
 ) -> Iterator[dg.AssetCheckResult]:
-    """A result per (selected) gate from the stored ``rows`` (``part.load``'s answer)."""
-    for gate in part.gates:
+    """A result per (selected) gate from its row in ``rows`` (by ``Gate.key``); a gate
+    without a row is one the contract no longer has (logged, no result)."""
+    for gate in gates:
         if not selected(gate.name):
             continue
         row = rows.get(gate.key)
         if row is None:  # the contract changed since the definitions were loaded
             log.warning(f"{gate.name}: no longer in {entry.path}")
             continue
-        yield part.result(row, asset, gate.name)
+        yield result(row, asset, gate.name)
 
 
 def gate_checks(
@@ -130,7 +133,6 @@ def gate_checks(
     multi-asset check; the per-target assets carry theirs (defs/assets/evaluation.py)."""
     # the asset's partitions: targets unless the feature partitions otherwise (daily checks)
     parts = targets_partitions(entry.key) if partitions_def is None else partitions_def
-    part = PartGates(gates, load, result)
 
     @dg.multi_asset_check(
         specs=check_specs(asset, gates, parts), name=name, description=description
@@ -139,6 +141,6 @@ def gate_checks(
         context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
     ) -> Iterator[dg.AssetCheckResult]:
         rows = load(entry, context.partition_key, warehouse.get(), context.run.run_id)
-        yield from check_results(entry, asset, part, rows, context.log)
+        yield from check_results(entry, asset, gates, rows, context.log, result=result)
 
     return _gate_checks

@@ -174,8 +174,8 @@ def evaluation_asset(entry: ContractEntry, parts: list[TargetPart]) -> dg.Assets
             assert part.gates is not None
             rows = part.gates.load(entry, target, warehouse.get(), run_id)
             yield from check_results(
-                entry, keys[part.name], part.gates, rows, context.log,
-                selected=lambda name: (part.name, name) in checked,
+                entry, keys[part.name], part.gates.gates, rows, context.log,
+                result=part.gates.result, selected=lambda name: (part.name, name) in checked,
             )  # fmt: skip
 
         work: list[Work] = []

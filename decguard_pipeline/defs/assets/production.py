@@ -42,7 +42,7 @@ import dagster as dg
 
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.defs.assets.base import asset_key, code_version
-from decguard_pipeline.defs.gate_checks import Gate, check_name
+from decguard_pipeline.defs.gate_checks import Gate, check_name, check_results
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.metadata import base as md
 from decguard_pipeline.defs.metadata.production import check_metadata, records_metadata
@@ -264,14 +264,10 @@ def _gate_results(
         outcomes = check.gate_outcomes(rows, entry.require())
     else:
         outcomes = _run_step(context, warehouse, _stored_outcomes, entry)
-    for gate in gates:
-        if gate.name not in wanted:
-            continue
-        row = outcomes.get(gate.key)
-        if row is None:  # the contract changed since the definitions were loaded
-            context.log.warning(f"{gate.name}: no longer in {entry.path}")
-            continue
-        yield check_result(row, asset, gate.name)
+    yield from check_results(
+        entry, asset, gates, outcomes, context.log,
+        result=check_result, selected=wanted.__contains__,
+    )  # fmt: skip
 
 
 def _stored_outcomes(
