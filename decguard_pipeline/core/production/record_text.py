@@ -23,6 +23,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from decguard_pipeline.core.production.text_join import concatenated
+
 # the normalised record's fields in DecGuard's order (and their JSON kinds)
 TEXT, FLOAT, FLAG, RAW = "text", "float", "flag", "raw"
 FIELDS: tuple[tuple[str, str], ...] = (
@@ -217,8 +219,8 @@ def indent_value(value: Any, indent: int) -> str:
 
 
 class Joined:
-    """Arguments of one ``binary_join_element_wise`` call: literal text between columns
-    (adjacent literals merged) and the columns."""
+    """Literal text and columns to concatenate row-wise (adjacent literals merged):
+    :func:`text_join.concatenated`."""
 
     def __init__(self) -> None:
         self.args: list[Any] = []
@@ -233,10 +235,10 @@ class Joined:
             self.text = ""
         self.args.append(values)
 
-    def joined(self, **options: Any) -> pa.Array:
+    def joined(self, null_replacement: str | None = None) -> pa.Array:
         if self.text:
             self.args.append(self.text)
-        return pc.binary_join_element_wise(*self.args, "", **options)
+        return concatenated(self.args, null_replacement)
 
 
 def record_texts(
@@ -289,7 +291,7 @@ def record_texts(
             out.column(value)
     out.literal(tail)
     if indented:
-        return out.joined(null_handling="replace", null_replacement="null")
+        return out.joined(null_replacement="null")
     return out.joined()
 
 
