@@ -32,6 +32,7 @@ from decguard_pipeline.core.production.record_text import string_bytes
 from decguard_pipeline.core.production.segments import measure
 from decguard_pipeline.core.report.golden import contract_section
 from decguard_pipeline.core.report.jsonio import dumps, print_document, write_document
+from decguard_pipeline.core.report.written_pages import WrittenPages
 
 CHECK_VERSION = "0.1"
 
@@ -104,10 +105,12 @@ def write_with_records(
     def put(stream: IO[bytes], data: Any) -> None:
         digest.update(data)
         stream.write(data)
+        pages.wrote(len(data))
 
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with Path(path).open("wb") as stream, ThreadPoolExecutor(1) as writer:
+            pages = WrittenPages(stream)
 
             def out(data: Any) -> None:
                 pending.append(writer.submit(put, stream, data))
