@@ -23,7 +23,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from decguard_pipeline.core.production.text_join import concatenated
+from decguard_pipeline.core.production.text_join import concatenated, concatenated_chunks
 
 # the normalised record's fields in DecGuard's order (and their JSON kinds)
 TEXT, FLOAT, FLAG, RAW = "text", "float", "flag", "raw"
@@ -240,13 +240,19 @@ class Joined:
             self.args.append(self.text)
         return concatenated(self.args, null_replacement)
 
+    def joined_chunks(self, null_replacement: str | None = None) -> pa.ChunkedArray:
+        """:meth:`joined` a few MB at a time (:func:`text_join.concatenated_chunks`)."""
+        if self.text:
+            self.args.append(self.text)
+        return concatenated_chunks(self.args, null_replacement)
+
 
 def record_texts(
     table: pa.Table, labels: Sequence[str], probs: np.ndarray, *, indented: bool, prefix: str = ""
-) -> pa.Array:
+) -> pa.ChunkedArray:
     """The JSON text of each normalised record of ``table`` (columns named like the record
     fields; ``input`` and ``metadata`` as the compact JSON of their values, the input absent
-    as null; probabilities given as ``probs`` in ``labels`` order).
+    as null; probabilities given as ``probs`` in ``labels`` order), in chunks of a few MB.
 
     ``indented``: as the record sits in a report, every field written; otherwise compact with
     the absent fields left out (``production_records.record_json``). One join of literal text
@@ -291,8 +297,8 @@ def record_texts(
             out.column(value)
     out.literal(tail)
     if indented:
-        return out.joined(null_replacement="null")
-    return out.joined()
+        return out.joined_chunks(null_replacement="null")
+    return out.joined_chunks()
 
 
 def _probabilities(

@@ -89,7 +89,7 @@ SEPARATOR = ",\n    "  # before each record of a report's ``records`` (the first
 def write_with_records(
     path: str | Path,
     document: dict[str, Any],
-    texts: Iterable[pa.Array],
+    texts: Iterable[pa.Array | pa.ChunkedArray],
     *,
     separated: bool = False,
 ) -> str:
@@ -114,20 +114,22 @@ def write_with_records(
 
             def out(data: Any) -> None:
                 pending.append(writer.submit(put, stream, data))
-                while len(pending) > 2:  # a few batches in flight, never the whole file
+                while len(pending) > 8:  # a few MB in flight, never the whole file
                     pending.popleft().result()
 
             out(whole[:at])
             first = True
             for batch in texts:
-                if not len(batch):
-                    continue
-                if not separated:
-                    batch = pc.binary_join_element_wise(pa.scalar(SEPARATOR), batch, "")
-                data = string_bytes(batch)
-                # the first record has no comma before it
-                out(b"[\n" + bytes(data[2:]) if first else data)
-                first = False
+                chunks = batch.chunks if isinstance(batch, pa.ChunkedArray) else [batch]
+                for chunk in chunks:
+                    if not len(chunk):
+                        continue
+                    if not separated:
+                        chunk = pc.binary_join_element_wise(pa.scalar(SEPARATOR), chunk, "")
+                    data = string_bytes(chunk)
+                    # the first record has no comma before it
+                    out(b"[\n" + bytes(data[2:]) if first else data)
+                    first = False
             out(b"[]" if first else b"\n  ]")
             out(whole[at + len(_RECORDS_MARK) + 2 :] + b"\n")
             while pending:

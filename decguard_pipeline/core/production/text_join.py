@@ -17,11 +17,36 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 _LIMIT = (1 << 31) - 1  # bytes a string array (int32 offsets) can hold
+CHUNK_BYTES = 4 << 20
 
 
 def _data_size(array: pa.Array) -> int:
     offsets = np.frombuffer(array.buffers()[1], dtype=np.int32)
     return int(offsets[array.offset + len(array)] - offsets[array.offset])
+
+
+def concatenated_chunks(
+    pieces: Sequence[str | pa.Array], null_replacement: str | None = None
+) -> pa.ChunkedArray:
+    """:func:`concatenated` a few MB of text at a time (chunks of :data:`CHUNK_BYTES`): a
+    take's output grows by reallocation, and buffers of tens of MB come back from the
+    allocator as fresh pages for every batch (each page faulted and zeroed again), while
+    a few MB are reused from one chunk to the next."""
+    pieces = [p.combine_chunks() if isinstance(p, pa.ChunkedArray) else p for p in pieces]
+    columns = [p for p in pieces if not isinstance(p, str)]
+    n = len(columns[0]) if columns else 0
+    size = sum(_data_size(c) for c in columns if c.type == pa.string())
+    size += n * sum(len(p.encode()) for p in pieces if isinstance(p, str))
+    rows = max(1024, CHUNK_BYTES * n // max(size, 1))
+    if not columns or n <= rows:
+        return pa.chunked_array([concatenated(pieces, null_replacement)], pa.string())
+    chunks = [
+        concatenated(
+            [p if isinstance(p, str) else p.slice(start, rows) for p in pieces], null_replacement
+        )
+        for start in range(0, n, rows)
+    ]
+    return pa.chunked_array(chunks, pa.string())
 
 
 def concatenated(pieces: Sequence[str | pa.Array], null_replacement: str | None = None) -> pa.Array:

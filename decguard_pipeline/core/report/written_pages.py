@@ -27,6 +27,7 @@ class WrittenPages:
         self.window = window
         self.end = 0
         self.started = 0  # bytes whose writeback was started
+        self.dropped = 0  # bytes before which pages were asked to go (each range twice)
         self.usable = hasattr(os, "posix_fadvise")
 
     def wrote(self, size: int) -> None:
@@ -39,8 +40,11 @@ class WrittenPages:
         try:
             # the new bytes: writeback starts now (their pages are dirty, none dropped)
             os.posix_fadvise(fd, self.started, self.end - self.started, os.POSIX_FADV_DONTNEED)
-            # everything a window behind: the pages written back by now are freed
-            os.posix_fadvise(fd, 0, self.end - self.window, os.POSIX_FADV_DONTNEED)
+            # a window behind (and the window before it, for pages then still being written
+            # back): the pages written back by now are freed
+            start = max(0, self.dropped - self.window)
+            os.posix_fadvise(fd, start, self.end - self.window - start, os.POSIX_FADV_DONTNEED)
+            self.dropped = self.end - self.window
         except OSError:  # advice only (a file system may not take it)
             self.usable = False
         self.started = self.end

@@ -366,7 +366,7 @@ def stored_items(path: Path) -> Iterator[Item]:
             yield Item(jsonl_blocks.json_value(text.encode()), position)
 
 
-def report_texts(path: Path, spec: DecisionSpec) -> Iterator[pa.Array]:
+def report_texts(path: Path, spec: DecisionSpec) -> Iterator[pa.Array | pa.ChunkedArray]:
     """The stored records as a check report holds them (indented JSON, the probabilities in
     the contract's label order), each after ``report.SEPARATOR``, a batch at a time. Records
     whose objects orjson would write otherwise than stored are rebuilt from
@@ -391,6 +391,8 @@ def report_texts(path: Path, spec: DecisionSpec) -> Iterator[pa.Array]:
                 ), RECORD_INDENT)
                 for i, text in zip(odd.tolist(), stored, strict=True)
             ]  # fmt: skip
-            texts = pc.replace_with_mask(texts, pa.array(~plain), pa.array(exact, pa.string()))
+            texts = pc.replace_with_mask(
+                texts.combine_chunks(), pa.array(~plain), pa.array(exact, pa.string())
+            )
         position += batch.num_rows
         yield texts
