@@ -64,15 +64,16 @@ def _child_steps(work: Path) -> None:
     warm = Step(warehouse, "warm-up")
     check_day(entry, WARM_UP, warm, ingest_day(entry, WARM_UP, warm))
     step = Step(warehouse, "bench")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     ingested = ingest_day(entry, DAY, step)
-    middle = time.perf_counter()
+    middle, cpu_middle = time.perf_counter(), time.process_time()
     n = ingested.n
     checked = check_day(entry, DAY, step, ingested)
-    end = time.perf_counter()
+    end, cpu_end = time.perf_counter(), time.process_time()
     print(
-        f"day {end - start:.3f} (ingest {middle - start:.2f}s, check {end - middle:.2f}s, "
-        f"{n} records, {checked.status})",
+        f"day {end - start:.3f} (ingest {middle - start:.2f}s, check {end - middle:.2f}s; "
+        f"CPU {cpu_middle - cpu:.2f}s + {cpu_end - cpu_middle:.2f}s; {n} records, "
+        f"{checked.status})",
         file=sys.stderr,
     )
 
@@ -116,9 +117,9 @@ _MEASURE = (
     "t = time.perf_counter()\n"
     "done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
     "wall = time.perf_counter() - t\n"
-    "rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
+    "usage = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
     "sys.stderr.buffer.write(done.stderr)\n"
-    "print(wall, rss, done.returncode)\n"
+    "print(wall, usage.ru_maxrss / 1024, done.returncode, usage.ru_utime + usage.ru_stime)\n"
 )
 
 
@@ -128,7 +129,7 @@ def _timed(
     """Over ``repeat`` runs of a child process: the best wall time, the peak RSS (MiB, of
     that child alone) of that run, the best time the child reported for the day
     (``day <seconds>`` on its last stderr line) and that run's line."""
-    best: tuple[float, float, str] = (float("inf"), 0.0, "")
+    best: tuple[float, float, str, float] = (float("inf"), 0.0, "", 0.0)
     day: float | None = None
     day_said = ""
     for _ in range(repeat):
@@ -137,19 +138,22 @@ def _timed(
             [PY, "-c", _MEASURE, *command], cwd=cwd, capture_output=True, text=True,
             env={**os.environ, **env},
         )  # fmt: skip
-        wall, rss, rc = done.stdout.split()
+        wall, rss, rc, cpu = done.stdout.split()
         if int(rc) not in (0, 1):
             raise SystemExit(f"{' '.join(command)} exited {rc}:\n{done.stderr}")
         said = (done.stderr.strip().splitlines() or [""])[-1]
         if said.startswith("day ") and (day is None or float(said.split()[1]) < day):
             day, day_said = float(said.split()[1]), said
-        best = min(best, (float(wall), float(rss), said))
-    return best[0], best[1], day, day_said or best[2]
+        best = min(best, (float(wall), float(rss), said, float(cpu)))
+    return best[0], best[1], day, day_said or best[2], best[3]
 
 
-def _row(name: str, wall: float, rss: float | None, check: float, check_o: float) -> str:
+def _row(
+    name: str, wall: float, rss: float | None, check: float, check_o: float, cpu: float | None
+) -> str:
     memory = f"{rss:8,.0f} MiB" if rss is not None else " " * 12
-    return f"  {name:<34}{wall:8.2f}s{memory}{wall / check:8.2f}x{wall / check_o:11.2f}x"
+    used = f"{cpu:9.1f}s" if cpu is not None else ""
+    return f"  {name:<34}{wall:8.2f}s{memory}{wall / check:8.2f}x{wall / check_o:11.2f}x{used}"
 
 
 def bench(work: Path, n: int, repeat: int, dagster: bool) -> None:
@@ -171,27 +175,30 @@ def bench(work: Path, n: int, repeat: int, dagster: bool) -> None:
     report = work / "report.json"
     print(f"\n{n:,} records ({day.stat().st_size / 1e6:,.0f} MB), best of {repeat}, "
           f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
-    check, rss, _, _ = _timed([*OURS, "check", str(contract), "-d", str(day)], work, repeat, env)
-    check_o, rss_o, _, _ = _timed(
+    check, rss, _, _, cpu = _timed(
+        [*OURS, "check", str(contract), "-d", str(day)], work, repeat, env
+    )
+    check_o, rss_o, _, _, cpu_o = _timed(
         [*OURS, "check", str(contract), "-d", str(day), "-o", str(report)], work, repeat, env
     )
     size = report.stat().st_size / 1e6
     report.unlink(missing_ok=True)
-    print(f"  {'':34}{'wall':>9}{'peak RSS':>12}{'/ check':>9}{'/ check -o':>11}")
-    print(_row("check (a process)", check, rss, check, check_o))
-    print(_row(f"check -o (a process, {size:,.0f} MB report)", check_o, rss_o, check, check_o))
+    print(f"  {'':34}{'wall':>9}{'peak RSS':>12}{'/ check':>9}{'/ check -o':>11}{'CPU':>10}")
+    print(_row("check (a process)", check, rss, check, check_o, cpu))
+    print(_row(f"check -o (a process, {size:,.0f} MB report)", check_o, rss_o, check, check_o,
+               cpu_o))  # fmt: skip
     children = [("steps", "pipeline steps")] + (
         [("dagster", "pipeline in Dagster")] if dagster else []
     )
     for child, name in children:
-        wall, rss, day_s, said = _timed([*me, "--child", child, "--work", str(work)], work,
+        wall, rss, day_s, said, cpu = _timed([*me, "--child", child, "--work", str(work)], work,
                                         repeat, env)  # fmt: skip
         if day_s is not None:
             print(
-                _row(f"{name}: the day", day_s, None, check, check_o)
+                _row(f"{name}: the day", day_s, None, check, check_o, None)
                 + f"   {said.split(' ', 2)[2]}"
             )
-        print(_row(f"{name}: whole process", wall, rss, check, check_o))
+        print(_row(f"{name}: whole process", wall, rss, check, check_o, cpu))
     _fresh(work)
 
 
