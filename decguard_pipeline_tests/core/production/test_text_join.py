@@ -65,32 +65,3 @@ def test_chunks_hold_the_same_rows(
 
 def test_literals_alone_are_the_kernels_scalar() -> None:
     assert concatenated(["{", "}"]).as_py() == "{}"
-
-
-@pytest.mark.parametrize("max_codes", [2, 8, 4096])
-@pytest.mark.parametrize("replacement", [None, "null"])
-def test_columns_of_few_values_folded_into_pieces(
-    monkeypatch: pytest.MonkeyPatch, max_codes: int, replacement: str | None
-) -> None:
-    """Coded columns and the literals around them, folded while the combinations stay few
-    (and left apart beyond): the same rows; nulls coded only where a replacement stands."""
-    monkeypatch.setattr(text_join, "MAX_CODES", max_codes)
-    rng = random.Random(max_codes)
-    few = ["a", "b", "ü", None]
-    for _ in range(60):
-        n = rng.choice([1, 50, 3000])
-        pieces: list[str | pa.Array] = []
-        for _ in range(rng.randint(2, 8)):
-            kind = rng.random()
-            if kind < 0.3:
-                pieces.append(rng.choice(LITERALS))
-            elif kind < 0.8:  # few distinct values: coded
-                pieces.append(pa.array([rng.choice(few) for _ in range(n)], pa.string()))
-            else:  # every value different: a column of its own
-                pieces.append(pa.array([f"v{i}" for i in range(n)], pa.string()))
-        if all(isinstance(p, str) for p in pieces):
-            continue
-        parts = text_join.folded(pieces, replacement)
-        assert len(parts) <= len(pieces)
-        got = concatenated_chunks(pieces, replacement)
-        assert got.to_pylist() == _kernel(pieces, replacement)
