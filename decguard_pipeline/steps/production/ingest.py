@@ -174,9 +174,13 @@ def _ingest(
     ):
         digest = hasher.submit(file_digest, path)
         writer = RecordsWriter(spec, keys, digest, append, parquet)
-        data = load_records(path, spec, **loader_options(loaded), sink=writer, hashed=digest)
-        _check_segments(data, loaded)
-        writer.finish()
+        try:
+            data = load_records(path, spec, **loader_options(loaded), sink=writer, hashed=digest)
+            _check_segments(data, loaded)
+            writer.finish()
+        except BaseException:
+            writer.abandon()  # before the file is closed and dropped
+            raise
     data = dataclasses.replace(data, path=where)
     counts = np.bincount(data.columns.selected, minlength=len(spec.labels))
     by_label = {label: int(count) for label, count in zip(spec.labels, counts, strict=False)}

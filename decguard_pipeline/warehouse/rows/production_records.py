@@ -222,8 +222,9 @@ def stored_rows(
 class RecordsWriter:
     """The loader's sink while a day is ingested: each accepted stretch becomes
     ``production_records`` rows, handed to ``write`` once the source's hash is known (the
-    rows carry it; it is computed beside the load). ``pool``: a thread to write on, so the
-    Parquet encoding overlaps the next stretch's parsing (at most ``AHEAD`` wait)."""
+    rows carry it; it is computed beside the load). ``pool``: a thread that builds the rows
+    and writes them, in order, while the loader parses and checks the next stretches (at
+    most ``AHEAD`` wait); without one, each stretch is stored as it comes."""
 
     AHEAD = 2
 
@@ -241,47 +242,49 @@ class RecordsWriter:
         self.write = write
         self.pool = pool
         self.count = 0
-        self.pending: list[tuple[pa.Table, np.ndarray, int]] = []
         self.writing: deque[Future[None]] = deque()
         self.shown: pa.Table | None = None
 
     def arrow(self, table: pa.Table, batch: Batch, block: Any, starts: np.ndarray) -> None:
-        rows, probs = arrow_rows(table, batch, block, starts, self.spec, self.count + 1)
-        self._add(rows, probs)
+        first = self.count
+        self._add(lambda: arrow_rows(table, batch, block, starts, self.spec, first + 1), first)
+        self.count += table.num_rows
 
     def items(self, items: list[Item]) -> None:
-        rows, probs = items_rows(items, self.spec)
-        self._add(rows, probs)
+        self._add(lambda: items_rows(items, self.spec), self.count)
+        self.count += len(items)
 
-    def _add(self, rows: pa.Table, probs: np.ndarray) -> None:
-        self.pending.append((rows, probs, self.count))
-        self.count += rows.num_rows
-        # wait for the hash rather than hold more than a few stretches
-        if self.digest is None or self.digest.done() or len(self.pending) > self.AHEAD:
-            self.flush()
+    def _add(self, rows: Callable[[], tuple[pa.Table, np.ndarray]], first: int) -> None:
+        if self.pool is None:
+            self._store(*rows(), first)
+            return
+        self.writing.append(self.pool.submit(lambda: self._store(*rows(), first)))
+        while len(self.writing) > self.AHEAD:
+            self.writing.popleft().result()
 
-    def flush(self) -> None:
-        """Write what is pending (waiting for the hash)."""
-        if self.pending and self.digest is not None:
+    def _store(self, rows: pa.Table, probs: np.ndarray, first: int) -> None:
+        """One stretch's rows written (once the hash is known: the rows carry it)."""
+        if self.digest is not None:
             self.keys["dataset_hash"] = self.digest.result()
-        for rows, probs, first in self.pending:
-            table = stored_rows(rows, probs, self.spec, first, self.keys)
-            if self.shown is None or self.shown.num_rows < SHOWN:
-                head = table.slice(0, SHOWN)
-                self.shown = head if self.shown is None else pa.concat_tables([self.shown, head])
-            if self.pool is None:
-                self.write(table)
-                continue
-            self.writing.append(self.pool.submit(self.write, table))
-            while len(self.writing) > self.AHEAD:
-                self.writing.popleft().result()
-        self.pending = []
+        table = stored_rows(rows, probs, self.spec, first, self.keys)
+        if self.shown is None or self.shown.num_rows < SHOWN:
+            head = table.slice(0, SHOWN)
+            self.shown = head if self.shown is None else pa.concat_tables([self.shown, head])
+        self.write(table)
 
     def finish(self) -> None:
         """Everything written (errors of a write raised here)."""
-        self.flush()
         while self.writing:
             self.writing.popleft().result()
+
+    def abandon(self) -> None:
+        """The load failed: nothing more is written (what is running ends first)."""
+        for future in self.writing:
+            future.cancel()
+        for future in self.writing:
+            if not future.cancelled():
+                future.exception()
+        self.writing.clear()
 
 
 def read_batches(path: Path, columns: list[str], size: int = 1 << 16) -> Iterator[pa.RecordBatch]:
