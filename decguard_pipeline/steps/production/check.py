@@ -28,7 +28,8 @@ from decguard_pipeline.steps.production.baseline import ChosenBaseline, choose_b
 from decguard_pipeline.steps.production.ingest import Ingested, load_stored, stored_file
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.production import check_rows
-from decguard_pipeline.warehouse.rows.production_records import report_texts, stored_items
+from decguard_pipeline.warehouse.rows.production_records import stored_items
+from decguard_pipeline.warehouse.rows.production_report import report_texts
 
 
 @dataclass

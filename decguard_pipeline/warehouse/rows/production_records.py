@@ -27,14 +27,11 @@ from decguard_pipeline.core.production.columns import ACTION_CODES, Batch
 from decguard_pipeline.core.production.normalized import normalized_record
 from decguard_pipeline.core.production.object_text import object_texts
 from decguard_pipeline.core.production.record_text import (
-    RECORD_INDENT,
     exact_objects,
-    indent_value,
     json_strings,
     record_texts,
 )
 from decguard_pipeline.core.production.records import Item
-from decguard_pipeline.core.production.report import SEPARATOR
 from decguard_pipeline.warehouse.rows.base import input_text, to_json
 from decguard_pipeline.warehouse.rows.production import record_json
 from decguard_pipeline.warehouse.schema import TABLES
@@ -299,7 +296,6 @@ _COPIED_BACK = (
     "model_version", "outcome", "outcome_correct", "latency_ms", "cost", "action", "fallback",
 )  # fmt: skip
 _FOR_CHECK = [*_COPIED_BACK, "input_text", "labels", "probs", "metadata_json"]
-_FOR_TEXT = [*_COPIED_BACK, "input_json", "labels", "probs", "metadata_json"]
 
 
 def _probs(batch: pa.Table) -> tuple[list[str], np.ndarray]:
@@ -367,35 +363,3 @@ def stored_items(path: Path) -> Iterator[Item]:
         for text in batch.column("record_json").to_pylist():
             position += 1
             yield Item(jsonl_blocks.json_value(text.encode()), position)
-
-
-def report_texts(path: Path, spec: DecisionSpec) -> Iterator[pa.Array | pa.ChunkedArray]:
-    """The stored records as a check report holds them (indented JSON, the probabilities in
-    the contract's label order), each after ``report.SEPARATOR``, a batch at a time. Records
-    whose objects orjson would write otherwise than stored are rebuilt from
-    ``record_json``."""
-    position = 0
-    for batch, stored_texts in _row_groups(path, _FOR_TEXT):
-        labels, probs = _probs(batch)
-        probs = probs[:, [labels.index(label) for label in spec.labels]]
-        fields = {name: batch.column(name) for name in _COPIED_BACK}
-        fields["input"] = batch.column("input_json")
-        fields["metadata"] = batch.column("metadata_json")
-        texts = record_texts(pa.table(fields), spec.labels, probs, indented=True, prefix=SEPARATOR)
-        plain = exact_objects(batch.column("metadata_json")) & exact_objects(
-            pc.fill_null(batch.column("input_json"), "")
-        )
-        if not plain.all():  # only those records parsed and written one by one
-            odd = np.flatnonzero(~plain)
-            stored = stored_texts().take(pa.array(odd)).to_pylist()
-            exact = [
-                SEPARATOR + indent_value(normalized_record(
-                    jsonl_blocks.json_value(text.encode()), position + i + 1, spec
-                ), RECORD_INDENT)
-                for i, text in zip(odd.tolist(), stored, strict=True)
-            ]  # fmt: skip
-            texts = pc.replace_with_mask(
-                texts.combine_chunks(), pa.array(~plain), pa.array(exact, pa.string())
-            )
-        position += batch.num_rows
-        yield texts
