@@ -10,9 +10,11 @@ import random
 import textwrap
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from decguard_pipeline.core.errors import DecGuardError
+from decguard_pipeline.core.production import jsonl_blocks
 from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.steps.production.check import check_day
@@ -49,7 +51,14 @@ def day(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
 
 
 @pytest.mark.slow
-def test_the_day_checked_on_its_ingested_columns_is_check_os_report(day, tmp_path, ours):
+@pytest.mark.parametrize("block_bytes", [None, 16384])
+def test_the_day_checked_on_its_ingested_columns_is_check_os_report(
+    day, tmp_path, ours, monkeypatch, block_bytes
+):
+    """Also with many small blocks: the stored rows (built on the writer's thread) and the
+    report's row groups (built on two threads) come out in order."""
+    if block_bytes:
+        monkeypatch.setattr(jsonl_blocks, "BLOCK_BYTES", block_bytes)
     contract, path = day
     [entry] = discover_contracts(str(contract.parent.parent))
     warehouse = Warehouse(tmp_path / "wh")
@@ -66,6 +75,9 @@ def test_the_day_checked_on_its_ingested_columns_is_check_os_report(day, tmp_pat
     expected = _strip(cli.read_bytes())
     assert _strip(together.report_path.read_bytes()) == expected
     assert _strip(alone.report_path.read_bytes()) == expected
+    if block_bytes:  # many stretches, so many row groups written and read back
+        stored = next((tmp_path / "wh" / "production_records").rglob("*fused.parquet"))
+        assert pq.ParquetFile(stored).num_row_groups > 10
     report = json.loads(cli.read_text())
     assert report["segments"] and report["metrics"]["counts"]["with_correctness"] < 3000
     assert together.rows["production_checks"] == [
