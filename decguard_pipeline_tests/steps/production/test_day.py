@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from decguard_pipeline.core.errors import DecGuardError
+from decguard_pipeline.core.errors import DatasetError, DecGuardError
 from decguard_pipeline.core.production import jsonl_blocks
 from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import discover_contracts
@@ -88,3 +88,69 @@ def test_the_day_checked_on_its_ingested_columns_is_check_os_report(
         }
         for row in alone.rows["production_checks"]
     ]
+
+
+# records whose text the column kernels must not copy as they are: each falls back to the
+# record-by-record encoding (or fails as check fails), and the report stays check -o's
+_P = '"probabilities": {"refund": 0.5, "reject": 0.3, "review": 0.2}, "selected": "refund"'
+ODD_LINES = [
+    '{"id": "plain", "decision": "route", ' + _P + ', "metadata": {"locale": "en", "tier": 1}}',
+    '{ "id" :"spaced" ,\t"decision":  "route",' + _P + ' , "metadata" : {"locale" :"en"} }',
+    '{"id": "esc\\u00e9", "decision": "route", "input": "caf\\u00e9 \\ud83d\\ude00 \\/ \\"q\\"", '
+    + _P
+    + ', "metadata": {"locale": "\\u0065n", "tier": 2}}',
+    '{"id": "floats", "decision": "route", "probabilities": {"refund": 5e-1, "reject": 0.30, '
+    '"review": 2E-1}, "selected": "refund", "latency_ms": 1e5, "cost": 1.0, '
+    '"metadata": {"locale": "en", "tier": 1.0, "w": 1e5}}',
+    '{"id": "nan", "decision": "route", ' + _P + ', "metadata": {"locale": "en", "x": NaN}}',
+    '{"id": "nested", "decision": "route", "input": {"b": [1, {"c": null}], "a": 1.5e-7}, '
+    + _P
+    + ', "metadata": {"locale": "de", "extra": {"k": [true, false]}}}',
+    '{"id": "order", "decision": "route", ' + _P + ', "metadata": {"tier": 3, "locale": "fr"}}',
+]
+
+
+@pytest.mark.slow
+def test_records_the_kernels_cannot_copy_give_check_os_report(tmp_path, monkeypatch, ours):
+    """Unusual spacing, unicode escapes, 1e5 / 1.0 / 5e-1 numbers, NaN, nested and
+    reordered objects, among plain records (all inside one Arrow block)."""
+    contract, path = _odd_day(tmp_path, monkeypatch, ODD_LINES[1:])
+    cli = tmp_path / "cli.json"
+    done = ours("check", contract, "--dataset", path, "-o", cli)
+    [entry] = discover_contracts(str(contract.parent.parent))
+    step = Step(Warehouse(tmp_path / "wh"), "odd")
+    assert done.exit_code in (0, 1), done.stderr  # every record valid
+    checked = check_day(entry, DAY, step, ingest_day(entry, DAY, step))
+    assert _strip(checked.report_path.read_bytes()) == _strip(cli.read_bytes())
+    report = json.loads(cli.read_text())
+    assert {r["id"] for r in report["records"]} >= {"spaced", "esc\u00e9", "floats", "nan"}
+
+
+@pytest.mark.slow
+def test_a_duplicate_key_fails_the_ingestion_as_it_fails_check(tmp_path, monkeypatch, ours):
+    line = (
+        '{"id": "dup", "decision": "route", '
+        + _P
+        + ', "metadata": {"locale": "en", "locale": "it"}}'
+    )
+    contract, path = _odd_day(tmp_path, monkeypatch, [line])
+    done = ours("check", contract, "--dataset", path)
+    assert done.exit_code == 2 and "line 26: invalid JSON: duplicate key 'locale'" in done.stderr
+    [entry] = discover_contracts(str(contract.parent.parent))
+    with pytest.raises(DatasetError) as failed:
+        ingest_day(entry, DAY, Step(Warehouse(tmp_path / "wh"), "dup"))
+    assert f"error: {failed.value}\n" == done.stderr
+
+
+def _odd_day(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd: list[str]) -> tuple[Path, Path]:
+    """A day of 50 plain records with ``odd`` lines after the 25th."""
+    contract = tmp_path / "contracts" / "route" / "decguard.yaml"
+    contract.parent.mkdir(parents=True)
+    contract.write_text(textwrap.dedent(CONTRACTS["choice"]))
+    path = tmp_path / "production" / "route" / f"{DAY}.jsonl"
+    path.parent.mkdir(parents=True)
+    plain = [ODD_LINES[0].replace('"plain"', f'"p{i}"') for i in range(50)]
+    path.write_text("\n".join(plain[:25] + odd + plain[25:]) + "\n")
+    monkeypatch.setenv("DECGUARD_PRODUCTION", str(tmp_path / "production"))
+    monkeypatch.setenv("DECGUARD_PRODUCTION_START", DAY)
+    return contract, path
