@@ -144,12 +144,16 @@ def id_hashes(ids: pa.Array) -> np.ndarray:
 
 def first_repeat(hashes: np.ndarray, ids: pa.ChunkedArray) -> tuple[int, int] | None:
     """(first position, repeated position), 1-based, of the earliest record whose id was
-    already used, or None when all ids are distinct."""
+    already used, or None when all ids are distinct. (Sorted values first: the positions,
+    an argsort as large again, are needed only when some hash repeats; at ten million ids
+    that keeps ~150 MB off the load's peak.)"""
+    ranked = np.sort(hashes)
+    if not (ranked[1:] == ranked[:-1]).any():
+        return None
+    del ranked
     order = np.argsort(hashes, kind="stable")
     ranked = hashes[order]
     same = np.flatnonzero(ranked[1:] == ranked[:-1])
-    if not len(same):
-        return None
     rows = np.unique(np.concatenate((order[same], order[same + 1])))
     texts = ids.take(pa.array(rows)).to_pylist()
     first: dict[str, int] = {}

@@ -82,8 +82,9 @@ class RecordSink(Protocol):
     def items(self, items: list[Item]) -> None: ...
 
     def finish(self) -> None:
-        """Every record was accepted: complete what is in flight (before the columns are
-        joined, so that its buffers are freed first)."""
+        """Every record passed its own checks: complete what is in flight (before the ids
+        are checked unique and the columns joined, so that its buffers are freed first; a
+        repeated id still fails the load afterwards)."""
 
 
 class _Loader:
@@ -165,9 +166,9 @@ class _Loader:
     def finish(self, locate: Callable[[int], str]) -> Columns:
         if not self.count:
             raise DatasetError(f"{self.path}: {WHAT} contains no records")
-        self.check_unique(locate)
-        if self.sink is not None:
+        if self.sink is not None:  # its buffers freed before the ids are sorted
             self.sink.finish()
+        self.check_unique(locate)
         columns = self.builder.build()
         release_free_memory()
         return columns
