@@ -310,7 +310,7 @@ def last_durations(
     jobs = {r.job for item in items for r in item.runs}
     try:
         records = instance.get_run_records(
-            filters=dg.RunsFilter(job_name=None, statuses=[dg.DagsterRunStatus.SUCCESS]),
+            filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.SUCCESS]),
             limit=RECENT_RUNS,
         )
     except Exception:  # the order is a guess: never a reason to fail
