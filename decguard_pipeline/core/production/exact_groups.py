@@ -31,17 +31,22 @@ class ExactColumn:
         if len(values) >= MAX_VALUES:
             raise ValueError("too many values for exact limb sums")
         self.values = values
+        # in place where it can be: ten million values are 80 MB a temporary array, and the
+        # production metrics prepare several columns at once (the check's peak memory)
         bits = values.view(np.int64)
-        biased = (bits >> 52) & 0x7FF
+        biased = bits >> 52
+        biased &= 0x7FF
         # normal numbers carry the implicit leading bit; subnormals (biased 0) use exponent 1
-        whole = (bits & _FRACTION) | np.where(biased > 0, 1 << 52, 0)
-        whole = np.where(bits < 0, -whole, whole)
-        biased = np.maximum(biased, 1)
+        whole = bits & _FRACTION
+        np.bitwise_or(whole, np.int64(1 << 52), out=whole, where=biased > 0)
+        np.negative(whole, out=whole, where=bits < 0)
+        np.maximum(biased, 1, out=biased)
         seen = np.flatnonzero(np.bincount(biased, minlength=2048))
-        lookup = np.zeros(2048, dtype=np.int32)
-        lookup[seen] = np.arange(len(seen), dtype=np.int32)
+        lookup = np.zeros(2048, dtype=np.int16)  # at most 2046 exponents
+        lookup[seen] = np.arange(len(seen), dtype=np.int16)
         self.exponents = [int(e) - 1075 for e in seen]  # value = whole * 2**exponent
-        self.slot = lookup[biased].astype(np.int16)  # at most 2046 exponents
+        self.slot = lookup[biased]
+        del biased
         self.whole = whole
 
     def totals(
@@ -51,18 +56,24 @@ class ExactColumn:
         ``groups`` gives each value's group (None: one group); ``rows`` restricts the values
         (a boolean mask)."""
         n_slots = len(self.exponents)
-        key = self.slot.astype(np.int64)
-        if groups is not None:
-            key += groups.astype(np.int64) * n_slots
+        if groups is None:
+            key = self.slot.astype(np.int64)
+        else:
+            key = groups.astype(np.int64)
+            key *= n_slots
+            key += self.slot
         size = n_groups * n_slots
         if rows is not None:
-            key = np.where(rows, key, size)  # excluded values land in a spare bin
+            key[~rows] = size  # excluded values land in a spare bin
+        # each limb computed straight into one float buffer (exact: below 2**27 in size)
+        weights = np.empty(len(self.whole), dtype=np.float64)
         high, low = (
-            np.bincount(key, weights=limb.astype(np.float64), minlength=size + 1)[:size]
-            .reshape(n_groups, n_slots)
-            .tolist()
-            for limb in (self.whole >> _LIMB, self.whole & _MASK)
-        )
+            np.bincount(
+                key, weights=limb(self.whole, bits, out=weights, casting="unsafe"),
+                minlength=size + 1,
+            )[:size].reshape(n_groups, n_slots).tolist()
+            for limb, bits in ((np.right_shift, _LIMB), (np.bitwise_and, _MASK))
+        )  # fmt: skip
         shifts = [exponent - self.base for exponent in self.exponents]
         return [
             sum(((int(h) << _LIMB) + int(lo)) << shift
