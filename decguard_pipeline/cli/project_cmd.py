@@ -6,7 +6,7 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -84,11 +84,16 @@ def evaluate(
                 f"no contracts found in {where} (give --contracts a decguard.yaml file or a "
                 "folder of <name>/decguard.yaml; several separated by os.pathsep)"
             )
-        from decguard_pipeline.defs.instance import fail_dead_runs, open_instance, storage_kind
         from decguard_pipeline.demo.autostart import demo_server_for
 
         named = [e.loaded.contract for e in entries if e.loaded is not None]
-        with demo_server_for(named), open_instance() as instance:  # the demo LLM, if named
+        with ExitStack() as stack:
+            # the demo LLM server, if a contract names it: a process of its own, which starts
+            # while this one imports Dagster and serves from the other core
+            stack.enter_context(demo_server_for(named, own_process=True))
+            from decguard_pipeline.defs.instance import fail_dead_runs, open_instance, storage_kind
+
+            instance = stack.enter_context(open_instance())
             from decguard_pipeline.definitions import build_definitions
             from decguard_pipeline.defs.main_job import evaluate_all
             from decguard_pipeline.warehouse import Warehouse
