@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ import click
 
 from decguard_pipeline.cli.errors import EXIT_ERROR, EXIT_GATE_FAILED, EXIT_PASS, handled
 from decguard_pipeline.cli.group import cli
+from decguard_pipeline.core.collector import held
 
 
 @cli.command()
@@ -69,7 +68,7 @@ def evaluate(
     Exit codes: 0 every run completed (gates pass, warn or fail); 1 with --fail-on-gate when
     a requirement gate failed; 2 when a contract could not be evaluated or a run broke (a
     backend that failed on every case, a step error)."""
-    with handled(), _collector_settled() as settle:
+    with handled(), held() as settle:
         if contracts is not None:
             os.environ["DECGUARD_CONTRACTS"] = contracts
         if warehouse is not None:
@@ -108,7 +107,9 @@ def evaluate(
                 )
             wh = Warehouse()
             defs = build_definitions(entries, warehouse_root=str(wh.root))
-            settle()  # what lives until the end, out of the collector's walks
+            # what lives until the end, out of the collector's walks (~1 s of full
+            # collections at load 4: Dagster's and our modules walked again and again)
+            settle()
             result = evaluate_all(
                 defs,
                 entries,
@@ -119,34 +120,6 @@ def evaluate(
                 build=build_definitions,
             )
         raise SystemExit(_report(result, wh, home, fail_on_gate))
-
-
-@contextmanager
-def _collector_settled() -> Iterator[Callable[[], None]]:
-    """Pause the cyclic collector while ``evaluate`` imports Dagster and the project, opens the
-    instance and builds the definitions: hundreds of thousands of objects that live as long
-    as the command, which every full collection during the runs walked again (~1 s of an
-    ``evaluate`` at load 4). The callable it yields freezes what exists by then out of every
-    later collection and lets the collector run again; on the way out they are unfrozen (an
-    in-process caller, such as a test, gets its garbage back). Nothing is frozen when
-    something else already froze objects (it would be unfrozen here too)."""
-    collecting = gc.isenabled()
-    freezing = gc.get_freeze_count() == 0
-    gc.disable()
-
-    def settle() -> None:
-        if freezing:
-            gc.freeze()
-        if collecting:
-            gc.enable()
-
-    try:
-        yield settle
-    finally:
-        if freezing:
-            gc.unfreeze()
-        if collecting:
-            gc.enable()
 
 
 def _report(result: Any, wh: Any, home: str, fail_on_gate: bool) -> int:
