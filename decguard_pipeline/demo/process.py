@@ -1,7 +1,8 @@
 """The demo server in a child process of its own: what ``evaluate`` starts when a contract
 names it (demo/autostart.py). In the command's own process the server's thread competes
-with the runs for the interpreter lock and the process imports aiohttp (~0.2 s); a child
-answers from the second core and starts while the command imports Dagster.
+with the runs for the interpreter lock (and its start-up, aiohttp's server side included,
+is the command's); a child starts while the command imports Dagster and answers from the
+second core.
 
 The listening socket is made here, so the URL is known at once and a request sent before the
 child is serving waits in the socket's backlog; the child inherits it and never binds. The
