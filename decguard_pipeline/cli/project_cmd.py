@@ -84,12 +84,16 @@ def evaluate(
                 "folder of <name>/decguard.yaml; several separated by os.pathsep)"
             )
         from decguard_pipeline.demo.autostart import demo_server_for
+        from decguard_pipeline.steps.pictures import picture_worker
 
         named = [e.loaded.contract for e in entries if e.loaded is not None]
         with ExitStack() as stack:
             # the demo LLM server, if a contract names it: a process of its own, which starts
             # while this one imports Dagster and serves from the other core
             stack.enter_context(demo_server_for(named, own_process=True))
+            # the guard's pictures: a process that imports matplotlib meanwhile and draws them
+            guarded = any(c.pipeline is not None and c.pipeline.guard for c in named)
+            stack.enter_context(picture_worker(guarded and workers == 1))
             from decguard_pipeline.defs.instance import fail_dead_runs, open_instance, storage_kind
 
             instance = stack.enter_context(open_instance())
