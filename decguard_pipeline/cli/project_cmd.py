@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import click
 
 from decguard_pipeline.cli.errors import EXIT_ERROR, EXIT_GATE_FAILED, EXIT_PASS, handled
 from decguard_pipeline.cli.group import cli
+from decguard_pipeline.core.collector import held
 
 
 @cli.command()
@@ -66,7 +68,7 @@ def evaluate(
     Exit codes: 0 every run completed (gates pass, warn or fail); 1 with --fail-on-gate when
     a requirement gate failed; 2 when a contract could not be evaluated or a run broke (a
     backend that failed on every case, a step error)."""
-    with handled():
+    with handled(), held() as settle:
         if contracts is not None:
             os.environ["DECGUARD_CONTRACTS"] = contracts
         if warehouse is not None:
@@ -84,11 +86,20 @@ def evaluate(
                 f"no contracts found in {where} (give --contracts a decguard.yaml file or a "
                 "folder of <name>/decguard.yaml; several separated by os.pathsep)"
             )
-        from decguard_pipeline.defs.instance import fail_dead_runs, open_instance, storage_kind
         from decguard_pipeline.demo.autostart import demo_server_for
+        from decguard_pipeline.steps.pictures import picture_worker
 
         named = [e.loaded.contract for e in entries if e.loaded is not None]
-        with demo_server_for(named), open_instance() as instance:  # the demo LLM, if named
+        with ExitStack() as stack:
+            # the demo LLM server, if a contract names it: a process of its own, which starts
+            # while this one imports Dagster and serves from the other core
+            stack.enter_context(demo_server_for(named, own_process=True))
+            # the guard's pictures: a process that imports matplotlib meanwhile and draws them
+            guarded = any(c.pipeline is not None and c.pipeline.guard for c in named)
+            stack.enter_context(picture_worker(guarded and workers == 1))
+            from decguard_pipeline.defs.instance import fail_dead_runs, open_instance, storage_kind
+
+            instance = stack.enter_context(open_instance())
             from decguard_pipeline.definitions import build_definitions
             from decguard_pipeline.defs.main_job import evaluate_all
             from decguard_pipeline.warehouse import Warehouse
@@ -103,6 +114,9 @@ def evaluate(
                 )
             wh = Warehouse()
             defs = build_definitions(entries, warehouse_root=str(wh.root))
+            # what lives until the end, out of the collector's walks (~1 s of full
+            # collections at load 4: Dagster's and our modules walked again and again)
+            settle()
             result = evaluate_all(
                 defs,
                 entries,

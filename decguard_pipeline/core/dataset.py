@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
 
+from decguard_pipeline.core import collector
 from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.decision import DecisionInput
 from decguard_pipeline.core.errors import DatasetError
@@ -34,18 +35,16 @@ def gc_paused(*, settle: bool = False) -> Iterator[None]:
     a cycle, so nothing is left for the collector to find.
 
     ``settle``: what was built is kept (a run's results), so on the way out it goes straight
-    to the oldest generation (``gc.freeze`` then ``gc.unfreeze``: two list splices) instead
-    of being walked at once by the first young collection; it is freed by reference counting
-    as always. Not when something else is frozen (a ``gc.freeze`` before fork must stay)."""
+    to the oldest generation (``core.collector.settle``) instead of being walked at once by
+    the first young collection; it is freed by reference counting as always."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
-            if settle and gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
+            if settle:
+                collector.settle()
             gc.enable()
 
 

@@ -45,17 +45,33 @@ def names_demo_server(contract: Contract) -> bool:
 
 
 @contextmanager
-def demo_server_for(contracts: Iterable[Contract]) -> Iterator[str | None]:
+def demo_server_for(
+    contracts: Iterable[Contract], *, own_process: bool = False
+) -> Iterator[str | None]:
     """Serve the demo on a free loopback port while the block runs, when one of ``contracts``
-    names it and ``$DECGUARD_DEMO_LLM_URL`` is unset; yields its URL (None: not started)."""
+    names it and ``$DECGUARD_DEMO_LLM_URL`` is unset; yields its URL (None: not started).
+    ``own_process``: from a child process (demo/process.py; what ``evaluate`` uses, whose runs
+    keep this process busy), else from a thread of this one."""
     if os.environ.get(DEMO_URL_VARIABLE) or not any(map(names_demo_server, contracts)):
         yield None
+        return
+    with _serving(own_process) as url:
+        os.environ[DEMO_URL_VARIABLE] = url
+        try:
+            yield url
+        finally:
+            os.environ.pop(DEMO_URL_VARIABLE, None)
+
+
+@contextmanager
+def _serving(own_process: bool) -> Iterator[str]:
+    if own_process:
+        from decguard_pipeline.demo.process import serve_demo_process
+
+        with serve_demo_process() as url:
+            yield url
         return
     from decguard_pipeline.demo.llm_server import serve_demo
 
     with serve_demo() as server:
-        os.environ[DEMO_URL_VARIABLE] = server.url
-        try:
-            yield server.url
-        finally:
-            os.environ.pop(DEMO_URL_VARIABLE, None)
+        yield server.url

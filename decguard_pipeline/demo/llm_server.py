@@ -33,8 +33,12 @@ import asyncio
 import hashlib
 import json
 import math
+import os
 import random
 import re
+import socket
+import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -297,11 +301,33 @@ def serve_demo(port: int = 0, *, delay_ms: float = 0.0) -> Iterator[DemoServer]:
         yield DemoServer(f"http://127.0.0.1:{bound}")
 
 
+def _exit_when_stdin_closes() -> None:
+    """Exit as soon as stdin reaches end of file: the parent closed the pipe or died
+    (demo/process.py). Nothing is left to flush; requests in flight are the parent's own."""
+
+    def watch() -> None:
+        sys.stdin.buffer.read()
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="A deterministic demo LLM server (loopback).")
     parser.add_argument("--port", type=int, default=DEMO_PORT)
     parser.add_argument("--delay-ms", type=float, default=0.0, help="answer after this delay")
+    # a listening socket inherited from the parent, serving until stdin closes (process.py)
+    parser.add_argument("--listen-fd", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.listen_fd is not None:
+        _exit_when_stdin_closes()
+        web.run_app(
+            make_app(args.delay_ms / 1000.0),
+            sock=socket.socket(fileno=args.listen_fd),
+            access_log=None,
+            print=None,
+        )
+        return
     print(f"demo LLM server on http://127.0.0.1:{args.port}/v1", flush=True)
     web.run_app(
         make_app(args.delay_ms / 1000.0),

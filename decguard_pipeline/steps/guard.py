@@ -18,6 +18,7 @@ from decguard_pipeline.core.gates import combine_checks
 from decguard_pipeline.core.guard.evaluation import MAIN, GuardedRun, SuiteRun
 from decguard_pipeline.core.guard.extension import GuardConfig, guard_config
 from decguard_pipeline.runs.guard import plan_datasets, run_guarded
+from decguard_pipeline.steps import pictures
 from decguard_pipeline.steps.base import Step, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.golden import golden_report
@@ -96,7 +97,8 @@ def measure_target(entry: ContractEntry, target: str, step: Step) -> GuardMeasur
     cache = target_cache(entry, target, step)
     guarded = run_guarded(loaded, config, plan, backend=backend_of(target), main=main, cache=cache)
     directory = wh.partition_dir("report_files", entry.key, target)
-    guarded.write_files(directory, f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}", target=target)
+    stem = f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}"
+    guarded.write_files(directory, stem, target=target, draw=pictures.draw)
 
     where = step.keys(entry.key, target)
     backend = main.document["backend"]

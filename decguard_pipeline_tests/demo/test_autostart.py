@@ -4,6 +4,10 @@ per-model open-jev path it serves."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -69,3 +73,50 @@ def test_openjev_answers_with_the_model_in_the_path_unless_the_body_names_one():
     assert under["model"] == "tickets-underconfident-2026-01-15"
     assert named["probability"] == belief(TEXT, OPTIONS, "tickets-overconfident")
     assert max(under["probability"]) < max(default["probability"])
+
+
+def test_in_its_own_process_started_for_the_block_then_stopped():
+    contract = load_contract(TICKETS).contract
+    with demo_server_for([contract], own_process=True) as url:
+        assert url is not None and os.environ[DEMO_URL_VARIABLE] == url
+        body = {"context": TEXT, "options": OPTIONS}
+        answer = httpx.post(f"{url}/tickets-underconfident/score", json=body, timeout=30).json()
+        assert answer["probability"] == belief(TEXT, OPTIONS, "tickets-underconfident")
+    assert DEMO_URL_VARIABLE not in os.environ
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{url}/v1/models")
+
+
+PARENT = """
+import os, sys, time
+from decguard_pipeline.demo.process import serve_demo_process
+with serve_demo_process() as url:
+    children = open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()
+    print(url, *children, flush=True)
+    time.sleep(60)
+"""
+
+
+@pytest.mark.slow
+def test_its_own_process_goes_when_the_parent_is_killed():
+    """kill -9 of the command: the server's stdin reaches end of file and it exits, leaving
+    no process and no listening port behind."""
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        url, child = parent.stdout.readline().split()
+        # the first request may arrive before the child serves: it waits in the backlog
+        assert httpx.get(f"{url}/v1/models", timeout=30).status_code == 200
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child}").exists() and time.monotonic() < deadline:
+        stat = Path(f"/proc/{child}/stat").read_text(errors="replace")
+        if stat.rsplit(")", 1)[-1].split()[0] == "Z":  # exited, not yet reaped by init
+            break
+        time.sleep(0.05)
+    else:
+        assert not Path(f"/proc/{child}").exists(), "the demo server outlived its parent"
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{url}/v1/models")

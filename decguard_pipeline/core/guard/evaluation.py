@@ -7,6 +7,7 @@ runs (``runs/guard.py``) decide the datasets, the warehouse rows are built from 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,11 +94,13 @@ class GuardedRun:
         *,
         report: str | None = None,
         target: str | None = None,
+        draw: Callable[..., dict[str, bytes]] | None = None,
     ) -> list[Path]:
         """The pictures ``<stem>[.<suite>].<kind>.png`` and the sidecar
         ``<stem>.pipeline.json`` in ``directory``. ``report``: the name of the report file the
         sidecar belongs to (``test -o``; the steps write theirs before any report, so none);
-        ``target``: added to the pictures' titles."""
+        ``target``: added to the pictures' titles; ``draw``: what draws them, called as
+        ``core.report.plots.images`` (default: that, in this process)."""
         from decguard_pipeline.core.report.plots import write_images
 
         directory = Path(directory)
@@ -107,8 +110,9 @@ class GuardedRun:
             title = " · ".join([name, run.label] + ([target] if target is not None else []))
             # the smooth reliability curve, when the calibration measures are on
             smooth = run.report.extensions.get("calibration", {}).get("smooth")
+            drawn = None if draw is None else draw(run.block, title=title, smooth=smooth)
             self.images[index] = write_images(
-                run.block, directory, file_stem, title=title, smooth=smooth
+                run.block, directory, file_stem, title=title, smooth=smooth, drawn=drawn
             )
         self.sidecar = sidecar_path(directory / f"{stem}.json")
         write_document(self.sidecar, self.document(report), what="pipeline results")

@@ -181,6 +181,16 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
+def images(
+    block: dict[str, Any], *, title: str = "", smooth: dict[str, Any] | None = None
+) -> dict[str, bytes]:
+    """The PNG bytes :func:`write_images` writes, by kind."""
+    return {
+        RELIABILITY: reliability_png(block["calibration"], title=title, smooth=smooth),
+        RISK_COVERAGE: risk_coverage_png(block["risk_coverage"], title=title),
+    }
+
+
 def write_images(
     block: dict[str, Any],
     directory: str | Path,
@@ -188,16 +198,15 @@ def write_images(
     *,
     title: str = "",
     smooth: dict[str, Any] | None = None,
+    drawn: dict[str, bytes] | None = None,
 ) -> dict[str, Path]:
     """``<stem>.reliability.png`` (with ``smooth``'s curve when given) and
-    ``<stem>.risk_coverage.png`` in ``directory``."""
+    ``<stem>.risk_coverage.png`` in ``directory``. ``drawn``: those pictures' bytes, drawn
+    elsewhere (:func:`images` in another process)."""
     directory = Path(directory)
-    images = {
-        RELIABILITY: reliability_png(block["calibration"], title=title, smooth=smooth),
-        RISK_COVERAGE: risk_coverage_png(block["risk_coverage"], title=title),
-    }
+    pictures = drawn if drawn is not None else images(block, title=title, smooth=smooth)
     written = {}
-    for name, data in images.items():
+    for name, data in pictures.items():
         path = directory / f"{stem}.{name}.png"
         try:
             directory.mkdir(parents=True, exist_ok=True)

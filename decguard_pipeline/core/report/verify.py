@@ -7,10 +7,7 @@ values bit for bit. Any difference means the file was edited or corrupted: ``Rep
 
 from __future__ import annotations
 
-import gc
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -268,26 +265,10 @@ def load_report(path: str | Path) -> Report:
     problem = structure_problem(raw)
     if problem is not None:
         raise _fail(path, f"  {problem}")
-    with _collector_paused():
+    # a big report is millions of acyclic objects, which collections would only walk, again
+    # and again: paused while it is parsed and checked, then settled in the oldest generation
+    with gc_paused(settle=True):
         return _load(path, raw)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """``gc_paused`` while a report is parsed and checked: a big one is millions of acyclic
-    objects, which collections would only walk, again and again. On the way out they go
-    straight to the oldest generation (``gc.freeze`` then ``gc.unfreeze``: two list splices)
-    instead of being walked at once by the first young collection; freed by reference
-    counting as always, cyclic garbage among them left for the next full collection. Not
-    when something else is frozen (a ``gc.freeze`` before fork must stay as it is)."""
-    collecting = gc.isenabled()
-    with gc_paused():
-        try:
-            yield
-        finally:
-            if collecting and gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
 
 
 def _load(path: Path, raw: bytes) -> Report:
