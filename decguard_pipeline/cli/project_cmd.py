@@ -71,6 +71,9 @@ def evaluate(
             os.environ["DECGUARD_CONTRACTS"] = contracts
         if warehouse is not None:
             os.environ["DECGUARD_WAREHOUSE"] = str(warehouse)
+        from decguard_pipeline.defs import fork_server
+
+        fork_server.start_early(workers)  # the workers' imports beside this process's own
         from decguard_pipeline.core.errors import DecGuardError
         from decguard_pipeline.steps.contracts import discover_contracts, project_root
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from decguard_pipeline.core.contract.model import DEFAULT_BACKEND
-from decguard_pipeline.defs import parallel
+from decguard_pipeline.defs import fork_server, parallel
 from decguard_pipeline.defs.job_runs import Outcome
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.limits import backend_tags
@@ -49,6 +49,7 @@ def evaluate_all(
     that cannot be evaluated (broken file, missing dataset, ...) is reported in ``broken``
     and the others still run. ``build`` (``definitions.build_definitions``) makes each worker
     process's definitions when ``workers`` > 1."""
+    fork_server.start_early(workers)  # unless evaluate did: its imports beside our work
     out = MainJobResult()
     items: list[parallel.Item] = []
     production: list[bool] = []  # per item: a production chain, else a target

@@ -9,9 +9,16 @@ instance, any other process's: the daemon's, another ``evaluate``'s), says its s
 room. A run of another process blocks an item for at most ``MAX_WAIT_S``: a run left STARTED
 by a process that died on another host must not wedge every later evaluation.
 
-Workers are spawned (never forked: a forked child would share the parent's SQLite and
-PostgreSQL connections), build the definitions once, open the instance through
-``DAGSTER_HOME`` and die with the parent."""
+Workers are never forked from this process (a forked child would share its SQLite and
+PostgreSQL connections and its threads' locks: the demo LLM server's). They are forked from a
+fork server (defs/fork_server.py): a fresh interpreter with no connection and no thread that
+has imported Dagster and the pipeline once, started as early as ``evaluate`` knows it will
+need workers, its imports beside this process's own. A worker then costs a fork, the
+definitions (~30 ms) and an instance, not an interpreter's start-up and ~1.5 s of imports
+each (spawned workers paid them each: ``--workers 2`` lost to one process on 2 cores). A
+worker takes this process's environment and working directory (the fork server's are those
+of its start), builds the definitions once, opens the instance through ``DAGSTER_HOME`` and
+dies with the evaluation. Where there is no fork server (not POSIX), workers are spawned."""
 
 from __future__ import annotations
 
@@ -21,14 +28,14 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
 
-from decguard_pipeline.defs import instance_sqlite
+from decguard_pipeline.defs import fork_server, instance_sqlite
 from decguard_pipeline.defs.job_runs import Outcome, run_job
 from decguard_pipeline.defs.limits import BACKEND_TAG, Tagged, limit_counter
 
@@ -37,6 +44,7 @@ from decguard_pipeline.defs.limits import BACKEND_TAG, Tagged, limit_counter
 EVALUATION_TAG = "decguard/evaluation"
 MAX_WAIT_S = float(os.environ.get("DECGUARD_LIMIT_WAIT_S", "900"))
 POLL_S = 0.5
+RECENT_RUNS = 100  # the runs read for how long each run took last time (newest first)
 
 
 @dataclass(frozen=True)
@@ -79,19 +87,45 @@ class InlineExecutor(Executor):
 _WORKER: dict[str, Any] = {}
 
 
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie, killed but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as file:  # Linux; elsewhere trust kill
+            stat = file.read()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
 def _die_with(parent: int) -> None:
-    """End this worker when the evaluation that started it is gone (kill -9 included)."""
+    """End this worker when the evaluation that started it is gone (kill -9 included). The
+    worker's own parent is the fork server (or, spawned, the evaluation)."""
+    started_by = os.getppid()
     while True:
-        if os.getppid() != parent:
+        if os.getppid() != started_by or not _running(parent):
             os._exit(1)
         time.sleep(0.5)
 
 
 def _start_worker(
-    parent: int, build: Callable[..., Any], entries: list[Any], warehouse_root: str
+    parent: int,
+    build: Callable[..., Any],
+    entries: list[Any],
+    warehouse_root: str,
+    environ: dict[str, str],
+    cwd: str,
 ) -> None:
     import warnings
 
+    os.environ.clear()  # the evaluation's environment, not the fork server's
+    os.environ.update(environ)
+    os.chdir(cwd)
     warnings.filterwarnings("ignore", category=dg.PreviewWarning)
     warnings.filterwarnings("ignore", category=dg.BetaWarning)
     threading.Thread(target=_die_with, args=(parent,), daemon=True).start()
@@ -108,6 +142,19 @@ def run_item(item: Item, defs: Any = None, instance: Any = None) -> list[Any]:
         run_job(defs.resolve_job_def(r.job), instance, item.contract, r.key, r.tags)
         for r in item.runs
     ]
+
+
+def _worker_pool(
+    workers: int, build: Callable[..., Any], entries: list[Any], warehouse_root: str
+) -> ProcessPoolExecutor:
+    fork_server.start_early(workers)  # if it was not already
+    method = "forkserver" if fork_server.available() else "spawn"
+    return ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context(method),
+        initializer=_start_worker,
+        initargs=(os.getpid(), build, entries, warehouse_root, dict(os.environ), os.getcwd()),
+    )
 
 
 # -- the scheduler -----------------------------------------------------------------------------
@@ -159,15 +206,33 @@ def run_items(
     else:
         if build is None:
             raise ValueError("workers > 1 needs build (the definitions factory of each worker)")
-        executor = ProcessPoolExecutor(
-            workers,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_start_worker,
-            initargs=(os.getpid(), build, entries, warehouse_root),
-        )
+        executor = _worker_pool(workers, build, entries, warehouse_root)
         call = run_item
     results: dict[int, list[Any]] = {}
+    try:
+        _schedule(items, instance, workers, limits, marker, executor, call, results, log)
+    finally:
+        if workers > 1:
+            fork_server.stop()
+    return [results[i] for i in range(len(items))]
+
+
+def _schedule(
+    items: list[Item],
+    instance: dg.DagsterInstance,
+    workers: int,
+    limits: list[dict[str, Any]],
+    marker: str,
+    executor: Executor,
+    call: Callable[[Item], list[Any]],
+    results: dict[int, list[Any]],
+    log: Callable[[str], None],
+) -> None:
+    """Every item submitted to ``executor`` once what it waits for is done and the limits
+    allow; its outcomes (or its worker's failure) in ``results``."""
     pending = list(range(len(items)))
+    if workers > 1:
+        pending = first_the_long_chains(items, last_durations(instance, items))
     running: dict[Future[Any], int] = {}
     waiting_since: dict[int, float] = {}
     with executor:
@@ -198,7 +263,65 @@ def run_items(
                 i = running.pop(future)
                 error = future.exception()
                 results[i] = _failed(items[i], error) if error else future.result()
-    return [results[i] for i in range(len(items))]
+
+
+def first_the_long_chains(
+    items: Sequence[Item], took: Mapping[tuple[str, str], float] | None = None
+) -> list[int]:
+    """The order in which workers take the items (each still waits for its ``after``): the
+    longest chains of runs that cannot overlap first, so that they do not end up run one
+    after the other while the other workers are idle. A chain: an item and the items
+    waiting for it (a contract's other targets and production days wait for its default
+    target), or the items on one model server (one run at a time). ``took``: how long each
+    (job, partition) ran last time (1 s when unknown). Otherwise in the given order."""
+    took = took or {}
+
+    def cost(item: Item) -> float:
+        return sum(took.get((r.job, r.key), 1.0) for r in item.runs)
+
+    waiting: dict[int, list[int]] = {i: [] for i in range(len(items))}
+    for i, item in enumerate(items):
+        for j in item.after:
+            waiting[j].append(i)
+    chain: dict[int, float] = {}
+
+    def chain_of(i: int) -> float:
+        if i not in chain:
+            chain[i] = cost(items[i]) + max((chain_of(j) for j in waiting[i]), default=0.0)
+        return chain[i]
+
+    on_server: dict[str, float] = {}
+    for item in items:
+        server = item.tags.get(BACKEND_TAG)
+        if server is not None:
+            on_server[server] = on_server.get(server, 0.0) + cost(item)
+
+    def weight(i: int) -> float:
+        server = items[i].tags.get(BACKEND_TAG)
+        return max(chain_of(i), on_server.get(server, 0.0) if server is not None else 0.0)
+
+    return sorted(range(len(items)), key=lambda i: (-weight(i), i))
+
+
+def last_durations(
+    instance: dg.DagsterInstance, items: Sequence[Item]
+) -> dict[tuple[str, str], float]:
+    """How long each of these runs took the last time it ran (one query; none on error)."""
+    jobs = {r.job for item in items for r in item.runs}
+    try:
+        records = instance.get_run_records(
+            filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.SUCCESS]),
+            limit=RECENT_RUNS,
+        )
+    except Exception:  # the order is a guess: never a reason to fail
+        return {}
+    took: dict[tuple[str, str], float] = {}
+    for record in records:  # newest first
+        run = record.dagster_run
+        key = (run.job_name, run.tags.get("dagster/partition", ""))
+        if run.job_name in jobs and key not in took and record.start_time and record.end_time:
+            took[key] = record.end_time - record.start_time
+    return took
 
 
 def _may_start_anyway(

@@ -137,3 +137,25 @@ def test_a_new_instance_stores_what_dagster_alone_stores(tmp_path: Path, monkeyp
     assert all(schema for _, schema, _ in mine.values())
     # every connection closed: each WAL was checkpointed into its database and deleted
     assert not list(ours.rglob("*.db-wal"))
+
+
+def test_schema_answers_are_dagsters_and_only_a_yes_is_remembered(home: Path):
+    import sqlite3
+
+    with open_instance() as instance:
+        storage, runs = instance.event_log_storage, instance.run_storage
+        assert storage.has_table("dynamic_partitions") and storage.has_table("asset_keys")
+        assert storage.has_asset_key_col("last_materialization_timestamp")
+        assert not storage.has_asset_key_col("no_such_column")
+        assert runs.has_run_stats_index_cols() and runs.has_backfill_id_column()
+        assert not storage.has_table("added_later")
+        # another process migrates the schema: the no is asked again, the new table is seen
+        with sqlite3.connect(home / "history" / "event_log.db") as other:
+            other.execute("CREATE TABLE added_later (x)")
+        assert storage.has_table("added_later")
+        with sqlite3.connect(home / "history" / "event_log.db") as other:
+            other.execute("DROP TABLE added_later")  # (never done by Dagster)
+        assert storage.has_table("added_later")  # the yes was remembered
+    # Dagster's own answers, on its own connections
+    assert not storage.has_table("added_later") and storage.has_table("asset_keys")
+    assert storage.has_asset_key_col("last_materialization_timestamp")
