@@ -27,12 +27,14 @@ run: install
 	$(BIN)/decguard-pipeline evaluate
 
 ## test: lint, check the import layers, validate the Dagster definitions (dg check defs), run
-## the whole suite
+## the whole suite in TEST_WORKERS processes (pytest-xdist; worksteal: a worker that runs out
+## takes tests queued on the other, so the long ones do not finish on one worker at the end)
+TEST_WORKERS ?= 2
 test: install-test
 	$(BIN)/ruff check decguard_pipeline decguard_pipeline_tests bench
 	$(BIN)/lint-imports
 	env -u DAGSTER_HOME VIRTUAL_ENV=$(CURDIR)/$(VENV) $(BIN)/dg check defs
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
 
 lint: install-test
 	$(BIN)/ruff check decguard_pipeline decguard_pipeline_tests bench
