@@ -17,6 +17,7 @@ from pathlib import Path
 import dagster as dg
 import yaml
 
+from decguard_pipeline.core import processes
 from decguard_pipeline.defs import instance_config, instance_sqlite
 from decguard_pipeline.defs.instance_config import HEADER  # noqa: F401  (re-exported)
 from decguard_pipeline.steps.contracts import project_root
@@ -135,25 +136,11 @@ def open_instance() -> Iterator[dg.DagsterInstance]:
 # -- runs and the processes that execute them -------------------------------------------------
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    """Fields 3.. of ``/proc/<pid>/stat`` (after the command name); None where unreadable."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text.rsplit(")", 1)[1].split()
-
-
-def _start_time(pid: int) -> str | None:
-    fields = _stat_fields(pid)
-    return fields[19] if fields is not None and len(fields) > 19 else None  # field 22
-
-
 def owner_tags() -> dict[str, str]:
     """Tags naming this process, for a run it executes in-process."""
     pid = os.getpid()
     tags = {PID_TAG: str(pid), HOST_TAG: socket.gethostname()}
-    started = _start_time(pid)
+    started = processes.start_time(pid)
     if started is not None:
         tags[STARTED_TAG] = started  # tells a reused pid from the original process
     return tags
@@ -164,22 +151,11 @@ def process_gone(tags: dict[str, str]) -> bool:
     be judged; a run without the tags, or from another host, is never called gone."""
     if tags.get(HOST_TAG) != socket.gethostname() or not tags.get(PID_TAG, "").isdigit():
         return False
-    if os.name != "posix":  # os.kill(pid, 0) would send CTRL_C_EVENT on Windows
-        return False
     pid = int(tags[PID_TAG])
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not processes.running(pid):
         return True
-    except PermissionError:
-        pass  # alive, under another user
-    fields = _stat_fields(pid)
-    if fields is None:
-        return False
-    if fields[0] in ("Z", "X"):  # a zombie: dead, not yet reaped by its parent
-        return True
-    started = tags.get(STARTED_TAG)
-    return started is not None and len(fields) > 19 and fields[19] != started
+    started = tags.get(STARTED_TAG)  # the pid may have been reused by another process since
+    return started is not None and processes.start_time(pid) not in (None, started)
 
 
 def fail_dead_runs(instance: dg.DagsterInstance) -> list[str]:

@@ -35,6 +35,7 @@ from typing import Any
 
 import dagster as dg
 
+from decguard_pipeline.core import processes
 from decguard_pipeline.defs import fork_server, instance_sqlite
 from decguard_pipeline.defs.job_runs import Outcome, run_job
 from decguard_pipeline.defs.limits import BACKEND_TAG, Tagged, limit_counter
@@ -87,28 +88,12 @@ class InlineExecutor(Executor):
 _WORKER: dict[str, Any] = {}
 
 
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` still runs (a zombie, killed but not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as file:  # Linux; elsewhere trust kill
-            stat = file.read()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
 def _die_with(parent: int) -> None:
     """End this worker when the evaluation that started it is gone (kill -9 included). The
     worker's own parent is the fork server (or, spawned, the evaluation)."""
     started_by = os.getppid()
     while True:
-        if os.getppid() != started_by or not _running(parent):
+        if os.getppid() != started_by or not processes.running(parent):
             os._exit(1)
         time.sleep(0.5)
 

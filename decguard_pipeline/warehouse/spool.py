@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from decguard_pipeline.core import processes
 from decguard_pipeline.warehouse.locations import ObjectPath
 from decguard_pipeline.warehouse.storage import STALE_AFTER_S, ObjectStorage, storage_of
 
@@ -109,18 +110,9 @@ def _sweep_dead(folder: Path) -> None:
     for spool in folder.iterdir():
         pid = spool.name.split("-", 1)[0]
         try:
-            if not pid.isdigit() or _alive(int(pid)) or spool.stat().st_mtime > cutoff:
+            if not pid.isdigit() or processes.running(int(pid)) or spool.stat().st_mtime > cutoff:
                 continue
         except FileNotFoundError:
             continue
         shutil.rmtree(spool, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True

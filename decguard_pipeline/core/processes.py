@@ -1,0 +1,43 @@
+"""Is a process still there? One answer for the three places that ask: a run's owner
+(defs/instance.py), an evaluation's workers (defs/parallel.py) and a spool's writer
+(warehouse/spool.py).
+
+A zombie (killed, not yet reaped by its parent) counts as gone: it will never write again.
+On Linux the start time of ``/proc/<pid>/stat`` tells a reused pid from the original."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def stat_fields(pid: int) -> list[str] | None:
+    """Fields 3.. of ``/proc/<pid>/stat`` (those after the command name, which may hold
+    spaces and parentheses); None where unreadable (no such process, not Linux)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text.rsplit(")", 1)[1].split()
+
+
+def start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (field 22), as written there."""
+    fields = stat_fields(pid)
+    return fields[19] if fields is not None and len(fields) > 19 else None
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie. A process of another user counts
+    as running, and so does any process where signal 0 cannot be sent safely (on Windows
+    ``os.kill(pid, 0)`` would send CTRL_C_EVENT): what cannot be told is never called gone."""
+    if os.name != "posix":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # alive, under another user
+    fields = stat_fields(pid)
+    return fields is None or fields[0] not in ("Z", "X")  # elsewhere than Linux: trust kill
