@@ -11,6 +11,11 @@ approved targets (``steps/diff.known_targets`` reads :func:`approvals`).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,6 +119,30 @@ def latest_verdicts(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]
         if newest is not None and newest.num_rows:
             rows.append(newest.to_pylist()[-1])
     return sorted(rows, key=lambda r: (r["evaluated_at"], r["target"]), reverse=True)
+
+
+@contextlib.contextmanager
+def scoreboard_turn(contract: str, warehouse: Warehouse) -> Iterator[None]:
+    """One scoreboard of a contract at a time on this host, from its read of the verdicts to
+    the end of the block (the scoreboard asset holds it until Dagster has stored its
+    materialisation). Without it two targets evaluated side by side (``evaluate --workers``)
+    could store their scoreboards in the opposite order to their reads, and the newest one
+    would miss the target that finished last. A ``flock`` in the temp folder, keyed by the
+    warehouse and the contract: the kernel releases it however its holder ends."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock (workers > 1 are fork-server POSIX processes)
+        yield
+        return
+    key = hashlib.sha256(f"{warehouse.root}\0{contract}".encode()).hexdigest()[:24]
+    folder = Path(tempfile.gettempdir()) / "decguard-pipeline-locks"
+    folder.mkdir(exist_ok=True)
+    fd = os.open(folder / f"scoreboard-{key}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def approvals(contract: str, warehouse: Warehouse) -> dict[str, dict[str, Any]]:

@@ -20,7 +20,7 @@ promotion, per partition, from the same stored check rows.)
 (No ``from __future__ import annotations``: Dagster reads the context annotations.)
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import dagster as dg
 
@@ -32,7 +32,12 @@ from decguard_pipeline.defs.metadata.verdict import (
 )
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps.contracts import ContractEntry
-from decguard_pipeline.steps.verdict import TargetVerdict, decide_target, latest_verdicts
+from decguard_pipeline.steps.verdict import (
+    TargetVerdict,
+    decide_target,
+    latest_verdicts,
+    scoreboard_turn,
+)
 
 VERDICT, APPROVED, SCOREBOARD = "verdict", "approved_target", "scoreboard"
 VERDICT_TAG = "decguard/verdict"  # on the run: PASS | WARN | FAIL
@@ -89,9 +94,11 @@ def _scoreboard(entry: ContractEntry) -> dg.AssetsDefinition:
         "approval, accuracy, macro-F1, ECE (equal-width and equal-mass), coverage, cost, "
         "regression against its baseline, and a link to its HTML report.",
     )
-    def scoreboard(warehouse: WarehouseResource) -> dg.MaterializeResult:
-        return dg.MaterializeResult(
-            metadata=scoreboard_metadata(latest_verdicts(entry.key, warehouse.get()))
-        )
+    def scoreboard(warehouse: WarehouseResource) -> Iterator[dg.MaterializeResult]:
+        wh = warehouse.get()
+        # Dagster stores the materialisation before it resumes this generator: the turn
+        # orders the stores of concurrent scoreboards as their reads
+        with scoreboard_turn(entry.key, wh):
+            yield dg.MaterializeResult(metadata=scoreboard_metadata(latest_verdicts(entry.key, wh)))
 
     return scoreboard
