@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +122,9 @@ def latest_verdicts(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]
     return sorted(rows, key=lambda r: (r["evaluated_at"], r["target"]), reverse=True)
 
 
+TURN_WAIT_S = 60.0  # a scoreboard's turn takes milliseconds
+
+
 @contextlib.contextmanager
 def scoreboard_turn(contract: str, warehouse: Warehouse) -> Iterator[None]:
     """One scoreboard of a contract at a time on this host, from its read of the verdicts to
@@ -139,7 +143,17 @@ def scoreboard_turn(contract: str, warehouse: Warehouse) -> Iterator[None]:
     folder.mkdir(exist_ok=True)
     fd = os.open(folder / f"scoreboard-{key}.lock", os.O_RDWR | os.O_CREAT, 0o666)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        # bounded: a holder that never let go (a generator Dagster abandoned, kept alive)
+        # must not wedge every later scoreboard; past the bound, go on without the turn
+        deadline = time.monotonic() + TURN_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)
         yield
     finally:
         os.close(fd)  # releases the lock

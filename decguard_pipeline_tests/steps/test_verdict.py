@@ -7,6 +7,7 @@ import threading
 
 import dagster as dg
 
+from decguard_pipeline.steps import verdict
 from decguard_pipeline.steps.verdict import scoreboard_turn
 from decguard_pipeline.warehouse import Warehouse
 
@@ -41,6 +42,16 @@ def test_other_contracts_and_other_warehouses_do_not_wait(tmp_path):
         for thread in threads:
             thread.join(30)
         assert sorted(events) == ["other", "spam"]
+
+
+def test_a_turn_never_let_go_delays_the_next_one_only_for_a_while(tmp_path, monkeypatch):
+    monkeypatch.setattr(verdict, "TURN_WAIT_S", 0.2)
+    wh = Warehouse(tmp_path / "wh")
+    events: list[str] = []
+    with scoreboard_turn("refund", wh):
+        second = _enter("refund", wh, events, "second in")
+        second.join(30)
+        assert events == ["second in"]  # it went on without the turn
 
 
 def test_dagster_stores_the_materialisation_before_it_resumes_the_asset():
