@@ -139,9 +139,16 @@ def scoreboard_turn(contract: str, warehouse: Warehouse) -> Iterator[None]:
         yield
         return
     key = hashlib.sha256(f"{warehouse.root}\0{contract}".encode()).hexdigest()[:24]
-    folder = Path(tempfile.gettempdir()) / "decguard-pipeline-locks"
-    folder.mkdir(exist_ok=True)
-    fd = os.open(folder / f"scoreboard-{key}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    # one folder per user: another user's folder or file in a shared /tmp is not writable
+    folder = Path(tempfile.gettempdir()) / f"decguard-pipeline-locks-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        fd = os.open(folder / f"scoreboard-{key}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:  # no lock to be had (a read-only temp folder): the race is only a miss
+        fd = -1
+    if fd < 0:
+        yield
+        return
     try:
         # bounded: a holder that never let go (a generator Dagster abandoned, kept alive)
         # must not wedge every later scoreboard; past the bound, go on without the turn
