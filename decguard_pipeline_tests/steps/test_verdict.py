@@ -63,7 +63,7 @@ def test_dagster_stores_the_materialisation_before_it_resumes_the_asset():
     def board(context):  # (unannotated: this module has postponed annotations)
         yield dg.MaterializeResult(metadata={"n": 1})
         event = context.instance.get_latest_materialization_event(dg.AssetKey("board"))
-        seen["stored"] = event is not None and event.run_id == context.run_id
+        seen["stored"] = event is not None and event.run_id == context.run.run_id
 
     with dg.DagsterInstance.ephemeral() as instance:
         assert dg.materialize([board], instance=instance).success
