@@ -3,6 +3,7 @@ targets' scoreboards are stored in the order of their reads (``evaluate --worker
 
 from __future__ import annotations
 
+import tempfile
 import threading
 
 import dagster as dg
@@ -52,6 +53,16 @@ def test_a_turn_never_let_go_delays_the_next_one_only_for_a_while(tmp_path, monk
         second = _enter("refund", wh, events, "second in")
         second.join(30)
         assert events == ["second in"]  # it went on without the turn
+
+
+def test_no_lock_to_be_had_means_no_turn_not_a_failure(tmp_path, monkeypatch):
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    monkeypatch.setattr(tempfile, "tempdir", str(not_a_folder))  # the lock folder can't exist
+    entered = []
+    with scoreboard_turn("refund", Warehouse(tmp_path / "wh")):
+        entered.append(True)
+    assert entered == [True]
 
 
 def test_dagster_stores_the_materialisation_before_it_resumes_the_asset():
