@@ -1,13 +1,15 @@
 """Is a process still there? One answer for the three places that ask: a run's owner
 (defs/instance.py), an evaluation's workers (defs/parallel.py) and a spool's writer
-(warehouse/spool.py).
+(warehouse/spool.py). And one way to end a child that lives as long as its stdin.
 
 A zombie (killed, not yet reaped by its parent) counts as gone: it will never write again.
 On Linux the start time of ``/proc/<pid>/stat`` tells a reused pid from the original."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 from pathlib import Path
 
 
@@ -41,3 +43,16 @@ def running(pid: int) -> bool:
         pass  # alive, under another user
     fields = stat_fields(pid)
     return fields is None or fields[0] not in ("Z", "X")  # elsewhere than Linux: trust kill
+
+
+def end_child(child: subprocess.Popen[bytes], *, wait_s: float = 5.0) -> None:
+    """End a child that exits at the end of its stdin (the demo server, the picture drawer):
+    close the pipe, give it ``wait_s`` to go, then kill it; reaped either way."""
+    if child.stdin is not None:
+        with contextlib.suppress(OSError):  # it may be gone already (a broken pipe)
+            child.stdin.close()
+    try:
+        child.wait(wait_s)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()

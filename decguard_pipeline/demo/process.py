@@ -7,7 +7,8 @@ second core.
 The listening socket is made here, so the URL is known at once and a request sent before the
 child is serving waits in the socket's backlog; the child inherits it and never binds. The
 child reads its stdin until end of file and then exits: when this process closes the pipe,
-or dies (kill -9 included), the server goes too. Only the standard library is imported here.
+or dies (kill -9 included), the server goes too. Only the standard library (and
+core/processes.py) is imported here.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from decguard_pipeline.core.processes import end_child
 
 BACKLOG = 128  # connections waiting for the child (aiohttp's own default)
 
@@ -41,10 +44,4 @@ def serve_demo_process(*, delay_ms: float = 0.0) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        assert child.stdin is not None
-        child.stdin.close()  # end of file: the child exits
-        try:
-            child.wait(5)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
+        end_child(child)  # end of file on its stdin: the child exits

@@ -15,7 +15,6 @@ Jobs and answers are pickled frames on the child's stdin and stdout; at the end 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pickle
 import subprocess
@@ -25,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
+from decguard_pipeline.core.processes import end_child
 from decguard_pipeline.core.report import plots
 
 HEADER = 8  # bytes of a frame's length
@@ -66,14 +66,8 @@ class _Child:
         return answer if isinstance(answer, dict) else None
 
     def close(self) -> None:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        with contextlib.suppress(OSError):
-            self.process.stdin.close()  # end of its jobs: it exits
-        try:
-            self.process.wait(5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        assert self.process.stdout is not None
+        end_child(self.process)  # end of its jobs: it exits
         self.process.stdout.close()
 
 

@@ -54,3 +54,14 @@ def test_a_command_name_with_spaces_and_parentheses_does_not_shift_the_fields(tm
     finally:
         child.stdin.close()
         child.wait()
+
+
+def test_end_child_closes_stdin_and_kills_a_child_that_stays():
+    leaves = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                              stdin=subprocess.PIPE)  # fmt: skip
+    processes.end_child(leaves)
+    assert leaves.returncode == 0  # it went by itself at the end of its stdin
+    stays = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                             stdin=subprocess.PIPE)  # fmt: skip
+    processes.end_child(stays, wait_s=0.2)
+    assert stays.returncode == -9  # killed, and reaped
