@@ -298,4 +298,7 @@ def main() -> None:
     import os
 
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from decguard_pipeline.core.collector import skip_at_exit
+
+    skip_at_exit()
     cli(prog_name=PROGRAM)

@@ -8,11 +8,14 @@ Two ways out, both leave reference counting to free objects as always:
   ``gc.unfreeze``: two list splices) instead of being walked by the next young collection;
 * :func:`held`: a command (``evaluate``) freezes what it built before its work, which lives
   as long as it does, out of every collection until it ends; :func:`settle` then freezes
-  too (cyclic garbage among those objects waits for the end of the command).
+  too (cyclic garbage among those objects waits for the end of the command);
+* :func:`skip_at_exit`: a process's last act freezes what is left, so the interpreter's
+  final collections do not walk it (the operating system frees it all at once).
 """
 
 from __future__ import annotations
 
+import atexit
 import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -58,3 +61,13 @@ def held() -> Iterator[Callable[[], None]]:
             gc.unfreeze()
         if collecting:
             gc.enable()
+
+
+def skip_at_exit() -> None:
+    """At the interpreter's exit, after the exit handlers registered before this call,
+    freeze every object: the final collections then skip them. After ``evaluate`` (Dagster,
+    pandas, the definitions: ~400k objects) those collections took 0.7-0.9 s of an idle
+    2-core machine, for memory the process gives back anyway. Objects are still released as
+    modules are cleared; only the cycle search is skipped. Call it first thing (exit handlers
+    run last-registered first)."""
+    atexit.register(gc.freeze)

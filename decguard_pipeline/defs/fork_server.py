@@ -33,6 +33,8 @@ WORKER_MODULES = [
     "httpx",
     "aiohttp",
     "upath",
+    # last: what the modules above built leaves the collector (see the module)
+    "decguard_pipeline.defs.fork_preloaded",
 ]
 
 

@@ -18,7 +18,7 @@ import dagster as dg
 import yaml
 
 from decguard_pipeline.core import processes
-from decguard_pipeline.defs import instance_config, instance_sqlite
+from decguard_pipeline.defs import instance_config, instance_logs, instance_sqlite
 from decguard_pipeline.defs.instance_config import HEADER  # noqa: F401  (re-exported)
 from decguard_pipeline.steps.contracts import project_root
 
@@ -126,10 +126,12 @@ def open_instance() -> Iterator[dg.DagsterInstance]:
                 instance.dispose()
                 raise
     tuned = instance_sqlite.tune(instance)  # a commit per event, not a checkpoint per event
+    echo_back = instance_logs.capture_to_files(instance)  # no tail processes per run
     try:
         with instance:
             yield instance
     finally:
+        echo_back()
         tuned.close()
 
 

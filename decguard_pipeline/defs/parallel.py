@@ -36,7 +36,7 @@ from typing import Any
 import dagster as dg
 
 from decguard_pipeline.core import processes
-from decguard_pipeline.defs import fork_server, instance_sqlite
+from decguard_pipeline.defs import fork_server, instance_logs, instance_sqlite
 from decguard_pipeline.defs.job_runs import Outcome, run_job
 from decguard_pipeline.defs.limits import BACKEND_TAG, Tagged, limit_counter
 
@@ -117,6 +117,7 @@ def _start_worker(
     _WORKER["defs"] = build(entries, warehouse_root=warehouse_root)
     _WORKER["instance"] = instance = dg.DagsterInstance.get()
     _WORKER["tuned"] = instance_sqlite.tune(instance)  # held until the worker ends
+    instance_logs.capture_to_files(instance)  # for the worker's life: no tail processes per run
 
 
 def run_item(item: Item, defs: Any = None, instance: Any = None) -> list[Any]:

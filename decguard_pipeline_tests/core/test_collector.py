@@ -4,6 +4,9 @@ being walked, and everything held is given back at the end."""
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -72,3 +75,20 @@ def test_a_paused_collector_stays_paused():
         start()
         assert not gc.isenabled()
     assert not gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_skip_at_exit_freezes_everything_after_the_later_exit_handlers():
+    """A process that called skip_at_exit: its exit handlers registered later run first, on a
+    collector as it was; the ones registered earlier run after everything was frozen."""
+    script = textwrap.dedent(
+        """
+        import atexit, gc
+        atexit.register(lambda: print("earlier", gc.get_freeze_count() > 0))
+        from decguard_pipeline.core.collector import skip_at_exit
+        skip_at_exit()
+        atexit.register(lambda: print("later", gc.get_freeze_count() > 0))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n") == ["later False", "earlier True", ""]

@@ -2,6 +2,7 @@
 (defs/fork_server.py): each worker must run with the evaluation's environment and working
 directory, not those the fork server had when it started."""
 
+import gc
 import os
 from pathlib import Path
 
@@ -16,8 +17,9 @@ def _no_definitions(entries: list, warehouse_root: str) -> None:
     return None
 
 
-def _seen(_: object) -> tuple[str | None, str, str, int]:
-    return os.environ.get("DECGUARD_PROBE"), os.getcwd(), os.environ["DAGSTER_HOME"], os.getppid()
+def _seen(_: object) -> tuple[str | None, str, str, int, bool]:
+    home, frozen = os.environ["DAGSTER_HOME"], gc.get_freeze_count() > 0
+    return os.environ.get("DECGUARD_PROBE"), os.getcwd(), home, os.getppid(), frozen
 
 
 @pytest.mark.skipif(not fork_server.available(), reason="no fork server on this platform")
@@ -32,13 +34,14 @@ def test_a_worker_runs_with_the_evaluations_environment(tmp_path: Path, monkeypa
         monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "late"))
         monkeypatch.chdir(tmp_path / "late")
         with parallel._worker_pool(2, _no_definitions, [], str(tmp_path)) as pool:
-            probe, cwd, home, parent = pool.submit(_seen, None).result(timeout=300)
+            probe, cwd, home, parent, frozen = pool.submit(_seen, None).result(timeout=300)
         assert (probe, cwd, home) == (
             "when the workers started",
             str(tmp_path / "late"),
             str(tmp_path / "late"),
         )
         assert parent != os.getpid()  # forked by the fork server, not by this process
+        assert frozen  # what the fork server imported is out of the worker's collections
         assert (tmp_path / "late" / "history").is_dir()  # the worker's instance is there
         assert not (tmp_path / "early" / "history").exists()
     finally:
