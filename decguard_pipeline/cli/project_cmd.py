@@ -75,7 +75,7 @@ def evaluate(
             os.environ["DECGUARD_WAREHOUSE"] = str(warehouse)
         from decguard_pipeline.defs import fork_server
 
-        fork_server.start_early(workers)  # the workers' imports beside this process's own
+        fork_server.start_early(workers)  # where workers come from it: its imports beside ours
         from decguard_pipeline.core.errors import DecGuardError
         from decguard_pipeline.steps.contracts import discover_contracts, project_root
 
@@ -97,22 +97,29 @@ def evaluate(
             # the guard's pictures: a process that imports matplotlib meanwhile and draws them
             guarded = any(c.pipeline is not None and c.pipeline.guard for c in named)
             stack.enter_context(picture_worker(guarded and workers == 1))
-            from decguard_pipeline.defs.instance import fail_dead_runs, open_instance, storage_kind
-
-            instance = stack.enter_context(open_instance())
             from decguard_pipeline.definitions import build_definitions
+            from decguard_pipeline.defs import instance as instances
             from decguard_pipeline.defs.main_job import evaluate_all
             from decguard_pipeline.warehouse import Warehouse
 
-            home = f"{instance.root_directory} ({storage_kind(instance)})"
-            recovered = fail_dead_runs(instance)
+            wh = Warehouse()
+            pool = None
+            if workers > 1:  # forked now, before this process opens anything (defs/workers.py)
+                from decguard_pipeline.defs.workers import open_pool
+
+                instances.ensure_dagster_home()  # the workers' $DAGSTER_HOME
+                pool = stack.enter_context(
+                    open_pool(workers, build_definitions, entries, str(wh.root), pictures=guarded)
+                )
+            instance = stack.enter_context(instances.open_instance())
+            home = f"{instance.root_directory} ({instances.storage_kind(instance)})"
+            recovered = instances.fail_dead_runs(instance)
             if recovered:
                 click.echo(
                     f"marked {len(recovered)} run(s) of a killed evaluation as failed: "
                     + ", ".join(recovered),
                     err=True,
                 )
-            wh = Warehouse()
             defs = build_definitions(entries, warehouse_root=str(wh.root))
             # what lives until the end, out of the collector's walks (~1 s of full
             # collections at load 4: Dagster's and our modules walked again and again)
@@ -125,6 +132,7 @@ def evaluate(
                 backends=list(backends) or None,
                 workers=workers,
                 build=build_definitions,
+                pool=pool,
             )
         raise SystemExit(_report(result, wh, home, fail_on_gate))
 

@@ -2,15 +2,23 @@
 
 A collection walks every tracked object of the generations it collects; objects that stay
 (modules, definitions, a loaded dataset or report) are walked again by each full collection.
-Two ways out, both leave reference counting to free objects as always:
+Ways out, all of which leave reference counting to free objects as always:
 
 * :func:`settle`: what was built goes straight to the oldest generation (``gc.freeze`` then
   ``gc.unfreeze``: two list splices) instead of being walked by the next young collection;
 * :func:`held`: a command (``evaluate``) freezes what it built before its work, which lives
   as long as it does, out of every collection until it ends; :func:`settle` then freezes
   too (cyclic garbage among those objects waits for the end of the command);
+* :func:`hold_for_life`: the same for a worker process that never gives its frozen objects
+  back (forked after its imports: its collections skip them and its pages stay shared);
 * :func:`skip_at_exit`: a process's last act freezes what is left, so the interpreter's
   final collections do not walk it (the operating system frees it all at once).
+
+Whether anything is frozen is known from these functions, never asked of ``gc``:
+``gc.get_freeze_count`` walks the whole frozen list (6 ms for 500k objects), and
+:func:`settle` runs around every in-process batch of cases (it cost a worker ~9% of its time).
+Objects frozen by other code are unfrozen by :func:`settle` outside :func:`held` (only
+collections get slower).
 """
 
 from __future__ import annotations
@@ -20,18 +28,24 @@ import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-_holding = False  # what is frozen now was frozen by held()
+_holding = False  # objects are frozen by held() or hold_for_life(): settle() freezes too
 
 
 def settle() -> None:
     """The young generations' objects to the oldest one (or into the frozen set while
-    :func:`held` holds one), without walking them. Nothing when something else froze objects
-    (a ``gc.freeze`` before fork must stay as it is)."""
-    if gc.get_freeze_count() == 0:
-        gc.freeze()
+    :func:`held` or :func:`hold_for_life` holds one), without walking them."""
+    gc.freeze()
+    if not _holding:
         gc.unfreeze()
-    elif _holding:
-        gc.freeze()
+
+
+def hold_for_life() -> None:
+    """Freeze every object now, for the rest of this process, and let the collector run: for
+    a worker forked after its imports. :func:`settle` then freezes too."""
+    global _holding
+    gc.freeze()
+    _holding = True
+    gc.enable()
 
 
 @contextmanager
@@ -42,7 +56,7 @@ def held() -> Iterator[Callable[[], None]]:
     gets its garbage back). When something else already froze objects, only the pause."""
     global _holding
     collecting = gc.isenabled()
-    freezing = gc.get_freeze_count() == 0
+    freezing = not _holding and gc.get_freeze_count() == 0  # once, at the start of a command
     gc.disable()
 
     def start() -> None:

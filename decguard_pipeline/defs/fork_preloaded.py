@@ -1,4 +1,4 @@
-"""Imported last by the fork server (defs/fork_server.py ``WORKER_MODULES``), after everything
+"""Imported last by the fork server (defs/fork_server.py ``FROZEN``), after everything
 it preloads: those objects leave the cyclic collector for good (``gc.freeze``).
 
 * Each forked worker's collections then skip Dagster's and the pipeline's modules (tens of
@@ -7,6 +7,6 @@ it preloads: those objects leave the cyclic collector for good (``gc.freeze``).
 * The fork server's own exit, which the evaluation waits for, skips the final collections
   over them (~0.5 s of a 2-core machine)."""
 
-import gc
+from decguard_pipeline.core.collector import hold_for_life
 
-gc.freeze()
+hold_for_life()

@@ -1,13 +1,15 @@
-"""The fork server ``evaluate``'s workers are forked from (defs/parallel.py): a fresh
-interpreter, with no connection and no thread, that imports Dagster and the pipeline once
-(``WORKER_MODULES``). Started as early as ``evaluate`` knows it will need workers, so that
-its imports run beside the evaluation's own; stopped at the end of the evaluation's runs.
+"""The fork server ``evaluate``'s workers are forked from where they are not forked from the
+evaluation itself (defs/workers.py: POSIX systems other than Linux, or a thread running): a
+fresh interpreter, with no connection and no thread, that imports Dagster and the pipeline
+once (``WORKER_MODULES``). Started as early as ``evaluate`` knows it will need workers, so
+that its imports run beside the evaluation's own; stopped at the end of the evaluation's runs.
 
 This module imports nothing heavy: ``evaluate`` starts the server before importing Dagster."""
 
 from __future__ import annotations
 
 import multiprocessing
+import sys
 
 # What the workers import before or during their runs, imported once in the fork server (a
 # module missing here is imported by each worker that needs it; one that fails to import is
@@ -33,9 +35,9 @@ WORKER_MODULES = [
     "httpx",
     "aiohttp",
     "upath",
-    # last: what the modules above built leaves the collector (see the module)
-    "decguard_pipeline.defs.fork_preloaded",
 ]
+# the fork server imports this last: what the modules above built leaves its collector
+FROZEN = "decguard_pipeline.defs.fork_preloaded"
 
 
 def available() -> bool:
@@ -43,14 +45,24 @@ def available() -> bool:
     return "forkserver" in multiprocessing.get_all_start_methods()
 
 
-def start_early(workers: int) -> None:
-    """Start the fork server now when ``workers`` > 1 (a no-op when it runs already): it
-    imports ``WORKER_MODULES`` while this process goes on, and the first worker is forked
-    from it without waiting for them."""
-    if workers > 1 and available():
+def start_method() -> str:
+    """How ``evaluate``'s workers start: ``fork`` (from the evaluation, defs/workers.py) on
+    Linux, from this fork server on other POSIX systems (where a forked process may not use
+    some system libraries), else ``spawn``."""
+    if sys.platform == "linux":
+        return "fork"
+    return "forkserver" if available() else "spawn"
+
+
+def start_early(workers: int, *, method: str | None = None) -> None:
+    """Start the fork server now when ``workers`` > 1 and they come from it (``method``,
+    default ``start_method()``; a no-op when it runs already): it imports ``WORKER_MODULES``
+    while this process goes on, and the first worker is forked from it without waiting for
+    them."""
+    if workers > 1 and (method or start_method()) == "forkserver" and available():
         from multiprocessing import forkserver
 
-        forkserver.set_forkserver_preload(WORKER_MODULES)
+        forkserver.set_forkserver_preload([*WORKER_MODULES, FROZEN])
         forkserver.ensure_running()
 
 

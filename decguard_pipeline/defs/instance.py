@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -110,6 +110,18 @@ def open_instance() -> Iterator[dg.DagsterInstance]:
     instance is made whole aside and moved into place (a kill -9 during Dagster's creation
     left one that never opened whole), and a SQLite instance is tuned for the runs this
     process executes (defs/instance_sqlite.py)."""
+    instance, tuned, echo_back = open_for_runs()
+    try:
+        with instance:
+            yield instance
+    finally:
+        echo_back()
+        tuned.close()
+
+
+def open_for_runs() -> tuple[dg.DagsterInstance, instance_sqlite.Tuned, Callable[[], None]]:
+    """What :func:`open_instance` opens (for a process that executes runs until it ends: an
+    ``evaluate`` worker); the instance, its tuning and the undo of its log capture."""
     home = ensure_dagster_home()
     with _locked(home):
         text = (home / "dagster.yaml").read_text()
@@ -126,13 +138,7 @@ def open_instance() -> Iterator[dg.DagsterInstance]:
                 instance.dispose()
                 raise
     tuned = instance_sqlite.tune(instance)  # a commit per event, not a checkpoint per event
-    echo_back = instance_logs.capture_to_files(instance)  # no tail processes per run
-    try:
-        with instance:
-            yield instance
-    finally:
-        echo_back()
-        tuned.close()
+    return instance, tuned, instance_logs.capture_to_files(instance)  # no tail per run
 
 
 # -- runs and the processes that execute them -------------------------------------------------

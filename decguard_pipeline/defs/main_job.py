@@ -4,6 +4,7 @@ and checks through Dagster on a persistent instance (what ``decguard-pipeline ev
 
 import uuid
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 import dagster as dg
@@ -43,12 +44,14 @@ def evaluate_all(
     backends: list[str] | None = None,
     workers: int = 1,
     build: Callable[..., dg.Definitions] | None = None,
+    pool: Executor | None = None,
 ) -> MainJobResult:
     """Every contract: its targets registered, then their runs (and its production days) in
     ``workers`` processes within the per-server run limits (defs/parallel.py). A contract
     that cannot be evaluated (broken file, missing dataset, ...) is reported in ``broken``
     and the others still run. ``build`` (``definitions.build_definitions``) makes each worker
-    process's definitions when ``workers`` > 1."""
+    process's definitions when ``workers`` > 1; ``pool``: those workers, when the caller
+    opened them already (``workers.open_pool``: before the instance)."""
     fork_server.start_early(workers)  # unless evaluate did: its imports beside our work
     out = MainJobResult()
     items: list[parallel.Item] = []
@@ -72,7 +75,7 @@ def evaluate_all(
             production.append(True)
     results = parallel.run_items(
         items, instance, workers=workers, defs=defs, build=build, entries=entries,
-        warehouse_root=str(warehouse.root),
+        warehouse_root=str(warehouse.root), pool=pool,
     )  # fmt: skip
     for is_production, outcomes in zip(production, results, strict=True):
         (out.production if is_production else out.outcomes).extend(outcomes)

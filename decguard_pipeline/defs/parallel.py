@@ -9,36 +9,26 @@ instance, any other process's: the daemon's, another ``evaluate``'s), says its s
 room. A run of another process blocks an item for at most ``MAX_WAIT_S``: a run left STARTED
 by a process that died on another host must not wedge every later evaluation.
 
-Workers are never forked from this process (a forked child would share its SQLite and
-PostgreSQL connections and its threads' locks: the demo LLM server's). They are forked from a
-fork server (defs/fork_server.py): a fresh interpreter with no connection and no thread that
-has imported Dagster and the pipeline once, started as early as ``evaluate`` knows it will
-need workers, its imports beside this process's own. A worker then costs a fork, the
-definitions (~30 ms) and an instance, not an interpreter's start-up and ~1.5 s of imports
-each (spawned workers paid them each: ``--workers 2`` lost to one process on 2 cores). A
-worker takes this process's environment and working directory (the fork server's are those
-of its start), builds the definitions once, opens the instance through ``DAGSTER_HOME`` and
-dies with the evaluation. Where there is no fork server (not POSIX), workers are spawned."""
+The workers (defs/workers.py) are forked from the evaluation before it opens anything, or come
+from a fork server; ``evaluate`` opens their pool early and passes it in."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
 
-from decguard_pipeline.core import processes
-from decguard_pipeline.defs import fork_server, instance_logs, instance_sqlite
-from decguard_pipeline.defs.job_runs import Outcome, run_job
+from decguard_pipeline.defs import fork_server
+from decguard_pipeline.defs.job_runs import Outcome
 from decguard_pipeline.defs.limits import BACKEND_TAG, Tagged, limit_counter
+from decguard_pipeline.defs.workers import open_pool, run_item
 
 # Tag of every run of one `evaluate` invocation: its own runs are counted as they are
 # submitted, not read back from the instance.
@@ -83,66 +73,6 @@ class InlineExecutor(Executor):
         return future
 
 
-# -- the worker side ---------------------------------------------------------------------------
-
-_WORKER: dict[str, Any] = {}
-
-
-def _die_with(parent: int) -> None:
-    """End this worker when the evaluation that started it is gone (kill -9 included). The
-    worker's own parent is the fork server (or, spawned, the evaluation)."""
-    started_by = os.getppid()
-    while True:
-        if os.getppid() != started_by or not processes.running(parent):
-            os._exit(1)
-        time.sleep(0.5)
-
-
-def _start_worker(
-    parent: int,
-    build: Callable[..., Any],
-    entries: list[Any],
-    warehouse_root: str,
-    environ: dict[str, str],
-    cwd: str,
-) -> None:
-    import warnings
-
-    os.environ.clear()  # the evaluation's environment, not the fork server's
-    os.environ.update(environ)
-    os.chdir(cwd)
-    warnings.filterwarnings("ignore", category=dg.PreviewWarning)
-    warnings.filterwarnings("ignore", category=dg.BetaWarning)
-    threading.Thread(target=_die_with, args=(parent,), daemon=True).start()
-    _WORKER["defs"] = build(entries, warehouse_root=warehouse_root)
-    _WORKER["instance"] = instance = dg.DagsterInstance.get()
-    _WORKER["tuned"] = instance_sqlite.tune(instance)  # held until the worker ends
-    instance_logs.capture_to_files(instance)  # for the worker's life: no tail processes per run
-
-
-def run_item(item: Item, defs: Any = None, instance: Any = None) -> list[Any]:
-    """The outcomes of an item's runs (in a worker: its definitions and instance)."""
-    defs = defs if defs is not None else _WORKER["defs"]
-    instance = instance if instance is not None else _WORKER["instance"]
-    return [
-        run_job(defs.resolve_job_def(r.job), instance, item.contract, r.key, r.tags)
-        for r in item.runs
-    ]
-
-
-def _worker_pool(
-    workers: int, build: Callable[..., Any], entries: list[Any], warehouse_root: str
-) -> ProcessPoolExecutor:
-    fork_server.start_early(workers)  # if it was not already
-    method = "forkserver" if fork_server.available() else "spawn"
-    return ProcessPoolExecutor(
-        workers,
-        mp_context=multiprocessing.get_context(method),
-        initializer=_start_worker,
-        initargs=(os.getpid(), build, entries, warehouse_root, dict(os.environ), os.getcwd()),
-    )
-
-
 # -- the scheduler -----------------------------------------------------------------------------
 
 
@@ -180,19 +110,23 @@ def run_items(
     build: Callable[..., Any] | None = None,
     entries: list[Any],
     warehouse_root: str,
+    pool: Executor | None = None,
     log: Callable[[str], None] = lambda text: print(text, file=sys.stderr),
 ) -> list[list[Any]]:
-    """The outcomes of every item, in item order."""
+    """The outcomes of every item, in item order. ``pool``: the workers when ``workers`` > 1
+    (``workers.open_pool``, shut down here), else a pool is opened now."""
     marker = uuid.uuid4().hex[:12]
     items = [Item(i.contract, [_marked(r, marker) for r in i.runs], i.after) for i in items]
     limits = _limits(instance)
     if workers <= 1:
         executor: Executor = InlineExecutor()
         call: Callable[[Item], list[Any]] = lambda item: run_item(item, defs, instance)  # noqa: E731
+    elif pool is not None:
+        executor, call = pool, run_item
     else:
         if build is None:
             raise ValueError("workers > 1 needs build (the definitions factory of each worker)")
-        executor = _worker_pool(workers, build, entries, warehouse_root)
+        executor = open_pool(workers, build, entries, warehouse_root)
         call = run_item
     results: dict[int, list[Any]] = {}
     try:

@@ -200,7 +200,7 @@ def test_kill_evaluate_with_workers_then_the_next_one_recovers(tmp_path, loopbac
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.02)
     workers = children(process.pid)
-    assert len(workers) >= 3  # the fork server and the two workers it forked
+    assert len(workers) >= 2  # the two workers (and the fork server where they come from it)
     process.send_signal(signal.SIGKILL)
     process.wait()
     deadline = time.monotonic() + 30
