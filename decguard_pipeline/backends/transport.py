@@ -22,6 +22,7 @@ byte cannot exhaust memory or hold a worker (``body.py``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import re
 import threading
@@ -110,6 +111,19 @@ class Reply:
         return 200 <= self.status < 300
 
 
+@functools.lru_cache(maxsize=4)
+def _verifying_context(cert_file: str | None, cert_dir: str | None) -> Any:
+    return httpx.create_ssl_context()  # reads SSL_CERT_FILE / SSL_CERT_DIR as httpx would
+
+
+def tls_context() -> Any:
+    """httpx's default certificate-verifying ``ssl.SSLContext``, made once per process for
+    the trust settings in the environment (``SSL_CERT_FILE``, ``SSL_CERT_DIR``) and shared by
+    every client: each ``httpx.Client`` otherwise loads the CA bundle again (20-40 ms, about a
+    tenth of a small target run against an HTTP model)."""
+    return _verifying_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
 class HttpTransport(Backend):
     """A backend that talks HTTP. ``settings`` has at least ``timeout_s``, ``max_retries``,
     ``retry_backoff_s``, ``headers``, ``max_response_bytes`` and ``max_metadata_bytes``;
@@ -190,7 +204,10 @@ class HttpTransport(Backend):
         with self._lock:
             if self._client is None:
                 self._client = httpx.Client(
-                    headers=headers, timeout=self.settings.timeout_s, follow_redirects=False
+                    headers=headers,
+                    timeout=self.settings.timeout_s,
+                    follow_redirects=False,
+                    verify=tls_context(),
                 )
             return self._client
 

@@ -32,6 +32,7 @@ from decguard_pipeline.backends.body import (
     TooLarge,
     read_within,
 )
+from decguard_pipeline.backends.transport import tls_context
 from decguard_pipeline.core.contract.properties import ParaphraseSource
 from decguard_pipeline.core.errors import (
     BackendTimeout,
@@ -228,7 +229,10 @@ class OpenAIParaphraser(Paraphraser):
                 register_secret(key)
                 headers["Authorization"] = f"Bearer {key}"
             self._client = httpx.Client(
-                headers=headers, timeout=self.settings.timeout_s, transport=self._transport
+                headers=headers,
+                timeout=self.settings.timeout_s,
+                transport=self._transport,
+                verify=tls_context(),
             )
         return self._client
 
