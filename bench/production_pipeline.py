@@ -10,8 +10,9 @@ routing fields, latency, two metadata segments) taken
                ``ingest_day`` (check the records, store them in ``production_records``) then
                ``check_day`` on the columns just ingested (against the baseline, the report
                file and its sidecar, metrics, drift, segments and checks stored);
-  dagster      by the contract's ``production_<contract>`` job through ``execute_in_process``
-               on an open ephemeral instance (one step: both assets and the gate checks).
+  dagster      by the contract's ``production_<contract>`` job as ``evaluate`` runs it
+               (``execute_in_process`` on a persistent SQLite instance opened and tuned by
+               ``open_instance``; one step: both assets and the gate checks).
 
 For the pipeline two figures are printed. The **day** is its marginal cost: what a running
 pipeline (``evaluate``, the daily schedule) pays for one more day once its code is imported
@@ -79,33 +80,34 @@ def _child_steps(work: Path) -> None:
 
 
 def _child_dagster(work: Path) -> None:
-    """The day's production job through Dagster on an open instance, after a warm-up day."""
+    """The day's production job through Dagster as ``evaluate`` runs it (a persistent SQLite
+    instance opened by ``open_instance``, the collector held), after a warm-up day."""
     import warnings
 
-    import dagster as dg
-
+    os.environ["DAGSTER_HOME"] = str(work / "dagster_home")
+    shutil.rmtree(work / "dagster_home", ignore_errors=True)
+    from decguard_pipeline.core.collector import held
     from decguard_pipeline.definitions import build_definitions
     from decguard_pipeline.defs.assets.production import job_name
+    from decguard_pipeline.defs.instance import open_instance
+    from decguard_pipeline.defs.job_runs import run_job
     from decguard_pipeline.steps.contracts import discover_contracts
     from decguard_pipeline.warehouse import Warehouse
 
     warnings.filterwarnings("ignore")
-    entry = discover_contracts(str(work / "contracts"))[0]
-    Warehouse(work / "warehouse").ensure_catalog()
-    defs = build_definitions([entry], warehouse_root=str(work / "warehouse"))
-    job = defs.resolve_job_def(job_name(entry))
-    quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-    with dg.DagsterInstance.ephemeral() as instance:
+    with held() as settle, open_instance() as instance:
+        entry = discover_contracts(str(work / "contracts"))[0]
+        Warehouse(work / "warehouse").ensure_catalog()
+        defs = build_definitions([entry], warehouse_root=str(work / "warehouse"))
+        job = defs.resolve_job_def(job_name(entry))
+        settle()
         for day in (WARM_UP, DAY):
             start = time.perf_counter()
-            result = job.execute_in_process(
-                instance=instance, partition_key=day, raise_on_error=False, run_config=quiet
-            )
+            outcome = run_job(job, instance, entry.key, day, {})
             wall = time.perf_counter() - start
-            if not result.success:
-                raise SystemExit(f"the production job failed for {day}")
-    steps = len({e.step_key for e in result.all_events if e.is_step_success})
-    print(f"day {wall:.3f} (the job, {steps} step, success {result.success})", file=sys.stderr)
+            if not outcome.success:
+                raise SystemExit(f"the production job failed for {day}: {outcome.errors}")
+    print(f"day {wall:.3f} (the job, as evaluate runs it)", file=sys.stderr)
 
 
 def _fresh(work: Path) -> None:

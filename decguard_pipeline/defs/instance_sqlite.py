@@ -19,6 +19,9 @@ to the instance's run, event-log and schedule databases, never what is stored:
   for an fsync of the WAL. In WAL mode the database stays consistent through a crash of the
   process (kill -9 loses nothing committed); only an OS crash or power loss may roll back the
   last commits, never corrupt the file.
+* the answers to two kinds of repeated questions are remembered: the schema (a table or
+  column present stays present) and the latest materialisation of one asset partition,
+  which each check result looks up (until this process stores a new one of that asset).
 
 Other processes on the same instance (the UI, the daemon, another ``evaluate``) keep Dagster's
 own connections and are unaffected; WAL lets them read and write meanwhile. PostgreSQL
@@ -117,6 +120,8 @@ def _tune_storage(storage: Any, tuned: Tuned) -> None:
         storage.has_table = has_table
         names.append("has_table")
     names += _remember_schema(storage)
+    if name == "_connect":
+        names += _remember_latest_materialization(storage)
     tuned.changed.append((storage, names, engine))
 
 
@@ -153,6 +158,64 @@ def _remember_schema(storage: Any) -> list[str]:
             return answer
 
         setattr(storage, name, remembered)
+        names.append(name)
+    return names
+
+
+# Every check result of a partitioned asset looks up the latest materialisation of its
+# asset's partition, the one it checked (``AssetCheckResult._get_target_materialization_data``:
+# a query and the event's deserialisation, 10-30 ms with our assets' metadata): 23 times in
+# a refund target's run, for the same few materialisations. The answer to exactly that
+# question (one asset, one partition, the latest, no cursor) is remembered until this process
+# stores an event of that asset; a wipe forgets everything. Another process's materialisation
+# of the same partition during one of our steps is the only answer that can differ, a race
+# Dagster's own look-up has as well.
+FORGET_ALL = ("delete_events", "wipe", "wipe_asset", "wipe_asset_partitions")
+
+
+def _remember_latest_materialization(storage: Any) -> list[str]:
+    from dagster._core.event_api import AssetRecordsFilter
+
+    fetch, store = storage.fetch_materializations, storage.store_event
+    latest: dict[tuple[Any, str], Any] = {}
+
+    def fetch_materializations(
+        records_filter: Any, limit: int, cursor: str | None = None, ascending: bool = False
+    ) -> Any:
+        key = None
+        if isinstance(records_filter, AssetRecordsFilter) and limit == 1 and cursor is None:
+            partitions = records_filter.asset_partitions
+            only = AssetRecordsFilter(records_filter.asset_key, partitions)
+            if not ascending and partitions is not None and len(partitions) == 1:
+                key = (records_filter.asset_key, partitions[0]) if records_filter == only else None
+        if key is None:
+            return fetch(records_filter, limit, cursor, ascending)
+        if key not in latest:
+            latest[key] = fetch(records_filter, limit, cursor, ascending)
+        return latest[key]
+
+    def store_event(event: Any) -> None:
+        try:
+            store(event)
+        finally:  # only a materialisation changes the answer (not a check's own event)
+            if event.is_dagster_event and event.dagster_event.is_step_materialization:
+                asset = event.dagster_event.asset_key
+                for key in [k for k in latest if k[0] == asset]:
+                    del latest[key]
+
+    names = ["fetch_materializations", "store_event"]
+    storage.fetch_materializations = fetch_materializations
+    storage.store_event = store_event
+    for name in FORGET_ALL:
+        forget = getattr(storage, name, None)
+        if forget is None:
+            continue
+
+        def forgetting(*args: Any, _forget: Any = forget, **kwargs: Any) -> Any:
+            latest.clear()
+            return _forget(*args, **kwargs)
+
+        setattr(storage, name, forgetting)
         names.append(name)
     return names
 

@@ -159,3 +159,111 @@ def test_schema_answers_are_dagsters_and_only_a_yes_is_remembered(home: Path):
     # Dagster's own answers, on its own connections
     assert not storage.has_table("added_later") and storage.has_table("asset_keys")
     assert storage.has_asset_key_col("last_materialization_timestamp")
+
+
+# A partitioned asset with three checks: each check result looks up the materialisation it
+# checked. With the tuned storage that look-up is made once per materialisation.
+
+
+def _checked_asset():
+    import dagster as dg
+
+    parts = dg.StaticPartitionsDefinition(["a", "b"])
+    specs = [dg.AssetCheckSpec(f"c{i}", asset="thing", partitions_def=parts) for i in range(3)]
+
+    @dg.asset(partitions_def=parts, check_specs=specs)
+    def thing(context: dg.AssetExecutionContext):
+        yield dg.MaterializeResult(metadata={"partition": context.partition_key})
+        for spec in specs:
+            yield dg.AssetCheckResult(check_name=spec.name, passed=True)
+
+    return thing
+
+
+def _targets(instance, run_id: str) -> list[tuple[str, int]]:
+    """(run id, storage id) of the materialisation each check of the run says it checked."""
+    import dagster as dg
+
+    out = []
+    for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
+        target = entry.dagster_event.event_specific_data.target_materialization_data
+        out.append((target.run_id, target.storage_id))
+    return out
+
+
+def _storage_class():
+    from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
+
+    return SqlEventLogStorage
+
+
+def _latest(instance, partition: str) -> tuple[str, int]:
+    """Dagster's own answer (the storage class's method, not the memo)."""
+    import dagster as dg
+    from dagster._core.event_api import AssetRecordsFilter
+
+    record = _OWN_FETCH(
+        instance.event_log_storage,
+        AssetRecordsFilter(dg.AssetKey("thing"), [partition]),
+        limit=1,
+    ).records[0]
+    return record.run_id, record.storage_id
+
+
+_OWN_FETCH = _storage_class().fetch_materializations
+
+
+def test_a_check_looks_up_the_materialisation_it_checked_once(home: Path, monkeypatch):
+    import dagster as dg
+
+    thing = _checked_asset()
+    asked = []
+
+    def counted(self, *args, **kwargs):
+        asked.append(args[0])
+        return _OWN_FETCH(self, *args, **kwargs)
+
+    # before the instance opens: the memo of the tuned storage asks through this
+    monkeypatch.setattr(_storage_class(), "fetch_materializations", counted)
+    with open_instance() as instance:
+        runs = []
+        for partition in ("a", "b", "a"):  # "a" again: a new materialisation to point at
+            asked.clear()
+            result = dg.materialize([thing], instance=instance, partition_key=partition)
+            assert result.success
+            runs.append(result.run_id)
+            expected = _latest(instance, partition)
+            assert expected[0] == result.run_id
+            assert _targets(instance, result.run_id) == [expected] * 3
+            assert len(asked) == 1  # three checks, one look-up
+        # a materialisation stored by another instance (another process) is not seen by
+        # the memo until this process stores one of that asset: its own next run does
+        with dg.DagsterInstance.from_config(str(home)) as other:
+            other_run = dg.materialize([thing], instance=other, partition_key="b").run_id
+        result = dg.materialize([thing], instance=instance, partition_key="b")
+        assert _targets(instance, result.run_id) == [_latest(instance, "b")] * 3
+        assert _latest(instance, "b")[0] == result.run_id != other_run
+
+
+def test_other_questions_about_materialisations_are_dagsters(home: Path):
+    import dagster as dg
+    from dagster._core.event_api import AssetRecordsFilter
+
+    thing = _checked_asset()
+    with open_instance() as instance:
+        for partition in ("a", "a", "b"):
+            dg.materialize([thing], instance=instance, partition_key=partition)
+        key = dg.AssetKey("thing")
+        storage = instance.event_log_storage
+        for question in (
+            (AssetRecordsFilter(key, ["a"]), 2),
+            (AssetRecordsFilter(key, ["a", "b"]), 1),
+            (AssetRecordsFilter(key), 1),
+            (key, 1),
+        ):
+            ours = storage.fetch_materializations(*question).records
+            theirs = _OWN_FETCH(storage, *question).records
+            assert [r.storage_id for r in ours] == [r.storage_id for r in theirs]
+        assert len(storage.fetch_materializations(AssetRecordsFilter(key, ["a"]), 2).records) == 2
+        instance.wipe_assets([key])
+        assert storage.fetch_materializations(AssetRecordsFilter(key, ["b"]), 1).records == []
