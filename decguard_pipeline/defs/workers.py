@@ -75,10 +75,13 @@ def _start_worker(
     # its pages stay shared); a worker forked from the evaluation had its collector paused
     collector.hold_for_life()
     threading.Thread(target=_die_with, args=(parent,), daemon=True).start()
-    _WORKER["defs"] = build(entries, warehouse_root=warehouse_root)
-    # as the evaluation opens it (the first to open a new instance creates it, under a lock);
-    # tuned and capturing to files for the worker's life
-    _WORKER["instance"], _WORKER["tuned"], _ = open_for_runs()
+    try:
+        _WORKER["defs"] = build(entries, warehouse_root=warehouse_root)
+        # as the evaluation opens it (the first to open a new instance creates it, under a
+        # lock); tuned and capturing to files for the worker's life
+        _WORKER["instance"], _WORKER["tuned"], _ = open_for_runs()
+    except Exception as exc:  # each item this worker takes fails with it; an initializer
+        _WORKER["broken"] = exc  # that raised would print a traceback and break the pool
 
 
 def run_item(item: Any, defs: Any = None, instance: Any = None) -> list[Any]:
@@ -86,6 +89,8 @@ def run_item(item: Any, defs: Any = None, instance: Any = None) -> list[Any]:
     instance)."""
     from decguard_pipeline.defs.job_runs import run_job
 
+    if defs is None and "broken" in _WORKER:
+        raise _WORKER["broken"]  # the scheduler reports it as the item's error
     defs = defs if defs is not None else _WORKER["defs"]
     instance = instance if instance is not None else _WORKER["instance"]
     return [

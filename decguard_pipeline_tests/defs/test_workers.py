@@ -122,3 +122,36 @@ def test_the_fork_server_is_not_started_where_workers_are_forked(monkeypatch):
     fork_server.start_early(2, method="fork")
     fork_server.start_early(1, method="forkserver")
     assert started == []
+
+
+BROKEN = textwrap.dedent(
+    """
+    import os
+    from decguard_pipeline.defs import workers
+    from decguard_pipeline.defs.instance import ensure_dagster_home
+    from decguard_pipeline.defs.parallel import Item, Run
+
+    def broken(entries, warehouse_root):
+        raise ValueError("no definitions today")
+
+    if __name__ == "__main__":
+        ensure_dagster_home()
+        with workers.open_pool(2, broken, [], ".") as pool:
+            item = Item("refund", [Run("evaluate_refund", "default@v1", {})])
+            try:
+                pool.submit(workers.run_item, item).result(timeout=300)
+            except ValueError as exc:
+                print("the item failed:", exc)
+    """
+)
+
+
+def test_a_worker_that_cannot_start_fails_its_items_without_a_traceback(tmp_path: Path):
+    script = tmp_path / "broken.py"
+    script.write_text(BROKEN)
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "the item failed: no definitions today\n"
+    assert "Traceback" not in done.stderr and "initializer" not in done.stderr
