@@ -114,7 +114,8 @@ def run_items(
     log: Callable[[str], None] = lambda text: print(text, file=sys.stderr),
 ) -> list[list[Any]]:
     """The outcomes of every item, in item order. ``pool``: the workers when ``workers`` > 1
-    (``workers.open_pool``, shut down here), else a pool is opened now."""
+    (``workers.open_pool``, shut down here), else a pool is opened now (from the fork
+    server: ``instance`` is open)."""
     marker = uuid.uuid4().hex[:12]
     items = [Item(i.contract, [_marked(r, marker) for r in i.runs], i.after) for i in items]
     limits = _limits(instance)
@@ -126,7 +127,9 @@ def run_items(
     else:
         if build is None:
             raise ValueError("workers > 1 needs build (the definitions factory of each worker)")
-        executor = open_pool(workers, build, entries, warehouse_root)
+        # this process has its instance (connections) open by now: never forked from it
+        late = "forkserver" if fork_server.available() else "spawn"
+        executor = open_pool(workers, build, entries, warehouse_root, method=late)
         call = run_item
     results: dict[int, list[Any]] = {}
     try:

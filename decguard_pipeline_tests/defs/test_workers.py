@@ -155,3 +155,33 @@ def test_a_worker_that_cannot_start_fails_its_items_without_a_traceback(tmp_path
     assert done.returncode == 0, done.stderr
     assert done.stdout == "the item failed: no definitions today\n"
     assert "Traceback" not in done.stderr and "initializer" not in done.stderr
+
+
+def test_a_pool_opened_once_the_instance_is_open_is_never_forked_from_it(tmp_path, monkeypatch):
+    """A library caller of evaluate_all with workers and no pool: by then this process has
+    its instance's connections open, so the workers come from the fork server (or spawn),
+    and every run still completes."""
+    from decguard_pipeline.definitions import build_definitions
+    from decguard_pipeline.defs import parallel
+    from decguard_pipeline.defs.instance import open_instance
+    from decguard_pipeline.defs.main_job import evaluate_all
+    from decguard_pipeline.steps.contracts import discover_contracts
+    from decguard_pipeline_tests.support.evaluate_places import MOCK, Place, write_contract
+
+    place = Place(tmp_path, days=True).use(monkeypatch)
+    write_contract(place.contracts / "tiny", MOCK)
+    entries = discover_contracts()
+    asked: list[str | None] = []
+    real = parallel.open_pool
+
+    def spy(*args, **kwargs):
+        asked.append(kwargs.get("method"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(parallel, "open_pool", spy)
+    with open_instance() as instance:
+        defs = build_definitions(entries, warehouse_root=str(place.wh.root))
+        result = evaluate_all(defs, entries, instance, place.wh, workers=2,
+                              build=build_definitions)  # fmt: skip
+    assert asked and "fork" not in asked
+    assert [o.success for o in result.outcomes + result.production] == [True, True, True]
