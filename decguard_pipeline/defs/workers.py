@@ -3,16 +3,16 @@
 Where a worker comes from (``fork_server.start_method``):
 
 * **Linux: forked from the evaluation itself, early.** :func:`open_pool` runs right after
-  ``evaluate`` found its contracts and started its child processes (the demo server, the
-  picture drawer): it imports what runs need (``fork_server.WORKER_MODULES``, and matplotlib
-  when a contract has a guard) and forks the workers at once, *before* the evaluation opens
-  its instance or any other connection, while it has no thread but its main one. A forked
-  worker shares no SQLite or PostgreSQL connection and no lock held by another thread. Each
-  worker then pays a fork and its definitions (~30 ms). The imports are paid once: the fork
-  server was a second interpreter importing the same modules (~1.3 s of CPU) beside the
-  evaluation's own, and forked the first worker only when it was done.
-  Should a thread be running by then (a library that starts one on import), the workers
-  come from the fork server instead.
+  ``evaluate`` found its contracts and started the demo server's process: it imports what
+  runs need (``fork_server.WORKER_MODULES``, and matplotlib when a contract has a guard) and
+  forks the workers at once, *before* the evaluation opens its instance or any other
+  connection, while it has no thread but its main one. A forked worker shares no SQLite or
+  PostgreSQL connection and no lock held by another thread. Each worker then pays a fork
+  and its definitions (~30 ms). The imports are paid once: the fork server was a second
+  interpreter importing the same modules (~1.3 s of CPU) beside the evaluation's own, and
+  forked the first worker only when it was done. Should a thread be running by then (a
+  library that starts one on import), the workers come from the fork server instead; so do
+  those of a pool opened once the instance is open (``parallel.run_items`` without one).
 * **Other POSIX systems: from the fork server** (defs/fork_server.py), which ``evaluate``
   starts first thing so its imports run beside its own. Workers take the evaluation's
   environment and working directory, not the fork server's.
@@ -119,11 +119,11 @@ def open_pool(
     call it before opening the instance; ``pictures``: the guard's modules too.
     ``$DAGSTER_HOME`` must be set already (``instance.ensure_dagster_home``)."""
     method = method or fork_server.start_method()
-    if method == "fork" and threading.active_count() > 1:
-        method = "forkserver" if fork_server.available() else "spawn"
     if method == "fork":
         _import([*fork_server.WORKER_MODULES, *(PICTURE_MODULES if pictures else [])])
-    elif method == "forkserver":
+        if threading.active_count() > 1:  # after the imports: one of them may start a thread
+            method = "forkserver" if fork_server.available() else "spawn"
+    if method == "forkserver":
         fork_server.start_early(workers, method=method)  # if it was not already
     pool = ProcessPoolExecutor(
         workers,
