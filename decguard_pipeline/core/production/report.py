@@ -18,7 +18,6 @@ from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.errors import ReportError
@@ -70,12 +69,6 @@ class ProductionReport:
             what="production report",
         )  # fmt: skip
 
-    def write_texts(self, path: str | Path, texts: Iterable[pa.Array]) -> None:
-        """The report file with ``records`` given as the records' indented JSON texts
-        (``record_text.record_texts(..., indented=True)``), a batch at a time: the same
-        bytes as :meth:`write`, with no record ever a Python object."""
-        write_with_records(path, self.document, texts)
-
     def print_json(self) -> None:
         print_document(self.document, stream_key="records", items=self.records())
 
@@ -90,13 +83,12 @@ def write_with_records(
     path: str | Path,
     document: dict[str, Any],
     texts: Iterable[pa.Array | pa.ChunkedArray],
-    *,
-    separated: bool = False,
 ) -> str:
     """``document`` (indented as orjson indents it) with its ``records`` list made of
-    ``texts``: each batch's records are joined by Arrow and written as one buffer, hashed and
-    written on a thread of its own while the next batch is made (``separated``: each text
-    already begins with :data:`SEPARATOR`). Returns the sha256 of the bytes written."""
+    ``texts``, each the record's indented JSON after :data:`SEPARATOR`
+    (``record_text.record_texts(..., indented=True, prefix=SEPARATOR)``): each chunk is
+    written as one buffer, hashed and written on a thread of its own while the next batch is
+    made. The same bytes as :meth:`Report.write`. Returns the sha256 of the bytes written."""
     whole = dumps({**document, "records": _RECORDS_MARK}).encode()
     at = whole.index(f'"{_RECORDS_MARK}"'.encode())
     digest = hashlib.sha256()
@@ -124,8 +116,6 @@ def write_with_records(
                 for chunk in chunks:
                     if not len(chunk):
                         continue
-                    if not separated:
-                        chunk = pc.binary_join_element_wise(pa.scalar(SEPARATOR), chunk, "")
                     data = string_bytes(chunk)
                     # the first record has no comma before it
                     out(b"[\n" + bytes(data[2:]) if first else data)

@@ -103,7 +103,7 @@ def _write_report(document: dict[str, Any], path: Path, stored: Path, spec: Deci
     the standard library can write (an integer beyond 64 bits) sends the whole file to the
     record-by-record writer, which then writes it as ``check`` does."""
     try:
-        return write_with_records(path, document, report_texts(stored, spec), separated=True)
+        return write_with_records(path, document, report_texts(stored, spec))
     except orjson.JSONEncodeError:
         records = (normalized_record(i.value, i.position, spec) for i in stored_items(stored))
         write_document(path, document, stream_key="records", items=records,

@@ -33,10 +33,10 @@ def test_a_report_written_with_a_small_window_is_the_same_file(
     document = {"check_version": "0.1", "records": None, "status": "pass"}
     texts = [pa.array([f',\n    {{"id": "r{i}-{j}"}}' for j in range(300)]) for i in range(20)]
     plain = tmp_path / "plain.json"
-    digest = write_with_records(plain, document, texts, separated=True)
+    digest = write_with_records(plain, document, texts)
     monkeypatch.setattr(WrittenPages.__init__, "__defaults__", (4096,))  # a 4 KB window
     dropped = tmp_path / "dropped.json"
-    assert write_with_records(dropped, document, texts, separated=True) == digest
+    assert write_with_records(dropped, document, texts) == digest
     assert dropped.read_bytes() == plain.read_bytes()
     assert hashlib.sha256(plain.read_bytes()).hexdigest() == digest
     assert plain.stat().st_size > 4 * 4096
