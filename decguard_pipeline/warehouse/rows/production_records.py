@@ -291,14 +291,15 @@ def read_batches(path: Path, columns: list[str], size: int = 1 << 16) -> Iterato
 
 # -- read back ----------------------------------------------------------------------------
 
-_COPIED_BACK = (
+# the stored columns a record is read back from as they are (the report too: production_report)
+COPIED_BACK = (
     "id", "timestamp", "decision", "selected", "confidence", "backend", "model",
     "model_version", "outcome", "outcome_correct", "latency_ms", "cost", "action", "fallback",
 )  # fmt: skip
-_FOR_CHECK = [*_COPIED_BACK, "input_text", "labels", "probs", "metadata_json"]
+_FOR_CHECK = [*COPIED_BACK, "input_text", "labels", "probs", "metadata_json"]
 
 
-def _probs(batch: pa.Table) -> tuple[list[str], np.ndarray]:
+def stored_probs(batch: pa.Table) -> tuple[list[str], np.ndarray]:
     """The stored labels (one ingestion, one label order) and probabilities as a matrix."""
     labels = batch.column("labels")[0].as_py() if batch.num_rows else []
     values = batch.column("probs").combine_chunks().flatten().to_numpy(zero_copy_only=False)
@@ -337,8 +338,8 @@ def stored_stretches(
     probabilities a struct of the stored labels, the metadata only as far as the segment
     keys), with their items parsed from ``record_json`` for the record-by-record path."""
     for batch, stored in _row_groups(path, _FOR_CHECK):
-        labels, probs = _probs(batch)
-        fields = {name: batch.column(name) for name in _COPIED_BACK}
+        labels, probs = stored_probs(batch)
+        fields = {name: batch.column(name) for name in COPIED_BACK}
         fields["input"] = batch.column("input_text")
         fields["probabilities"] = pa.StructArray.from_arrays(
             [pa.array(probs[:, j]) for j in range(len(labels))], names=labels

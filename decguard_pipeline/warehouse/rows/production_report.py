@@ -28,11 +28,11 @@ from decguard_pipeline.core.production.record_text import (
     record_texts,
 )
 from decguard_pipeline.core.production.report import SEPARATOR
-from decguard_pipeline.warehouse.rows.production_records import _COPIED_BACK, _probs
+from decguard_pipeline.warehouse.rows.production_records import COPIED_BACK, stored_probs
 
 WORKERS = 2  # threads building groups' texts
 AHEAD = 3  # groups built ahead of the writer (bounds memory to a few groups' texts)
-_FOR_TEXT = [*_COPIED_BACK, "input_json", "labels", "probs", "metadata_json"]
+_FOR_TEXT = [*COPIED_BACK, "input_json", "labels", "probs", "metadata_json"]
 
 Texts = pa.Array | pa.ChunkedArray
 
@@ -46,9 +46,9 @@ def _group_texts(
     if file is None:
         file = files.file = pq.ParquetFile(path)
     batch = file.read_row_group(group, _FOR_TEXT)
-    labels, probs = _probs(batch)
+    labels, probs = stored_probs(batch)
     probs = probs[:, [labels.index(label) for label in spec.labels]]
-    fields = {name: batch.column(name) for name in _COPIED_BACK}
+    fields = {name: batch.column(name) for name in COPIED_BACK}
     fields["input"] = batch.column("input_json")
     fields["metadata"] = batch.column("metadata_json")
     texts = record_texts(pa.table(fields), spec.labels, probs, indented=True, prefix=SEPARATOR)
