@@ -30,8 +30,8 @@ import numpy as np
 
 from decguard_pipeline.backends.base import Backend
 from decguard_pipeline.backends.collector import FLUSH_EVERY, Collector
+from decguard_pipeline.core.collector import gc_paused
 from decguard_pipeline.core.contract import DecisionSpec
-from decguard_pipeline.core.dataset import gc_paused
 from decguard_pipeline.core.decision import (
     DEFAULT_MAX_METADATA_BYTES,
     DecisionRequest,

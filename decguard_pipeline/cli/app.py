@@ -137,7 +137,7 @@ def _run(
 
         # the modules a run needs, imported with the collector paused (hundreds of thousands
         # of long-lived objects: collections during the imports would only walk them), then
-        # handed straight to the oldest generation (core.dataset.gc_paused(settle=True),
+        # handed straight to the oldest generation (core.collector.gc_paused(settle=True),
         # written out here: importing it is part of what is paused)
         collecting = gc.isenabled()
         gc.disable()

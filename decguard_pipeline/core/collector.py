@@ -4,6 +4,8 @@ A collection walks every tracked object of the generations it collects; objects 
 (modules, definitions, a loaded dataset or report) are walked again by each full collection.
 Ways out, all of which leave reference counting to free objects as always:
 
+* :func:`gc_paused`: no collection while a batch of acyclic objects is built (cases,
+  requests, results, a report's records), settled afterwards when they are kept;
 * :func:`settle`: what was built goes straight to the oldest generation (``gc.freeze`` then
   ``gc.unfreeze``: two list splices) instead of being walked by the next young collection;
 * :func:`held`: a command (``evaluate``) freezes what it built before its work, which lives
@@ -39,6 +41,9 @@ def settle() -> None:
         gc.unfreeze()
 
 
+_settle = settle  # for gc_paused, whose keyword shadows the name
+
+
 def hold_for_life() -> None:
     """Freeze every object now, for the rest of this process, and let the collector run: for
     a worker forked after its imports. :func:`settle` then freezes too."""
@@ -46,6 +51,27 @@ def hold_for_life() -> None:
     gc.freeze()
     _holding = True
     gc.enable()
+
+
+@contextmanager
+def gc_paused(*, settle: bool = False) -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many acyclic objects (cases,
+    requests, results). Each collection would walk every object built so far, and with
+    100k+ live cases those walks cost more than the work itself; nothing built here forms
+    a cycle, so nothing is left for the collector to find.
+
+    ``settle``: what was built is kept (a run's results), so on the way out it goes straight
+    to the oldest generation (:func:`settle`) instead of being walked at once by
+    the first young collection; it is freed by reference counting as always."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            if settle:
+                _settle()
+            gc.enable()
 
 
 @contextmanager

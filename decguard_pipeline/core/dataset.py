@@ -8,44 +8,21 @@ skipped. Cases are kept column-wise so a million of them stay small.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
 
-from decguard_pipeline.core import collector
+from decguard_pipeline.core.collector import gc_paused
 from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.decision import DecisionInput
 from decguard_pipeline.core.errors import DatasetError
 from decguard_pipeline.core.validation import Strict, format_errors, loads_strict, strict_scanner
 
 CASE_KEYS = frozenset({"id", "input", "expected", "metadata"})
-
-
-@contextmanager
-def gc_paused(*, settle: bool = False) -> Iterator[None]:
-    """Pause the cyclic garbage collector while building many acyclic objects (cases,
-    requests, results). Each collection would walk every object built so far, and with
-    100k+ live cases those walks cost more than the work itself; nothing built here forms
-    a cycle, so nothing is left for the collector to find.
-
-    ``settle``: what was built is kept (a run's results), so on the way out it goes straight
-    to the oldest generation (``core.collector.settle``) instead of being walked at once by
-    the first young collection; it is freed by reference counting as always."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            if settle:
-                collector.settle()
-            gc.enable()
 
 
 class Case(Strict):

@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from decguard_pipeline.core.collector import gc_paused
 from decguard_pipeline.core.contract import LoadedContract
-from decguard_pipeline.core.dataset import gc_paused
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.gates import overall_status
 from decguard_pipeline.core.properties.summary import property_checks

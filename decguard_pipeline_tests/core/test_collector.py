@@ -96,3 +96,15 @@ def test_skip_at_exit_freezes_everything_after_the_later_exit_handlers():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n") == ["later False", "earlier True", ""]
+
+
+def test_gc_paused_pauses_then_settles_what_was_built():
+    with collector.gc_paused(settle=True):
+        assert not gc.isenabled()
+        built = Node()
+        assert _in_generation(built, 0)
+    assert gc.isenabled() and _in_generation(built, 2) and gc.get_freeze_count() == 0
+    gc.disable()
+    with collector.gc_paused(settle=True):
+        pass
+    assert not gc.isenabled()  # a paused collector stays paused

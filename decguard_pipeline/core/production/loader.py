@@ -27,8 +27,9 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
+from decguard_pipeline.core.collector import gc_paused
 from decguard_pipeline.core.contract.decision import DecisionSpec
-from decguard_pipeline.core.dataset import gc_paused, iter_items, read_text
+from decguard_pipeline.core.dataset import iter_items, read_text
 from decguard_pipeline.core.errors import DatasetError
 from decguard_pipeline.core.production import jsonl_blocks
 from decguard_pipeline.core.production.arrow_batches import table_batch

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from decguard_pipeline.core.collector import gc_paused
 from decguard_pipeline.core.contract import Evaluation, Gates, LoadedContract
-from decguard_pipeline.core.dataset import gc_paused
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.golden.gates import golden_checks
 from decguard_pipeline.core.golden.metrics import gate_values, golden_metrics

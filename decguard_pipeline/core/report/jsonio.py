@@ -15,6 +15,7 @@ from typing import IO, Any
 
 import orjson
 
+from decguard_pipeline.core.collector import gc_paused
 from decguard_pipeline.core.errors import ReportError
 
 _OPTS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
@@ -175,8 +176,6 @@ def write_stream(
 ) -> None:
     """Write ``document`` with ``document[key]`` replaced by the streamed ``items`` (and the
     lists at the ``chunked`` paths written in batches) to a binary stream."""
-    from decguard_pipeline.core.dataset import gc_paused
-
     with gc_paused():  # a record per item, none kept: nothing for the collector but walks
         for chunk in _chunks(document, key, items, chunked):
             out.write(chunk)
@@ -226,8 +225,6 @@ def print_document(
     if stream_key is None:
         sys.stdout.write(dumps(document) + "\n")
     else:
-        from decguard_pipeline.core.dataset import gc_paused
-
         with gc_paused():
             for chunk in _chunks(document, stream_key, items):
                 sys.stdout.write(str(chunk, "utf-8"))

@@ -15,9 +15,9 @@ import numpy as np
 import orjson
 from pydantic import ValidationError
 
+from decguard_pipeline.core.collector import gc_paused
 from decguard_pipeline.core.contract import Evaluation, Gates
 from decguard_pipeline.core.contract.decision import DecisionSpec
-from decguard_pipeline.core.dataset import gc_paused
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.json_limits import check_utf8, read_document, structure_problem

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from decguard_pipeline.backends.base import Backend
+from decguard_pipeline.core.collector import gc_paused
 from decguard_pipeline.core.contract import LoadedContract
-from decguard_pipeline.core.dataset import gc_paused
 from decguard_pipeline.core.properties.compare import Comparisons, judge_many
 from decguard_pipeline.core.properties.minimize import GreedySearch
 from decguard_pipeline.core.properties.pairs import (
