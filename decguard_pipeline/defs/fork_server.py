@@ -11,9 +11,10 @@ from __future__ import annotations
 import multiprocessing
 import sys
 
-# What the workers import before or during their runs, imported once in the fork server (a
-# module missing here is imported by each worker that needs it; one that fails to import is
-# skipped by the fork server). Listed from a profile of `evaluate --workers 2`.
+# What the workers import before or during their runs, imported once: by the fork server, or
+# by `evaluate` itself before it forks them (defs/workers.py). A module missing here is
+# imported by each worker that needs it; one that fails to import is skipped. Listed from a
+# profile of `evaluate --workers 2`.
 WORKER_MODULES = [
     "decguard_pipeline.definitions",
     "decguard_pipeline.defs.parallel",

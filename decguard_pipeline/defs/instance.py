@@ -110,18 +110,18 @@ def open_instance() -> Iterator[dg.DagsterInstance]:
     instance is made whole aside and moved into place (a kill -9 during Dagster's creation
     left one that never opened whole), and a SQLite instance is tuned for the runs this
     process executes (defs/instance_sqlite.py)."""
-    instance, tuned, echo_back = open_for_runs()
+    instance, untune = open_for_runs()
     try:
         with instance:
             yield instance
     finally:
-        echo_back()
-        tuned.close()
+        untune()
 
 
-def open_for_runs() -> tuple[dg.DagsterInstance, instance_sqlite.Tuned, Callable[[], None]]:
+def open_for_runs() -> tuple[dg.DagsterInstance, Callable[[], None]]:
     """What :func:`open_instance` opens (for a process that executes runs until it ends: an
-    ``evaluate`` worker); the instance, its tuning and the undo of its log capture."""
+    ``evaluate`` worker): the instance, and what gives its storages and log capture back
+    Dagster's own (closing the pooled connections)."""
     home = ensure_dagster_home()
     with _locked(home):
         text = (home / "dagster.yaml").read_text()
@@ -138,7 +138,13 @@ def open_for_runs() -> tuple[dg.DagsterInstance, instance_sqlite.Tuned, Callable
                 instance.dispose()
                 raise
     tuned = instance_sqlite.tune(instance)  # a commit per event, not a checkpoint per event
-    return instance, tuned, instance_logs.capture_to_files(instance)  # no tail per run
+    echo_back = instance_logs.capture_to_files(instance)  # no tail processes per run
+
+    def untune() -> None:
+        echo_back()
+        tuned.close()
+
+    return instance, untune
 
 
 # -- runs and the processes that execute them -------------------------------------------------

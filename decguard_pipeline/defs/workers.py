@@ -79,7 +79,7 @@ def _start_worker(
         _WORKER["defs"] = build(entries, warehouse_root=warehouse_root)
         # as the evaluation opens it (the first to open a new instance creates it, under a
         # lock); tuned and capturing to files for the worker's life
-        _WORKER["instance"], _WORKER["tuned"], _ = open_for_runs()
+        _WORKER["instance"], _ = open_for_runs()  # tuned until the worker ends
     except Exception as exc:  # each item this worker takes fails with it; an initializer
         _WORKER["broken"] = exc  # that raised would print a traceback and break the pool
 

@@ -135,7 +135,7 @@ def scoreboard_turn(contract: str, warehouse: Warehouse) -> Iterator[None]:
     warehouse and the contract: the kernel releases it however its holder ends."""
     try:
         import fcntl
-    except ImportError:  # not POSIX: no lock (workers > 1 are fork-server POSIX processes)
+    except ImportError:  # not POSIX: no lock, and the race stays possible with --workers > 1
         yield
         return
     key = hashlib.sha256(f"{warehouse.root}\0{contract}".encode()).hexdigest()[:24]
