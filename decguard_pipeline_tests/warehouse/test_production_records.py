@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import random
 import textwrap
+import time
+from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import pytest
 from decguard_pipeline.core.contract import load_contract
 from decguard_pipeline.core.production import jsonl_blocks
 from decguard_pipeline.core.production.loader import load_records
+from decguard_pipeline.warehouse.rows import production_records
 from decguard_pipeline.warehouse.rows.production_records import RecordsWriter
 from decguard_pipeline_tests.support.production_records import CONTRACTS, make_record
 
@@ -52,10 +55,12 @@ def _write(path: Path, rows: list[tuple[dict[str, Any], bool]]) -> Path:
     return path
 
 
-def _rows(path: Path, contract: Path) -> tuple[pa.Table, int]:
+def _rows(
+    path: Path, contract: Path, pools: tuple[Executor, Executor] | None = None
+) -> tuple[pa.Table, int]:
     c = load_contract(contract).contract
     tables: list[pa.Table] = []
-    writer = RecordsWriter(c.spec(), dict(KEYS), None, tables.append)
+    writer = RecordsWriter(c.spec(), dict(KEYS), None, tables.append, pools)
     data = load_records(
         path, c.spec(), tolerance=c.evaluation.probability_tolerance,
         segment_keys=c.production.segments, sink=writer,
@@ -82,6 +87,53 @@ def test_rows_built_column_wise_equal_the_record_by_record_rows(seed, tmp_path, 
     assert fast.schema == exact.schema
     for name in fast.column_names:
         assert fast.column(name).to_pylist() == exact.column(name).to_pylist(), name
+
+
+def test_stretches_built_and_written_on_two_threads_are_written_in_order(tmp_path, monkeypatch):
+    """The ingestion's writer: rows are built on one pool while one thread writes them; a
+    stretch slow to build still comes out in its place (here with two building threads,
+    so that later stretches are built before it)."""
+    contract = tmp_path / "c.yaml"
+    contract.write_text(textwrap.dedent(CONTRACTS["choice"]))
+    path = _write(tmp_path / "day.jsonl", [_varied(random.Random(5), i) for i in range(800)])
+    monkeypatch.setattr(jsonl_blocks, "BLOCK_BYTES", 4096)
+    alone, _ = _rows(path, contract)
+    built = production_records.arrow_rows
+
+    def slow_first(table, batch, block, starts, spec, first_position):
+        if first_position == 1:
+            time.sleep(0.2)  # the next stretches are built meanwhile
+        return built(table, batch, block, starts, spec, first_position)
+
+    monkeypatch.setattr(production_records, "arrow_rows", slow_first)
+    with ThreadPoolExecutor(2) as building, ThreadPoolExecutor(1) as writing:
+        threaded, _ = _rows(path, contract, (building, writing))
+    assert threaded.column("position").to_pylist() == list(range(800))
+    assert threaded.equals(alone)
+
+
+def test_a_stretch_that_cannot_be_built_on_its_thread_fails_the_load(tmp_path, monkeypatch):
+    contract = tmp_path / "c.yaml"
+    contract.write_text(textwrap.dedent(CONTRACTS["choice"]))
+    path = _write(tmp_path / "day.jsonl", [_varied(random.Random(6), i) for i in range(800)])
+    monkeypatch.setattr(jsonl_blocks, "BLOCK_BYTES", 4096)
+    built = production_records.arrow_rows
+    broken_at: list[int] = []
+
+    def breaks(table, batch, block, starts, spec, first_position):
+        if first_position > 200 and not broken_at:
+            broken_at.append(first_position)
+            raise MemoryError("no memory for this stretch")
+        return built(table, batch, block, starts, spec, first_position)
+
+    monkeypatch.setattr(production_records, "arrow_rows", breaks)
+    with (
+        ThreadPoolExecutor(1) as building,
+        ThreadPoolExecutor(1) as writing,
+        pytest.raises(MemoryError, match="no memory for this stretch"),
+    ):
+        _rows(path, contract, (building, writing))
+    assert broken_at
 
 
 def test_record_json_is_the_normalised_record_as_orjson_writes_it(tmp_path):

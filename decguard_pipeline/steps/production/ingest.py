@@ -162,6 +162,7 @@ def _ingest(
     wh = step.warehouse
     with (
         ThreadPoolExecutor(1) as hasher,
+        ThreadPoolExecutor(1) as building,
         ThreadPoolExecutor(1) as parquet,
         wh.writing(
             RECORDS,
@@ -173,7 +174,7 @@ def _ingest(
         ) as append,
     ):
         digest = hasher.submit(file_digest, path)
-        writer = RecordsWriter(spec, keys, digest, append, parquet)
+        writer = RecordsWriter(spec, keys, digest, append, (building, parquet))
         try:
             data = load_records(path, spec, **loader_options(loaded), sink=writer, hashed=digest)
             _check_segments(data, loaded)

@@ -219,9 +219,11 @@ def stored_rows(
 class RecordsWriter:
     """The loader's sink while a day is ingested: each accepted stretch becomes
     ``production_records`` rows, handed to ``write`` once the source's hash is known (the
-    rows carry it; it is computed beside the load). ``pool``: a thread that builds the rows
-    and writes them, in order, while the loader parses and checks the next stretches (at
-    most ``AHEAD`` wait); without one, each stretch is stored as it comes."""
+    rows carry it; it is computed beside the load). ``pools``: two threads, one building
+    each stretch's rows and one writing them in order, so that the rows of the next stretch
+    are built while the last is encoded and compressed (Parquet releases the GIL), while
+    the loader parses and checks the stretches after (at most ``AHEAD`` wait); without
+    them, each stretch is stored as it comes."""
 
     AHEAD = 2
 
@@ -231,13 +233,13 @@ class RecordsWriter:
         keys: dict[str, Any],
         digest: Future[str] | None,
         write: Callable[[pa.Table], None],
-        pool: Executor | None = None,
+        pools: tuple[Executor, Executor] | None = None,
     ) -> None:
         self.spec = spec
         self.keys = keys
         self.digest = digest
         self.write = write
-        self.pool = pool
+        self.pools = pools
         self.count = 0
         self.writing: deque[Future[None]] = deque()
         self.shown: pa.Table | None = None
@@ -252,10 +254,13 @@ class RecordsWriter:
         self.count += len(items)
 
     def _add(self, rows: Callable[[], tuple[pa.Table, np.ndarray]], first: int) -> None:
-        if self.pool is None:
+        if self.pools is None:
             self._store(*rows(), first)
             return
-        self.writing.append(self.pool.submit(lambda: self._store(*rows(), first)))
+        building, writing = self.pools
+        built = building.submit(rows)
+        # the writer is one thread: stretches are written in the order they came
+        self.writing.append(writing.submit(lambda: self._store(*built.result(), first)))
         while len(self.writing) > self.AHEAD:
             self.writing.popleft().result()
 
