@@ -25,8 +25,10 @@ the day), comparable with ``check`` as a process. Peak RSS is the child's ``ru_m
     .venv/bin/python bench/production_pipeline.py --big            # and 10,000,000
     .venv/bin/python bench/production_pipeline.py --records 1000000 --keep /tmp/days
 
-Each command runs ``--repeat`` times (best kept); the first line gives the load average (and
-the last line the load at the end), since figures are only comparable on an idle machine.
+Each command runs ``--repeat`` times, in rounds that run every command once (best kept, and
+with several rounds the median of each round's day over that round's ``check``); the first
+line gives the load average (and the last line the load at the end), since figures are only
+comparable on an idle machine.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -125,29 +128,44 @@ _MEASURE = (
 )
 
 
-def _timed(
-    command: list[str], cwd: Path, repeat: int, env: dict[str, str]
-) -> tuple[float, float, float | None, str]:
-    """Over ``repeat`` runs of a child process: the best wall time, the peak RSS (MiB, of
-    that child alone) of that run, the best time the child reported for the day
-    (``day <seconds>`` on its last stderr line) and that run's line."""
-    best: tuple[float, float, str, float] = (float("inf"), 0.0, "", 0.0)
-    day: float | None = None
-    day_said = ""
-    for _ in range(repeat):
+class _Runs:
+    """One command's runs: the best wall time (with that run's peak RSS, CPU and last stderr
+    line), the best time the child reported for the day (``day <seconds>`` on its last
+    stderr line) and every run's figure, in round order."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.command = command
+        self.wall = self.rss = self.cpu = float("inf")
+        self.said = ""
+        self.day: float | None = None
+        self.day_said = ""
+        self.rounds: list[float] = []  # the day when the child reports one, else the wall
+
+    def run(self, cwd: Path, env: dict[str, str]) -> None:
         _fresh(cwd)
         done = subprocess.run(
-            [PY, "-c", _MEASURE, *command], cwd=cwd, capture_output=True, text=True,
+            [PY, "-c", _MEASURE, *self.command], cwd=cwd, capture_output=True, text=True,
             env={**os.environ, **env},
         )  # fmt: skip
         wall, rss, rc, cpu = done.stdout.split()
         if int(rc) not in (0, 1):
-            raise SystemExit(f"{' '.join(command)} exited {rc}:\n{done.stderr}")
+            raise SystemExit(f"{' '.join(self.command)} exited {rc}:\n{done.stderr}")
         said = (done.stderr.strip().splitlines() or [""])[-1]
-        if said.startswith("day ") and (day is None or float(said.split()[1]) < day):
-            day, day_said = float(said.split()[1]), said
-        best = min(best, (float(wall), float(rss), said, float(cpu)))
-    return best[0], best[1], day, day_said or best[2], best[3]
+        day = float(said.split()[1]) if said.startswith("day ") else None
+        if day is not None and (self.day is None or day < self.day):
+            self.day, self.day_said = day, said
+        if float(wall) < self.wall:
+            self.wall, self.rss, self.cpu, self.said = float(wall), float(rss), float(cpu), said
+        self.rounds.append(day if day is not None else float(wall))
+
+
+def _interleaved(runs: list[_Runs], cwd: Path, repeat: int, env: dict[str, str]) -> None:
+    """``repeat`` rounds, each running every command once (the order turned by one each
+    round): a machine whose speed drifts for minutes at a time then slows every command
+    alike, instead of the one whose repeats fell in the slow minutes."""
+    for r in range(repeat):
+        for i in range(len(runs)):
+            runs[(i + r) % len(runs)].run(cwd, env)
 
 
 def _row(
@@ -175,32 +193,35 @@ def bench(work: Path, n: int, repeat: int, dagster: bool) -> None:
     env = {"DECGUARD_PRODUCTION": str(work / "production"), "DECGUARD_PRODUCTION_START": DAY}
     me = [PY, str(Path(__file__).resolve())]
     report = work / "report.json"
-    print(f"\n{n:,} records ({day.stat().st_size / 1e6:,.0f} MB), best of {repeat}, "
-          f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
-    check, rss, _, _, cpu = _timed(
-        [*OURS, "check", str(contract), "-d", str(day)], work, repeat, env
-    )
-    check_o, rss_o, _, _, cpu_o = _timed(
-        [*OURS, "check", str(contract), "-d", str(day), "-o", str(report)], work, repeat, env
-    )
-    size = report.stat().st_size / 1e6
-    report.unlink(missing_ok=True)
-    print(f"  {'':34}{'wall':>9}{'peak RSS':>12}{'/ check':>9}{'/ check -o':>11}{'CPU':>10}")
-    print(_row("check (a process)", check, rss, check, check_o, cpu))
-    print(_row(f"check -o (a process, {size:,.0f} MB report)", check_o, rss_o, check, check_o,
-               cpu_o))  # fmt: skip
+    print(f"\n{n:,} records ({day.stat().st_size / 1e6:,.0f} MB), best of {repeat} "
+          f"interleaved rounds, load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    check = _Runs([*OURS, "check", str(contract), "-d", str(day)])
+    check_o = _Runs([*OURS, "check", str(contract), "-d", str(day), "-o", str(report)])
     children = [("steps", "pipeline steps")] + (
         [("dagster", "pipeline in Dagster")] if dagster else []
     )
-    for child, name in children:
-        wall, rss, day_s, said, cpu = _timed([*me, "--child", child, "--work", str(work)], work,
-                                        repeat, env)  # fmt: skip
-        if day_s is not None:
+    kids = [_Runs([*me, "--child", child, "--work", str(work)]) for child, _ in children]
+    _interleaved([check, check_o, *kids], work, repeat, env)
+    size = report.stat().st_size / 1e6
+    report.unlink(missing_ok=True)
+    c, o = check.wall, check_o.wall
+    print(f"  {'':34}{'wall':>9}{'peak RSS':>12}{'/ check':>9}{'/ check -o':>11}{'CPU':>10}")
+    print(_row("check (a process)", c, check.rss, c, o, check.cpu))
+    print(_row(f"check -o (a process, {size:,.0f} MB report)", o, check_o.rss, c, o,
+               check_o.cpu))  # fmt: skip
+    for (_, name), kid in zip(children, kids, strict=True):
+        if kid.day is not None:
             print(
-                _row(f"{name}: the day", day_s, None, check, check_o, None)
-                + f"   {said.split(' ', 2)[2]}"
+                _row(f"{name}: the day", kid.day, None, c, o, None)
+                + f"   {kid.day_said.split(' ', 2)[2]}"
             )
-        print(_row(f"{name}: whole process", wall, rss, check, check_o, cpu))
+        print(_row(f"{name}: whole process", kid.wall, kid.rss, c, o, kid.cpu))
+    if repeat > 1:  # each round's day over that round's check: the drift cancels out
+        for (_, name), kid in zip(children, kids, strict=True):
+            paired = sorted(d / w for d, w in zip(kid.rounds, check.rounds, strict=True))
+            print(f"  {name}, the day / check of the same round: median "
+                  f"{statistics.median(paired):.2f}x, best {paired[0]:.2f}x, worst "
+                  f"{paired[-1]:.2f}x")  # fmt: skip
     _fresh(work)
 
 
