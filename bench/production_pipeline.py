@@ -56,12 +56,14 @@ KEY = "shop"
 def _child_steps(work: Path) -> None:
     """The pipeline's steps for the day, as the day's multi-asset calls them (no Dagster),
     after a warm-up day."""
+    from decguard_pipeline.core.huge_pages import no_huge_pages
     from decguard_pipeline.steps.base import Step
     from decguard_pipeline.steps.contracts import discover_contracts
     from decguard_pipeline.steps.production.check import check_day
     from decguard_pipeline.steps.production.ingest import ingest_day
     from decguard_pipeline.warehouse import Warehouse
 
+    no_huge_pages()  # as the pipeline's processes run (the CLI and the code location do)
     entry = discover_contracts(str(work / "contracts"))[0]
     warehouse = Warehouse(work / "warehouse")
     warehouse.ensure_catalog()  # made once per warehouse, not per day

@@ -8,6 +8,7 @@ from typing import Any
 
 import dagster as dg
 
+from decguard_pipeline.core.huge_pages import no_huge_pages
 from decguard_pipeline.defs.assets import features
 from decguard_pipeline.defs.assets import verdict as verdict_assets
 from decguard_pipeline.defs.assets.evaluation import evaluation_asset
@@ -45,6 +46,7 @@ def contract_assets_of(entry: ContractEntry) -> list[dg.AssetsDefinition]:
 def build_definitions(
     entries: list[ContractEntry] | None = None, *, warehouse_root: str | None = None
 ) -> dg.Definitions:
+    no_huge_pages()  # the processes that load the code location run its jobs (core/huge_pages)
     entries = discover_contracts() if entries is None else entries
     ok = [e for e in entries if e.ok]
     jobs = {e.key: evaluate_job(e) for e in ok}

@@ -299,6 +299,8 @@ def main() -> None:
 
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from decguard_pipeline.core.collector import skip_at_exit
+    from decguard_pipeline.core.huge_pages import no_huge_pages
 
     skip_at_exit()
+    no_huge_pages()  # before the allocators map memory: 4 KiB pages zeroed as touched
     cli(prog_name=PROGRAM)
