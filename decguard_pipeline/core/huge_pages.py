@@ -10,8 +10,9 @@ was 38% of all samples, and the day took 1.2-1.9 s with huge pages against a ste
 actually written are zeroed.
 
 ``prctl(PR_SET_THP_DISABLE)`` applies to this process and is inherited by the processes it
-forks or starts (``evaluate``'s workers, the fork server). ``$DECGUARD_HUGE_PAGES=1`` keeps
-huge pages (a machine where the TLB savings matter more). Elsewhere than Linux it is a no-op.
+forks or starts (``evaluate``'s workers, the fork server). ``$DECGUARD_HUGE_PAGES`` set to
+``1`` (or ``true``, ``yes``, ``on``) keeps huge pages, for a machine where the TLB savings
+matter more. Elsewhere than Linux it is a no-op.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import sys
 ENV = "DECGUARD_HUGE_PAGES"
 _PR_SET_THP_DISABLE = 41
 _PR_GET_THP_DISABLE = 42
+_KEEP = {"1", "true", "yes", "on"}
 
 
 def _prctl(option: int, value: int = 0) -> int:
@@ -35,10 +37,10 @@ def _prctl(option: int, value: int = 0) -> int:
 
 def no_huge_pages() -> bool:
     """Ask the kernel for 4 KiB pages for this process from now on (unless
-    ``$DECGUARD_HUGE_PAGES`` is ``1``); whether huge pages are off afterwards."""
+    ``$DECGUARD_HUGE_PAGES`` keeps huge pages); whether huge pages are off afterwards."""
     if not sys.platform.startswith("linux"):
         return False
-    if os.environ.get(ENV, "").strip() != "1":
+    if os.environ.get(ENV, "").strip().lower() not in _KEEP:
         _prctl(_PR_SET_THP_DISABLE, 1)  # an old kernel refuses (EINVAL): nothing changes
     return huge_pages_off()
 

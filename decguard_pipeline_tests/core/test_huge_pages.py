@@ -68,16 +68,29 @@ def test_huge_pages_go_off_for_the_process_and_the_processes_it_starts():
     assert said == ["1", "False", "True", "0", "0"]
 
 
-def test_decguard_huge_pages_1_keeps_them():
+@pytest.mark.parametrize("keep", ["1", "true", " Yes ", "on"])
+def test_decguard_huge_pages_keeps_them(keep):
     said = _run(
         """
         from decguard_pipeline.core.huge_pages import no_huge_pages
         print(no_huge_pages(), kernel_says() if 'THP_enabled' in open('/proc/self/status')
               .read() else '1')
         """,
-        DECGUARD_HUGE_PAGES="1",
+        DECGUARD_HUGE_PAGES=keep,
     )
     assert said == ["False", "1"]
+
+
+@pytest.mark.parametrize("value", ["0", "", "false", "no"])
+def test_any_other_value_turns_them_off(value):
+    said = _run(
+        """
+        from decguard_pipeline.core.huge_pages import no_huge_pages
+        print(no_huge_pages())
+        """,
+        DECGUARD_HUGE_PAGES=value,
+    )
+    assert said == ["True"]
 
 
 def test_the_command_line_turns_them_off_before_any_command():
