@@ -263,7 +263,9 @@ def json_value(raw: bytes) -> object:
     refuses (NaN, huge integers, lone surrogates), with the standard library."""
     import orjson
 
+    from decguard_pipeline.core import json_exact
+
     try:
-        return orjson.loads(raw)
+        return json_exact.loads(raw)
     except orjson.JSONDecodeError:
         return json.loads(raw.decode("utf-8"))

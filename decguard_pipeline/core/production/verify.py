@@ -17,6 +17,7 @@ import numpy as np
 import orjson
 from pydantic import ValidationError
 
+from decguard_pipeline.core import json_exact
 from decguard_pipeline.core.contract import Evaluation, Production
 from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.errors import DatasetError, ReportError
@@ -74,7 +75,7 @@ def _plain_stored(record: Any, labels: frozenset[str]) -> bool:
 def _structure(path: Path, raw: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The validated header (as plain values) and records, or DecGuard's schema errors."""
     try:
-        data = orjson.loads(raw)
+        data = json_exact.loads(raw)  # huge integers go to the full schema, exact
     except orjson.JSONDecodeError:
         data = None
     header: schema.ReportHeader | None = None

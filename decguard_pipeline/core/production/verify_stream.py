@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.json as pj
 from pydantic import ValidationError
 
+from decguard_pipeline.core import json_exact
 from decguard_pipeline.core.contract import Evaluation, Production
 from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.errors import DecGuardError
@@ -69,7 +70,7 @@ def _header(data: Any, start: int, end: int) -> dict[str, Any] | None:
     if structure_problem(raw) is not None:
         return None
     try:
-        fields = orjson.loads(raw)
+        fields = json_exact.loads(raw)
     except orjson.JSONDecodeError:
         return None
     if not isinstance(fields, dict) or fields.get("records") != []:

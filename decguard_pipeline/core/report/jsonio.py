@@ -7,13 +7,13 @@ cases never exists as one string. The bytes are those of encoding the whole docu
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
+import pydantic_core
 
 from decguard_pipeline.core.collector import gc_paused
 from decguard_pipeline.core.errors import ReportError
@@ -28,16 +28,19 @@ def _encode(value: Any) -> bytes:
 
 
 def _encoded(value: Any) -> tuple[bytes, bool]:
-    """The value indented, as UTF-8 bytes, and whether the standard library wrote it."""
+    """The value indented, as UTF-8 bytes, and whether the fallback encoder wrote it."""
     try:
         return orjson.dumps(value, option=_OPTS), False
     except orjson.JSONEncodeError:
-        # integers beyond 64 bits (JSON allows them): the standard library writes them
+        # integers beyond 64 bits (JSON allows them): the fallback writes them
         return _standard(value), True
 
 
 def _standard(value: Any) -> bytes:
-    return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8")
+    """What orjson cannot write (an integer beyond 64 bits), as DecGuard writes its reports
+    (pydantic's serializer): floats as orjson writes them (``1.5e-7``, where the standard
+    library writes ``1.5e-07``), NaN and infinities as null, the integer exact."""
+    return pydantic_core.to_json(value, indent=2, inf_nan_mode="null")
 
 
 def dumps(document: Any) -> str:
@@ -49,7 +52,7 @@ CHUNK = 64  # records per orjson call: few calls, yet too few objects held to wa
 
 
 class _Restart(Exception):
-    """A list written in chunks needed the standard library's encoder (an integer beyond 64
+    """A list written in chunks needed the fallback encoder (an integer beyond 64
     bits): the document is written again in one piece, as it always was."""
 
 
@@ -74,7 +77,7 @@ def _dump_list(items: list[Any], depth: int, mode: str) -> bytes | memoryview:
     deep in the document (``[`` and ``]`` left out). The list is encoded inside as many
     wrapping objects, so the encoder indents it already (no second pass over the text).
 
-    ``mode``: "batch" (the standard library's encoder when orjson cannot, for this batch),
+    ``mode``: "batch" (the fallback encoder when orjson cannot, for this batch),
     "strict" (then the whole document is written again) or "standard" (always)."""
     wrapped = _wrapped(items, depth)
     if mode == "standard":
@@ -196,7 +199,7 @@ def write_document(
     ``items`` (or a function giving them) replace ``document[stream_key]``, streamed.
     ``chunked``: paths of big lists inside the document (a report's property pairs) to
     encode a batch at a time, so that the document never exists as one string. Should one of
-    their records need the standard library's encoder (an integer beyond 64 bits), the
+    their records need the fallback encoder (an integer beyond 64 bits), the
     document is written again as before, in one piece around the streamed items: the bytes
     never depend on the batching. (That needs ``items`` as a function.)"""
     path = Path(path)

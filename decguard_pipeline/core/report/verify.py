@@ -15,6 +15,7 @@ import numpy as np
 import orjson
 from pydantic import ValidationError
 
+from decguard_pipeline.core import json_exact
 from decguard_pipeline.core.collector import gc_paused
 from decguard_pipeline.core.contract import Evaluation, Gates
 from decguard_pipeline.core.contract.decision import DecisionSpec
@@ -273,7 +274,7 @@ def load_report(path: str | Path) -> Report:
 
 def _load(path: Path, raw: bytes) -> Report:
     try:
-        data = orjson.loads(raw)
+        data = json_exact.loads(raw)
     except orjson.JSONDecodeError:  # invalid, or NaN/Infinity/huge ints that orjson refuses
         data = None
     tolerance = stored_tolerance(data if data is not None else _lenient_json(raw))
