@@ -44,12 +44,15 @@ def check_command(
         from decguard_pipeline.core.production.render import render_check, render_extensions
         from decguard_pipeline.core.report.jsonio import write_document
         from decguard_pipeline.core.report.sidecar import sidecar_path
+        from decguard_pipeline.steps.production.report_file import check_to_file
 
         loaded = load_contract(contract)
-        report = run_check(loaded, dataset=dataset, baseline=baseline)
+        if output is None:
+            report = run_check(loaded, dataset=dataset, baseline=baseline)
+        else:  # the report's records assembled column-wise, as the pipeline writes a day's
+            report = check_to_file(loaded, dataset, baseline, output)
         extended = settings_of(loaded) is not None and report.extensions is not None
         if output is not None:
-            report.write(output)
             click.echo(f"production report written to {output}", err=True)
             if extended:
                 sidecar = sidecar_path(output)

@@ -18,7 +18,12 @@ import pyarrow as pa
 from decguard_pipeline.core.contract import LoadedContract, load_contract
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.json_limits import first_significant, max_bytes, too_deep
-from decguard_pipeline.core.production.loader import RecordSet, load_records, load_table
+from decguard_pipeline.core.production.loader import (
+    RecordSet,
+    RecordSink,
+    load_records,
+    load_table,
+)
 from decguard_pipeline.core.production.metrics import production_metrics
 from decguard_pipeline.core.production.report import Baseline, ProductionReport, build_report
 from decguard_pipeline.core.production.verify import load_production_report, record_columns
@@ -106,6 +111,7 @@ def load_dataset(
     *,
     path: str | None = None,
     hash: str | None = None,
+    sink: RecordSink | None = None,
 ) -> RecordSet:
     contract = loaded.contract
     options: dict[str, Any] = {
@@ -114,7 +120,7 @@ def load_dataset(
     }
     if isinstance(dataset, pa.Table):
         return load_table(dataset, contract.spec(), path=path or "<table>", hash=hash, **options)
-    return load_records(dataset, contract.spec(), **options)
+    return load_records(dataset, contract.spec(), sink=sink, **options)
 
 
 def run_check(
@@ -124,13 +130,15 @@ def run_check(
     baseline: str | Path | None = None,
     dataset_path: str | None = None,
     dataset_hash: str | None = None,
+    sink: RecordSink | None = None,
 ) -> ProductionReport:
     """Check production records (a file, or an Arrow table named ``dataset_path``) against the
-    contract, optionally against a baseline; extension results are attached."""
+    contract, optionally against a baseline; extension results are attached. ``sink`` sees
+    every record of a records file as it is accepted (``loader.load_records``)."""
     from decguard_pipeline.core.production.extensions import extension_results
 
     loaded = contract if isinstance(contract, LoadedContract) else load_contract(contract)
-    data = load_dataset(loaded, dataset, path=dataset_path, hash=dataset_hash)
+    data = load_dataset(loaded, dataset, path=dataset_path, hash=dataset_hash, sink=sink)
     base = load_baseline(loaded, baseline) if baseline is not None else None
     report = build_report(loaded, data, baseline=base)
     report.extensions = extension_results(loaded, report)

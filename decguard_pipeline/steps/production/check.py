@@ -82,7 +82,7 @@ def check_day(
     path = folder / f"{step.at.strftime('%Y%m%dT%H%M%S%fZ')}_{step.run_id}.check.json"
     # the numbers come from the columns the records' texts are written from, and the texts
     # are orjson's bytes (tests/differential): the file is not read back to verify it
-    sha256 = _write_report(document, path, stored, loaded.contract.spec())
+    sha256 = write_report(document, path, stored, loaded.contract.spec())
     sidecar = sidecar_path(path)
     write_document(sidecar, {**extensions, "report": str(path)}, what="pipeline results")
     checked = Checked(day, document, extensions, chosen, path, sidecar, first["source"])
@@ -98,9 +98,9 @@ def check_day(
     return checked
 
 
-def _write_report(document: dict[str, Any], path: Path, stored: Path, spec: DecisionSpec) -> str:
+def write_report(document: dict[str, Any], path: Path, stored: Path, spec: DecisionSpec) -> str:
     """The report file, its records the stored ones as text, and its sha256; a record only
-    the standard library can write (an integer beyond 64 bits) sends the whole file to the
+    the fallback encoder can write (an integer beyond 64 bits) sends the whole file to the
     record-by-record writer, which then writes it as ``check`` does."""
     try:
         return write_with_records(path, document, report_texts(stored, spec))
