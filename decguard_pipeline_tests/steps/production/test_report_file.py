@@ -18,7 +18,7 @@ from decguard_pipeline.core.contract import load_contract
 from decguard_pipeline.core.production import jsonl_blocks
 from decguard_pipeline.core.production.check import run_check
 from decguard_pipeline_tests.steps.production.test_day import ODD_LINES
-from decguard_pipeline_tests.support.production_records import CONTRACTS, make_record
+from decguard_pipeline_tests.support.production_records import CONTRACTS, make_record, run_both
 
 
 def _strip(raw: bytes) -> bytes:
@@ -94,6 +94,9 @@ def test_records_the_column_kernels_cannot_copy(tmp_path, ours, ref):
     dataset.write_text("\n".join(lines) + "\n")
     raw = _check_o(ours, ref, _contract(tmp_path), dataset, tmp_path)
     assert {r["id"] for r in json.loads(raw)["records"]} >= {"spaced", "nan", "big"}
+    big_one = next(r for r in json.loads(raw)["records"] if r["id"] == "big")
+    assert big_one["input"] == {"n": 2**70}  # exact, not 1.1805916207174113e+21
+    run_both(ours, ref, _contract(tmp_path), "-d", dataset)  # the terminal and -f json too
 
 
 def test_a_bad_record_leaves_nothing_and_makes_no_folder(tmp_path, ours):
