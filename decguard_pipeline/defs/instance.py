@@ -18,7 +18,12 @@ import dagster as dg
 import yaml
 
 from decguard_pipeline.core import processes
-from decguard_pipeline.defs import instance_config, instance_logs, instance_sqlite
+from decguard_pipeline.defs import (
+    instance_config,
+    instance_logs,
+    instance_postgres,
+    instance_sqlite,
+)
 from decguard_pipeline.defs.instance_config import HEADER  # noqa: F401  (re-exported)
 from decguard_pipeline.steps.contracts import project_root
 
@@ -128,7 +133,8 @@ def open_for_runs() -> tuple[dg.DagsterInstance, Callable[[], None]]:
         config = yaml.safe_load(text) if instance_config.is_ours(text) else None
         if isinstance(config, dict):
             instance_sqlite.create_in_place(home, config)  # a new one is made whole first
-        with instance_sqlite.creating():
+        url = instance_postgres.database_url(config)  # other machines may open it now too
+        with instance_sqlite.creating(), instance_postgres.creation_lock(url):
             instance = dg.DagsterInstance.get()
             try:
                 instance.get_runs(limit=1)  # run storage

@@ -283,3 +283,64 @@ def test_the_deploy_template_opens_on_postgres(postgres_server: Server, tmp_path
         queue = instance.get_concurrency_config().run_queue_config
         assert BACKEND_LIMIT in queue.tag_concurrency_limits
     assert postgres_server.query(database(url), "SELECT count(*) FROM dynamic_partitions") == [(1,)]
+
+
+_OPEN = (
+    "from decguard_pipeline.defs.instance import open_for_runs\n"
+    "instance, undo = open_for_runs()\n"
+    "assert instance.get_runs(limit=1) == []\n"
+    "undo()\n"
+    "instance.dispose()\n"
+    "print('opened')\n"
+)
+
+
+def _opening(place: Place, url: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", _OPEN], env={**os.environ, **on_postgres(place, url)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def test_a_fresh_database_is_opened_under_its_advisory_lock(pg_url: str, tmp_path: Path):
+    """Opening waits while another machine holds the database's creation lock, then
+    creates the tables; held by nobody, the lock is free again."""
+    import psycopg2
+
+    from decguard_pipeline.defs.instance_postgres import LOCK_KEY
+
+    holder = psycopg2.connect(pg_url)
+    holder.autocommit = True
+    with holder.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
+    opening = _opening(Place(tmp_path / "a"), pg_url)
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            opening.wait(timeout=4)  # a whole opening takes well under a second here
+        holder.close()  # the other machine is done
+        out, err = opening.communicate(timeout=120)
+        assert opening.returncode == 0 and "opened" in out, err
+    finally:
+        opening.kill()
+        holder.close()
+    check = psycopg2.connect(pg_url)
+    try:
+        with check.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,))
+            assert cursor.fetchone() == (True,)
+            cursor.execute("SELECT count(*) FROM runs")
+            assert cursor.fetchone() == (0,)
+    finally:
+        check.close()
+
+
+def test_four_machines_open_one_fresh_database_at_once(postgres_server: Server, tmp_path: Path):
+    """Without the lock, two of them raced on PostgreSQL's row types (``type "run_tags"
+    already exists``) now and then; on three fresh databases all four open it every time."""
+    for attempt in range(3):
+        url = postgres_server.create_database()
+        places = [Place(tmp_path / f"{attempt}-{n}") for n in range(4)]
+        processes = [_opening(place, url) for place in places]
+        for process in processes:
+            out, err = process.communicate(timeout=180)
+            assert process.returncode == 0 and "opened" in out, err
