@@ -40,7 +40,10 @@ def _standard(value: Any) -> bytes:
     """What orjson cannot write (an integer beyond 64 bits), as DecGuard writes its reports
     (pydantic's serializer): floats as orjson writes them (``1.5e-7``, where the standard
     library writes ``1.5e-07``), NaN and infinities as null, the integer exact."""
-    return pydantic_core.to_json(value, indent=2, inf_nan_mode="null")
+    try:
+        return pydantic_core.to_json(value, indent=2, inf_nan_mode="null")
+    except pydantic_core.PydanticSerializationError as exc:  # as json.dumps said it
+        raise TypeError(str(exc)) from None
 
 
 def dumps(document: Any) -> str:
