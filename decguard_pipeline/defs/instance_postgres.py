@@ -14,11 +14,13 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 # pg_advisory_lock's key: "decguard" as a 64-bit integer, one lock per database
 LOCK_KEY = int.from_bytes(b"decguard", "big") - (1 << 63)
+WAIT_S = 120.0  # then the opening goes ahead unlocked (a creation takes well under a second)
 
 
 def _resolved(value: Any) -> Any:
@@ -57,8 +59,9 @@ def database_url(config: Any) -> str | None:
 
 @contextlib.contextmanager
 def creation_lock(url: str | None) -> Iterator[None]:
-    """Hold the database's advisory lock for the block (``url`` None: no lock). A database
-    that cannot be reached is left to Dagster, which reports it when it opens the instance."""
+    """Hold the database's advisory lock for the block (``url`` None: no lock), waiting at most
+    :data:`WAIT_S` for it. A database that cannot be reached is left to Dagster, which
+    reports it when it opens the instance."""
     connection = None
     if url is not None:
         try:
@@ -72,8 +75,13 @@ def creation_lock(url: str | None) -> Iterator[None]:
         return
     try:
         connection.autocommit = True
+        deadline = time.monotonic() + WAIT_S
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
+            while True:  # a holder that hangs delays the others by WAIT_S, never forever
+                cursor.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,))
+                if cursor.fetchone()[0] or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
         yield
     finally:
         connection.close()  # the session ends, and its advisory lock with it

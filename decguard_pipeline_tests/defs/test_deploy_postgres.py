@@ -344,3 +344,22 @@ def test_four_machines_open_one_fresh_database_at_once(postgres_server: Server, 
         for process in processes:
             out, err = process.communicate(timeout=180)
             assert process.returncode == 0 and "opened" in out, err
+
+
+def test_a_holder_that_hangs_delays_an_opening_only_so_long(pg_url: str, monkeypatch):
+    import psycopg2
+
+    from decguard_pipeline.defs import instance_postgres
+
+    holder = psycopg2.connect(pg_url)
+    holder.autocommit = True
+    try:
+        with holder.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)", (instance_postgres.LOCK_KEY,))
+        monkeypatch.setattr(instance_postgres, "WAIT_S", 0.5)
+        start = time.monotonic()
+        with instance_postgres.creation_lock(pg_url):
+            waited = time.monotonic() - start
+        assert 0.5 <= waited < 10
+    finally:
+        holder.close()
