@@ -32,7 +32,6 @@ from decguard_pipeline.backends.body import (
     TooLarge,
     read_within,
 )
-from decguard_pipeline.backends.transport import tls_context
 from decguard_pipeline.core.contract.properties import ParaphraseSource
 from decguard_pipeline.core.errors import (
     BackendTimeout,
@@ -214,6 +213,8 @@ class OpenAIParaphraser(Paraphraser):
     def _http(self) -> httpx.Client:
         if self._client is None:
             import httpx
+
+            from decguard_pipeline.backends.transport import tls_context
 
             headers = {
                 "User-Agent": f"decguard-pipeline/{__version__}",
