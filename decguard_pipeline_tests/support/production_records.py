@@ -182,3 +182,13 @@ def run_both(ours: Any, ref: Any, *args: Any) -> None:
     assert a.exit_code == b.exit_code
     mine, theirs = same_document(a.stdout, b.stdout)
     assert mine == theirs
+
+
+def record_by_record_report(contract: Path, dataset: Path, out: Path) -> bytes:
+    """A check report as the record-by-record writer writes it (``check -o`` before it was
+    written column-wise): the oracle that does not share the column-wise writer."""
+    from decguard_pipeline.core.contract import load_contract
+    from decguard_pipeline.core.production.check import run_check
+
+    run_check(load_contract(contract), dataset=dataset).write(out)
+    return out.read_bytes()

@@ -36,10 +36,10 @@ from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.production import write_inbox_lines
 from decguard_pipeline.warehouse.rows.production_records import (
     PARQUET,
-    RecordsWriter,
     read_batches,
     stored_items,
     stored_stretches,
+    threaded_writer,
 )
 
 
@@ -162,8 +162,6 @@ def _ingest(
     wh = step.warehouse
     with (
         ThreadPoolExecutor(1) as hasher,
-        ThreadPoolExecutor(1) as building,
-        ThreadPoolExecutor(1) as parquet,
         wh.writing(
             RECORDS,
             contract=entry.key,
@@ -174,14 +172,9 @@ def _ingest(
         ) as append,
     ):
         digest = hasher.submit(file_digest, path)
-        writer = RecordsWriter(spec, keys, digest, append, (building, parquet))
-        try:
+        with threaded_writer(spec, keys, digest, append) as writer:
             data = load_records(path, spec, **loader_options(loaded), sink=writer, hashed=digest)
             _check_segments(data, loaded)
-            writer.finish()
-        except BaseException:
-            writer.abandon()  # before the file is closed and dropped
-            raise
     data = dataclasses.replace(data, path=where)
     counts = np.bincount(data.columns.selected, minlength=len(spec.labels))
     by_label = {label: int(count) for label, count in zip(spec.labels, counts, strict=False)}

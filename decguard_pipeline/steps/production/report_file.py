@@ -11,42 +11,22 @@ be kept (the report's folder refuses it) the report is written record by record 
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from decguard_pipeline.core.contract import LoadedContract
-from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.production.check import run_check
 from decguard_pipeline.core.production.report import ProductionReport
 from decguard_pipeline.steps.production.check import write_report
-from decguard_pipeline.warehouse.rows.production_records import PARQUET, RECORDS, RecordsWriter
+from decguard_pipeline.warehouse.rows.production_records import (
+    PARQUET,
+    RECORDS,
+    threaded_writer,
+)
 from decguard_pipeline.warehouse.schema import TABLES
-
-
-@contextlib.contextmanager
-def kept_rows(spec: DecisionSpec, path: Path, source: str) -> Iterator[RecordsWriter]:
-    """A loader sink keeping every accepted record as a ``production_records`` row in the
-    Parquet file ``path`` (complete once the block ends without error)."""
-    keys = {"contract": "", "target": "", "run_id": "", "recorded_at": datetime.now(UTC),
-            "source": "file", "source_path": source, "dataset_hash": ""}  # fmt: skip
-    with (
-        ThreadPoolExecutor(1) as building,
-        ThreadPoolExecutor(1) as writing,
-        pq.ParquetWriter(path, TABLES[RECORDS], compression="zstd", **PARQUET) as out,
-    ):
-        writer = RecordsWriter(spec, keys, None, out.write_table, (building, writing))
-        try:
-            yield writer
-            writer.finish()
-        except BaseException:
-            writer.abandon()
-            raise
 
 
 def check_to_file(
@@ -63,9 +43,14 @@ def check_to_file(
         report = run_check(loaded, dataset=dataset, baseline=baseline)
         report.write(output)
         return report
+    keys = {"contract": "", "target": "", "run_id": "", "recorded_at": datetime.now(UTC),
+            "source": "file", "source_path": str(dataset), "dataset_hash": ""}  # fmt: skip
     with folder as tmp:
         rows = Path(tmp) / "records.parquet"
-        with kept_rows(spec, rows, str(dataset)) as sink:
+        with (
+            pq.ParquetWriter(rows, TABLES[RECORDS], compression="zstd", **PARQUET) as out,
+            threaded_writer(spec, keys, None, out.write_table) as sink,
+        ):
             report = run_check(loaded, dataset=dataset, baseline=baseline, sink=sink)
         if sink.count == report.document["dataset"]["n_records"]:
             write_report(report.document, output, rows, spec)

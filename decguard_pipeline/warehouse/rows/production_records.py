@@ -10,9 +10,10 @@ value, exactly as the record-by-record path encodes every record it reads.
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -287,6 +288,26 @@ class RecordsWriter:
             if not future.cancelled():
                 future.exception()
         self.writing.clear()
+
+
+@contextlib.contextmanager
+def threaded_writer(
+    spec: DecisionSpec,
+    keys: dict[str, Any],
+    digest: Future[str] | None,
+    write: Callable[[pa.Table], None],
+) -> Iterator[RecordsWriter]:
+    """A :class:`RecordsWriter` on its two threads for the block: finished (every stretch
+    written) when the block ends without error, abandoned otherwise; either way its threads
+    are done before the block's caller closes the file ``write`` appends to."""
+    with ThreadPoolExecutor(1) as building, ThreadPoolExecutor(1) as writing:
+        writer = RecordsWriter(spec, keys, digest, write, (building, writing))
+        try:
+            yield writer
+            writer.finish()
+        except BaseException:
+            writer.abandon()
+            raise
 
 
 def read_batches(path: Path, columns: list[str], size: int = 1 << 16) -> Iterator[pa.RecordBatch]:

@@ -13,16 +13,18 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from decguard_pipeline.core.contract import load_contract
 from decguard_pipeline.core.errors import DatasetError, DecGuardError
 from decguard_pipeline.core.production import jsonl_blocks
-from decguard_pipeline.core.production.check import run_check
 from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.steps.production.check import check_day
 from decguard_pipeline.steps.production.ingest import ingest_day
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline_tests.support.production_records import CONTRACTS, make_record
+from decguard_pipeline_tests.support.production_records import (
+    CONTRACTS,
+    make_record,
+    record_by_record_report,
+)
 
 DAY = "2026-11-20"
 
@@ -32,13 +34,6 @@ def _strip(raw: bytes) -> bytes:
     return b"\n".join(
         line for line in raw.split(b"\n") if not line.startswith((b'  "created_at"', b'    "path"'))
     )
-
-
-def _one_by_one(contract: Path, dataset: Path, out: Path) -> bytes:
-    """The report as the record-by-record writer writes it (``check -o`` before it wrote
-    column-wise too): the oracle that does not share the column-wise writer."""
-    run_check(load_contract(contract), dataset=dataset).write(out)
-    return out.read_bytes()
 
 
 @pytest.fixture
@@ -82,7 +77,7 @@ def test_the_day_checked_on_its_ingested_columns_is_check_os_report(
     cli = tmp_path / "cli.json"
     assert ours("check", contract, "--dataset", path, "-o", cli).exit_code in (0, 1)
     expected = _strip(cli.read_bytes())
-    assert _strip(_one_by_one(contract, path, tmp_path / "one.json")) == expected
+    assert _strip(record_by_record_report(contract, path, tmp_path / "one.json")) == expected
     assert _strip(together.report_path.read_bytes()) == expected
     assert _strip(alone.report_path.read_bytes()) == expected
     if block_bytes:  # many stretches, so many row groups written and read back
@@ -132,7 +127,9 @@ def test_records_the_kernels_cannot_copy_give_check_os_report(tmp_path, monkeypa
     assert done.exit_code in (0, 1), done.stderr  # every record valid
     checked = check_day(entry, DAY, step, ingest_day(entry, DAY, step))
     assert _strip(checked.report_path.read_bytes()) == _strip(cli.read_bytes())
-    assert _strip(_one_by_one(contract, path, tmp_path / "one.json")) == _strip(cli.read_bytes())
+    assert _strip(record_by_record_report(contract, path, tmp_path / "one.json")) == _strip(
+        cli.read_bytes()
+    )
     report = json.loads(cli.read_text())
     assert {r["id"] for r in report["records"]} >= {"spaced", "esc\u00e9", "floats", "nan"}
 

@@ -14,11 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from decguard_pipeline.core.contract import load_contract
 from decguard_pipeline.core.production import jsonl_blocks
-from decguard_pipeline.core.production.check import run_check
 from decguard_pipeline_tests.steps.production.test_day import ODD_LINES
-from decguard_pipeline_tests.support.production_records import CONTRACTS, make_record, run_both
+from decguard_pipeline_tests.support.production_records import (
+    CONTRACTS,
+    make_record,
+    record_by_record_report,
+    run_both,
+)
 
 
 def _strip(raw: bytes) -> bytes:
@@ -41,12 +44,6 @@ def _records(n: int, seed: int) -> list[dict]:
     return [make_record(rng, "choice", i, uniform=rng.random() < 0.9) for i in range(n)]
 
 
-def _one_by_one(contract: Path, dataset: Path, out: Path) -> bytes:
-    """The report as the record-by-record writer writes it (``check -o`` before)."""
-    run_check(load_contract(contract), dataset=dataset).write(out)
-    return out.read_bytes()
-
-
 def _leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.startswith(".decguard-check-"))
 
@@ -59,7 +56,7 @@ def _check_o(ours, ref, contract: Path, dataset: Path, tmp_path: Path) -> bytes:
     assert ref("check", contract, "-d", dataset, "-o", theirs).exit_code == done.exit_code
     raw = mine.read_bytes()
     assert _strip(raw) == _strip(theirs.read_bytes())
-    assert _strip(raw) == _strip(_one_by_one(contract, dataset, tmp_path / "one.json"))
+    assert _strip(raw) == _strip(record_by_record_report(contract, dataset, tmp_path / "one.json"))
     assert _leftovers(mine.parent) == [] and _leftovers(tmp_path) == []
     return raw
 
@@ -115,7 +112,7 @@ def test_a_report_folder_that_takes_no_temporary_file_gets_the_same_report(
     dataset = tmp_path / "day.jsonl"
     dataset.write_text("".join(json.dumps(r) + "\n" for r in _records(300, 15)))
     contract = _contract(tmp_path)
-    expected = _strip(_one_by_one(contract, dataset, tmp_path / "one.json"))
+    expected = _strip(record_by_record_report(contract, dataset, tmp_path / "one.json"))
 
     def refused(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
