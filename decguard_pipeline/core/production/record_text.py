@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from decguard_pipeline.core.production.text_join import concatenated, concatenated_chunks
+from decguard_pipeline.core.report.jsonio import encode
 
 # the normalised record's fields in DecGuard's order (and their JSON kinds)
 TEXT, FLOAT, FLAG, RAW = "text", "float", "flag", "raw"
@@ -213,9 +214,9 @@ def _indented(texts: pa.Array, indent: int) -> pa.Array:
 
 
 def indent_value(value: Any, indent: int) -> str:
-    """orjson's indented text of a value whose first line sits at ``indent`` spaces."""
-    text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
-    return text.replace("\n", "\n" + " " * indent)
+    """The indented text of a value (``jsonio.encode``: orjson's bytes, an integer beyond 64
+    bits exact) whose first line sits at ``indent`` spaces."""
+    return encode(value).decode().replace("\n", "\n" + " " * indent)
 
 
 class Joined:

@@ -22,18 +22,14 @@ _OPTS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
 _MARK = "__decguard_stream_here__"
 
 
-def _encode(value: Any) -> bytes:
-    """The value indented, as UTF-8 bytes."""
-    return _encoded(value)[0]
-
-
-def _encoded(value: Any) -> tuple[bytes, bool]:
-    """The value indented, as UTF-8 bytes, and whether the fallback encoder wrote it."""
+def encode(value: Any) -> bytes:
+    """The value indented, as UTF-8 bytes: orjson, or for what it cannot write (an integer
+    beyond 64 bits) the fallback, which writes everything else as orjson does. So a value's
+    bytes never depend on which encoder wrote them, nor on how a list was batched."""
     try:
-        return orjson.dumps(value, option=_OPTS), False
+        return orjson.dumps(value, option=_OPTS)
     except orjson.JSONEncodeError:
-        # integers beyond 64 bits (JSON allows them): the fallback writes them
-        return _standard(value), True
+        return _standard(value)
 
 
 def _standard(value: Any) -> bytes:
@@ -48,15 +44,10 @@ def _standard(value: Any) -> bytes:
 
 def dumps(document: Any) -> str:
     """The document, indented, without the final newline."""
-    return _encode(document).decode("utf-8")
+    return encode(document).decode("utf-8")
 
 
 CHUNK = 64  # records per orjson call: few calls, yet too few objects held to wake the GC
-
-
-class _Restart(Exception):
-    """A list written in chunks needed the fallback encoder (an integer beyond 64
-    bits): the document is written again in one piece, as it always was."""
 
 
 def _wrapped(items: Any, depth: int) -> dict[str, Any]:
@@ -75,28 +66,16 @@ def _margins(depth: int) -> tuple[int, int]:
 _MARGINS = {depth: _margins(depth) for depth in (1, 2, 3)}
 
 
-def _dump_list(items: list[Any], depth: int, mode: str) -> bytes | memoryview:
+def _dump_list(items: list[Any], depth: int) -> bytes | memoryview:
     """A non-empty list as its indented JSON elements for a list nested ``depth`` objects
     deep in the document (``[`` and ``]`` left out). The list is encoded inside as many
-    wrapping objects, so the encoder indents it already (no second pass over the text).
-
-    ``mode``: "batch" (the fallback encoder when orjson cannot, for this batch),
-    "strict" (then the whole document is written again) or "standard" (always)."""
-    wrapped = _wrapped(items, depth)
-    if mode == "standard":
-        encoded = _standard(wrapped)
-    else:
-        try:
-            encoded = orjson.dumps(wrapped, option=_OPTS)
-        except orjson.JSONEncodeError:
-            if mode == "strict":
-                raise _Restart from None
-            encoded = _standard(wrapped)
+    wrapping objects, so the encoder indents it already (no second pass over the text)."""
+    encoded = encode(_wrapped(items, depth))
     before, after = _MARGINS[depth] if depth in _MARGINS else _margins(depth)
     return memoryview(encoded)[before : len(encoded) - after]
 
 
-def _listed(items: Iterable[Any], depth: int, mode: str) -> Iterator[bytes | memoryview]:
+def _listed(items: Iterable[Any], depth: int) -> Iterator[bytes | memoryview]:
     """``items`` as the JSON list they form ``depth`` objects deep in the document, from
     ``[`` to ``]``: one encoder call per batch of records instead of one per record."""
     first = True
@@ -105,11 +84,11 @@ def _listed(items: Iterable[Any], depth: int, mode: str) -> Iterator[bytes | mem
         batch.append(item)
         if len(batch) == CHUNK:
             yield b"[\n" if first else b",\n"
-            yield _dump_list(batch, depth, mode)
+            yield _dump_list(batch, depth)
             first, batch = False, []
     if batch:
         yield b"[\n" if first else b",\n"
-        yield _dump_list(batch, depth, mode)
+        yield _dump_list(batch, depth)
         first = False
     yield b"[]" if first else b"\n" + b"  " * depth + b"]"
 
@@ -145,10 +124,7 @@ def _chunks(
     """The document with ``document[key]`` replaced by the streamed ``items``, and each list
     at a ``chunked`` path written in batches of records. The rest is encoded once and
     written as views: never copied, never decoded."""
-    whole, standard = _encoded(_with_marks(document, key, chunked))
-    # the chunked lists were part of the document's one encoding: they are written by the
-    # encoder that wrote the rest of it (a batch orjson cannot write starts over)
-    inner = "standard" if standard else "strict"
+    whole = encode(_with_marks(document, key, chunked))
     found = []
     for number, path in enumerate([(key or "",), *chunked]):
         if number == 0 and key is None:
@@ -157,12 +133,12 @@ def _chunks(
         at = whole.find(mark)
         if at >= 0:
             values = items if number == 0 else _get(document, path)
-            found.append((at, len(mark), len(path), values, inner if number else "batch"))
+            found.append((at, len(mark), len(path), values))
     done = 0
     view = memoryview(whole)
-    for at, length, depth, values, mode in sorted(found, key=lambda f: f[0]):
+    for at, length, depth, values in sorted(found, key=lambda f: f[0]):
         yield view[done:at]
-        yield from _listed(values, depth, mode)
+        yield from _listed(values, depth)
         done = at + length
     yield view[done:]
 
@@ -201,26 +177,17 @@ def write_document(
 
     ``items`` (or a function giving them) replace ``document[stream_key]``, streamed.
     ``chunked``: paths of big lists inside the document (a report's property pairs) to
-    encode a batch at a time, so that the document never exists as one string. Should one of
-    their records need the fallback encoder (an integer beyond 64 bits), the
-    document is written again as before, in one piece around the streamed items: the bytes
-    never depend on the batching. (That needs ``items`` as a function.)"""
+    encode a batch at a time, so that the document never exists as one string (the bytes
+    never depend on the batching: :func:`encode`)."""
     path = Path(path)
     make = items if callable(items) else (lambda: items)
-    if not callable(items) and stream_key is not None:
-        chunked = ()  # the items could not be streamed a second time
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("wb") as out:
             if stream_key is None and not chunked:
-                out.write(_encode(document) + b"\n")
+                out.write(encode(document) + b"\n")
                 return
-            try:
-                write_stream(out, document, stream_key, make(), chunked)
-            except _Restart:
-                out.seek(0)
-                out.truncate()
-                write_stream(out, document, stream_key, make(), ())
+            write_stream(out, document, stream_key, make(), chunked)
     except OSError as exc:
         raise ReportError(f"{path}: cannot write {what}: {exc.strerror or exc}") from exc
 

@@ -5,13 +5,10 @@ read back."""
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.contract.decision import DecisionSpec
@@ -19,7 +16,6 @@ from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.gates import combine_checks
 from decguard_pipeline.core.production.extensions import extension_results, sidecar_path
 from decguard_pipeline.core.production.loader import release_free_memory
-from decguard_pipeline.core.production.normalized import normalized_record
 from decguard_pipeline.core.production.report import build_report, write_with_records
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.steps.base import Step, run_rows
@@ -28,7 +24,6 @@ from decguard_pipeline.steps.production.baseline import ChosenBaseline, choose_b
 from decguard_pipeline.steps.production.ingest import Ingested, load_stored, stored_file
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.production import check_rows
-from decguard_pipeline.warehouse.rows.production_records import stored_items
 from decguard_pipeline.warehouse.rows.production_report import report_texts
 
 
@@ -99,17 +94,8 @@ def check_day(
 
 
 def write_report(document: dict[str, Any], path: Path, stored: Path, spec: DecisionSpec) -> str:
-    """The report file, its records the stored ones as text, and its sha256; a record only
-    the fallback encoder can write (an integer beyond 64 bits) sends the whole file to the
-    record-by-record writer, which then writes it as ``check`` does."""
-    try:
-        return write_with_records(path, document, report_texts(stored, spec))
-    except orjson.JSONEncodeError:
-        records = (normalized_record(i.value, i.position, spec) for i in stored_items(stored))
-        write_document(path, document, stream_key="records", items=records,
-                       what="production report")  # fmt: skip
-        with path.open("rb") as stream:
-            return hashlib.file_digest(stream, "sha256").hexdigest()
+    """The report file, its records the stored ones as text, and its sha256."""
+    return write_with_records(path, document, report_texts(stored, spec))
 
 
 def _keys(entry: ContractEntry, day: str, step: Step) -> dict[str, Any]:
