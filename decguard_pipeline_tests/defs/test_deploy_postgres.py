@@ -334,18 +334,6 @@ def test_a_fresh_database_is_opened_under_its_advisory_lock(pg_url: str, tmp_pat
         check.close()
 
 
-def test_four_machines_open_one_fresh_database_at_once(postgres_server: Server, tmp_path: Path):
-    """Without the lock, two of them raced on PostgreSQL's row types (``type "run_tags"
-    already exists``) now and then; on three fresh databases all four open it every time."""
-    for attempt in range(3):
-        url = postgres_server.create_database()
-        places = [Place(tmp_path / f"{attempt}-{n}") for n in range(4)]
-        processes = [_opening(place, url) for place in places]
-        for process in processes:
-            out, err = process.communicate(timeout=180)
-            assert process.returncode == 0 and "opened" in out, err
-
-
 def test_a_holder_that_hangs_delays_an_opening_only_so_long(pg_url: str, monkeypatch):
     import psycopg2
 
