@@ -44,12 +44,13 @@ def check_command(
         from decguard_pipeline.core.production.render import render_check, render_extensions
         from decguard_pipeline.core.report.jsonio import write_document
         from decguard_pipeline.core.report.sidecar import sidecar_path
-        from decguard_pipeline.steps.production.report_file import check_to_file
 
         loaded = load_contract(contract)
         if output is None:
             report = run_check(loaded, dataset=dataset, baseline=baseline)
         else:  # the report's records assembled column-wise, as the pipeline writes a day's
+            from decguard_pipeline.steps.production.report_file import check_to_file
+
             report = check_to_file(loaded, dataset, baseline, output)
         extended = settings_of(loaded) is not None and report.extensions is not None
         if output is not None:
