@@ -94,8 +94,10 @@ def emit_report(
             from decguard_pipeline.core.consistency.section import render_consistency
 
             click.echo("\n" + render_consistency(report.extensions["consistency"]))
+    from decguard_pipeline.core.collector import leave_to_exit
     from decguard_pipeline.runs.golden import command_status
 
+    leave_to_exit(report, guarded)  # freed by the operating system, all at once
     _exit_for(command_status(report, None if guarded is None else guarded.status), fail_on_warn)
 
 

@@ -14,7 +14,8 @@ Ways out, all of which leave reference counting to free objects as always:
 * :func:`hold_for_life`: the same for a worker process that never gives its frozen objects
   back (forked after its imports: its collections skip them and its pages stay shared);
 * :func:`skip_at_exit`: a process's last act freezes what is left, so the interpreter's
-  final collections do not walk it (the operating system frees it all at once).
+  final collections do not walk it (the operating system frees it all at once);
+  :func:`leave_to_exit` hands a command's result to that final act, unfreed.
 
 Whether anything is frozen is known from these functions, never asked of ``gc``:
 ``gc.get_freeze_count`` walks the whole frozen list (6 ms for 500k objects), and
@@ -103,6 +104,19 @@ def held() -> Iterator[Callable[[], None]]:
             gc.enable()
 
 
+_left_to_exit: list[object] | None = None  # see leave_to_exit
+
+
+def leave_to_exit(*objects: object) -> None:
+    """Let the operating system free ``objects`` (a command's report: a million small
+    objects) when this process ends, instead of reference counting freeing them one by one
+    as the command returns and the interpreter shuts down (80-100 ms after a 3,000-case
+    property run). Only in a process whose main called :func:`skip_at_exit`; elsewhere (a
+    test calling commands in-process, a Dagster run) nothing changes."""
+    if _left_to_exit is not None:
+        _left_to_exit.extend(objects)
+
+
 def skip_at_exit() -> None:
     """At the interpreter's exit, after the exit handlers registered later than this call,
     freeze every object: the final collections then skip them. After ``evaluate`` (Dagster,
@@ -111,5 +125,12 @@ def skip_at_exit() -> None:
     modules are cleared; only the cycle search is skipped (so a finaliser of an object in a
     reference cycle does not run: every file the pipeline writes is closed, and published
     by a rename, before that). Call it first thing (exit handlers run last-registered
-    first)."""
+    first).
+
+    It also starts the list :func:`leave_to_exit` fills: a list holding itself, so no
+    reference count ever reaches zero, and frozen at exit, so no collection frees it."""
+    global _left_to_exit
+    if _left_to_exit is None:
+        _left_to_exit = []
+        _left_to_exit.append(_left_to_exit)
     atexit.register(gc.freeze)

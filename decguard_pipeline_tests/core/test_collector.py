@@ -108,3 +108,36 @@ def test_gc_paused_pauses_then_settles_what_was_built():
     with collector.gc_paused(settle=True):
         pass
     assert not gc.isenabled()  # a paused collector stays paused
+
+
+LEFT_TO_EXIT = """
+import sys, weakref
+from decguard_pipeline.core import collector
+
+class Report:  # stands for a command's report
+    def __del__(self):
+        print("freed", flush=True)
+
+if sys.argv[1] == "main":
+    collector.skip_at_exit()  # what the CLI's main does
+report = Report()
+collector.leave_to_exit(report)
+alive = weakref.ref(report)
+del report
+print("alive" if alive() is not None else "gone", flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("role", "expected"),
+    [
+        ("main", ["alive", ""]),  # never freed object by object: the OS takes it back
+        ("library", ["freed", "gone", ""]),  # in-process callers: nothing changes
+    ],
+)
+def test_leave_to_exit_hands_objects_to_the_process_end_only_in_a_main(role, expected):
+    done = subprocess.run(
+        [sys.executable, "-c", LEFT_TO_EXIT, role], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n") == expected
