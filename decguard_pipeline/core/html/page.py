@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -20,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from decguard_pipeline.core.atomic_file import atomic_output
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.html.blocks import reasons, tally
 from decguard_pipeline.core.html.markup import Html, el, join
@@ -189,20 +188,12 @@ class Page:
 
 
 def write_html(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically (a temporary file in the same folder, then a
-    rename): a reader sees the old file or the whole new one, never a part."""
+    """Write ``text`` to ``path`` atomically (``core.atomic_file``): a reader sees the old
+    file or the whole new one, never a part."""
     path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # a unique name opened with "x" (the umask applies, unlike mkstemp's 0600)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
-        try:
-            with tmp.open("x", encoding="utf-8") as out:
-                out.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        with atomic_output(path) as out:
+            out.write(text.encode("utf-8"))
     except OSError as exc:
         raise ReportError(f"{path}: cannot write HTML report: {exc.strerror or exc}") from exc
     return path

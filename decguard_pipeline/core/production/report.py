@@ -19,6 +19,7 @@ from typing import IO, Any
 import numpy as np
 import pyarrow as pa
 
+from decguard_pipeline.core.atomic_file import atomic_output
 from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
@@ -100,8 +101,7 @@ def write_with_records(
         pages.wrote(len(data))
 
     try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        with Path(path).open("wb") as stream, ThreadPoolExecutor(1) as writer:
+        with atomic_output(path) as stream, ThreadPoolExecutor(1) as writer:
             pages = WrittenPages(stream)
 
             def out(data: Any) -> None:

@@ -15,8 +15,10 @@ from typing import IO, Any
 import orjson
 import pydantic_core
 
+from decguard_pipeline.core.atomic_file import atomic_output
 from decguard_pipeline.core.collector import gc_paused
 from decguard_pipeline.core.errors import ReportError
+from decguard_pipeline.core.report.write_behind import WriteBehind
 
 _OPTS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
 _MARK = "__decguard_stream_here__"
@@ -157,11 +159,13 @@ def write_stream(
     chunked: tuple[tuple[str, ...], ...] = (),
 ) -> None:
     """Write ``document`` with ``document[key]`` replaced by the streamed ``items`` (and the
-    lists at the ``chunked`` paths written in batches) to a binary stream."""
-    with gc_paused():  # a record per item, none kept: nothing for the collector but walks
+    lists at the ``chunked`` paths written in batches) to a binary stream (the bytes of a
+    big document written on a thread while the next ones are encoded: ``write_behind``)."""
+    # a record per item, none kept: nothing for the collector but walks
+    with gc_paused(), WriteBehind(out) as behind:
         for chunk in _chunks(document, key, items, chunked):
-            out.write(chunk)
-        out.write(b"\n")
+            behind.put(chunk)
+        behind.put(b"\n")
 
 
 def write_document(
@@ -173,7 +177,8 @@ def write_document(
     chunked: tuple[tuple[str, ...], ...] = (),
     what: str = "report",
 ) -> None:
-    """Write a JSON document to ``path`` (parents created).
+    """Write a JSON document to ``path`` (parents created), atomically: a reader sees the
+    old file or the whole new one (``core.atomic_file``).
 
     ``items`` (or a function giving them) replace ``document[stream_key]``, streamed.
     ``chunked``: paths of big lists inside the document (a report's property pairs) to
@@ -182,12 +187,11 @@ def write_document(
     path = Path(path)
     make = items if callable(items) else (lambda: items)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("wb") as out:
+        with atomic_output(path) as out:
             if stream_key is None and not chunked:
                 out.write(encode(document) + b"\n")
-                return
-            write_stream(out, document, stream_key, make(), chunked)
+            else:
+                write_stream(out, document, stream_key, make(), chunked)
     except OSError as exc:
         raise ReportError(f"{path}: cannot write {what}: {exc.strerror or exc}") from exc
 
