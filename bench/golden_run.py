@@ -83,10 +83,10 @@ REPEAT = 1  # --repeat: best of N, the machine may be shared
 
 def run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
     """The best of ``REPEAT`` runs of a child: wall time and its own peak resident memory."""
-    return min((_run_once(command, cwd, env) for _ in range(REPEAT)), key=lambda r: r.seconds)
+    return min((run_once(command, cwd, env) for _ in range(REPEAT)), key=lambda r: r.seconds)
 
 
-def _run_once(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
+def run_once(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
     start = time.perf_counter()
     child = subprocess.Popen(
         command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env

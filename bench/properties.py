@@ -9,8 +9,10 @@ transformed cases per case) with N generated cases (default 3,000 and 30,000):
   fuzz  ``fuzz decguard.yaml -b order_sensitive -o report.json``: the mock that moves 10%
         of the mass to the option shown first, so option_order pairs fail and are minimised.
 
-Printed per run: wall time, CPU time (user + system) and peak memory of each child, and the
-ratios; then whether the reference's ``report`` command accepts our report (same exit code
+Printed per command: the best wall time, CPU time (user + system) and peak memory of each
+tool and the ratios, then (with ``--repeat N``) each round's ratio: the rounds interleave
+the two tools, alternating which goes first, so a drift of the machine's speed weighs on
+both alike. Then whether the reference's ``report`` command accepts our report (same exit code
 as our run) and whether both reports hold the same pairs. Both tools run with their bytecode
 cached (as installed tools do; this environment sets PYTHONDONTWRITEBYTECODE, which would
 make us compile our modules on every start), after a one-case warm-up run.
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,7 +35,7 @@ import time
 from pathlib import Path
 
 import golden_run
-from golden_run import OURS, REF, ROOT, Run, fmt_mib, run, write_cases
+from golden_run import OURS, REF, ROOT, Run, fmt_mib, run, run_once, write_cases
 
 COMMANDS = {
     "test": ["test", "decguard.yaml", "--all"],
@@ -86,10 +89,27 @@ def line(name: str, figures: Run) -> str:
     )
 
 
+def interleaved(
+    work: Path, args: list[str], rounds: int, with_ref: bool
+) -> tuple[list[Run], list[Run]]:
+    """``rounds`` rounds of our run and the reference's, side by side: the order alternates
+    from round to round, so a drift of the machine's speed (this VM's drifts for minutes)
+    weighs on both alike. Returns each tool's runs, round by round."""
+    ours: list[Run] = []
+    refs: list[Run] = []
+    for number in range(rounds):
+        pair = [("ours", OURS), ("ref", REF)] if with_ref else [("ours", OURS)]
+        for name, tool in pair if number % 2 == 0 else reversed(pair):
+            figures = run_once([*tool, *args, "-o", f"{name}.json"], work, CHILD_ENV)
+            (ours if name == "ours" else refs).append(figures)
+    return ours, refs
+
+
 def bench(work: Path, n: int, command: str, with_ref: bool) -> None:
     args = COMMANDS[command]
-    ours = run([*OURS, *args, "-o", "ours.json"], work, CHILD_ENV)
-    ref = run([*REF, *args, "-o", "ref.json"], work, CHILD_ENV) if with_ref else None
+    rounds, refs = interleaved(work, args, golden_run.REPEAT, with_ref)
+    ours = min(rounds, key=lambda r: r.seconds)
+    ref = min(refs, key=lambda r: r.seconds) if refs else None
     n_pairs, same = compare_pairs(work, "ours.json", *(["ref.json"] if ref else []))
     print(f"{command} on {n:,} cases ({n_pairs:,} pairs): {' '.join(args)} -o report.json")
     if ref is not None:
@@ -98,8 +118,15 @@ def bench(work: Path, n: int, command: str, with_ref: bool) -> None:
     if ref is not None:
         print(
             f"    speed-up   {ref.seconds / ours.seconds:8.1f}x wall "
-            f"{ref.cpu_seconds / ours.cpu_seconds:6.1f}x CPU   (target >= 10x)"
+            f"{ref.cpu_seconds / ours.cpu_seconds:6.1f}x CPU   (target >= 10x; best of each)"
         )
+        if len(rounds) > 1:
+            paired = sorted(r.seconds / o.seconds for r, o in zip(refs, rounds, strict=True))
+            print(f"    each round, reference / ours: median {statistics.median(paired):.1f}x, "
+                  f"worst {paired[0]:.1f}x, best {paired[-1]:.1f}x")  # fmt: skip
+            print("    rounds (reference / ours, s): " + "  ".join(
+                f"{r.seconds:.2f}/{o.seconds:.2f}" for r, o in zip(refs, rounds, strict=True)
+            ))  # fmt: skip
         print(f"    same pairs, violations and reductions as the reference: {same}")
     verified = run([*REF, "report", "ours.json"], work, CHILD_ENV)
     accepted = "accepted" if verified.exit_code == ours.exit_code else "NOT accepted"
@@ -113,14 +140,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, nargs="+", default=[3000, 30000])
     parser.add_argument("--only", choices=sorted(COMMANDS), action="append")
-    parser.add_argument("--repeat", type=int, default=1, help="best of N runs of each command")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="N interleaved rounds of each command (best of N, and each "
+                             "round's ratio)")  # fmt: skip
     parser.add_argument("--skip-ref-above", type=int, default=None, metavar="N",
                         help="no reference run for more than N cases")  # fmt: skip
     args = parser.parse_args()
     golden_run.REPEAT = max(1, args.repeat)
     print(
         f"python {sys.version.split()[0]} · {os.cpu_count()} CPUs · "
-        f"load {os.getloadavg()[0]:.1f} · best of {golden_run.REPEAT} · {time.strftime('%F %T')}"
+        f"load {os.getloadavg()[0]:.1f} · {golden_run.REPEAT} interleaved rounds · "
+        f"{time.strftime('%F %T')}"
     )
     with tempfile.TemporaryDirectory(prefix="decguard-bench-props-") as tmp:
         for n in args.cases:

@@ -39,7 +39,7 @@ def best(command: list[str], cwd: Path, repeat: int, before=None) -> g.Run:  # t
     for _ in range(repeat):
         if before is not None:
             before()
-        runs.append(g._run_once(command, cwd, {**os.environ, "DECGUARD_CACHE": ""}))
+        runs.append(g.run_once(command, cwd, {**os.environ, "DECGUARD_CACHE": ""}))
     return min(runs, key=lambda r: r.seconds)
 
 

@@ -259,7 +259,7 @@ def whitespace(
     run_first = np.concatenate(([0], np.cumsum([len(k) for k in run_kinds])))
     flat_kinds = np.array([k for case in run_kinds for k in case], dtype=np.int64)
     at_of = [None] * len(sample_case)  # per sample: the sorted steps' "at" and "ws"
-    for e in np.unique(picked).tolist():
+    for e in sorted(set(picked.tolist())):  # (np.unique would import numpy.ma: 7 ms)
         group = np.flatnonzero(picked[sample_case] == e)
         first = sample_start[group]
         draws = first[:, None] + np.arange(2 * e)

@@ -44,6 +44,7 @@ from decguard_pipeline.core.properties.text import (
 from decguard_pipeline.core.properties.transform import (
     Mutation,
     ParaphraseFn,
+    Presentation,
     Step,
     Steps,
     Transform,
@@ -59,6 +60,10 @@ class OptionOrderTransform(Transform):
     config: OptionOrder
     ENUMERATE_UP_TO = 6  # 6! = 720 orders; beyond that, draw shuffles
     MAX_ATTEMPTS = 1000
+
+    def __init__(self, config: OptionOrder, spec: DecisionSpec, fuzz: Fuzz) -> None:
+        super().__init__(config, spec, fuzz)
+        self._shown: dict[tuple[int, ...], Presentation | None] = {}
 
     def candidates(self, case_id: str, original: DecisionInput, rng: Rng) -> list[Steps]:
         n = len(self.spec.labels)
@@ -76,9 +81,16 @@ class OptionOrderTransform(Transform):
         return [({"order": list(order)},) for order in chosen]
 
     def apply(self, original: DecisionInput, steps: Steps) -> Mutation:
-        labels = self.spec.labels
-        shown = tuple((labels[i], labels[i]) for i in steps[0]["order"])
-        return Mutation(steps, original, canonical_or(shown, labels))
+        # the presentation of an order, made once per order (minimisation applies the same
+        # few orders to thousands of failing cases)
+        order = tuple(steps[0]["order"])
+        shown = self._shown.get(order, self)
+        if shown is self:
+            labels = self.spec.labels
+            shown = canonical_or(tuple((labels[i], labels[i]) for i in order), labels)
+            if len(self._shown) < 4096:
+                self._shown[order] = shown
+        return Mutation(steps, original, shown)  # type: ignore[arg-type]
 
     def reductions(self, steps: Steps) -> Iterator[Steps]:
         """Undo one adjacent inversion at a time (never back to the identity)."""

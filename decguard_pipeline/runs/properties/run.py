@@ -184,9 +184,9 @@ def _minimize(
 ) -> Counter[str]:
     """Shrink every failing pair of a reducible property; returns calls made per property."""
     searches: dict[int, GreedySearch] = {}
-    for index, pair in enumerate(pairs):
-        name = planned.property[index]
-        if pair["violations"] and plan.enabled[name].reducible:
+    reducible = {name for name, config in plan.enabled.items() if config.reducible}
+    for index, (pair, name) in enumerate(zip(pairs, planned.property, strict=True)):
+        if pair["violations"] and name in reducible:
             searches[index] = GreedySearch(
                 transforms[name],
                 originals.inputs[planned.row[index]],
