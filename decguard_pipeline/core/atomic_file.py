@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from decguard_pipeline.core.processes import running
+
 
 def _in_place(path: Path) -> bool:
     """Whether ``path`` exists as something other than a regular file (a device, a pipe)."""
@@ -31,16 +33,6 @@ def _in_place(path: Path) -> bool:
     except OSError:
         return False
     return not stat.S_ISREG(mode)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # exists, owned by someone else
-        return True
-    return True
 
 
 def remove_leftovers(path: Path) -> None:
@@ -54,7 +46,7 @@ def remove_leftovers(path: Path) -> None:
         if not (name.startswith(prefix) and name.endswith(".tmp")):
             continue
         pid = name[len(prefix) :].split(".", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not running(int(pid)):
             (path.parent / name).unlink(missing_ok=True)
 
 
