@@ -195,22 +195,25 @@ def insertions(
         picks = np.repeat(picks[:, :1], n_positions, axis=1)
     texts_of = np.asarray(fragments, dtype=object)[picks].tolist() if len(picks) else []
     assembled = iter(zip(parts, range(0, len(ats), samples), strict=True))
+    with_text, filtered = transform.with_text, transform.filtered
     for row, original in enumerate(inputs):
         if row in failed:
             yield row, failed[row]
             continue
         case_parts, first = next(assembled)
+        plain = type(original) is str  # the edited text is the input
         generated: list[Generated] = []
         for sample_ats, sample_texts in zip(
             ats[first : first + samples], texts_of[first : first + samples], strict=True
         ):
-            ordered = tuple(
+            ordered = tuple([
                 {"at": at, "text": text} for at, text in zip(sample_ats, sample_texts, strict=True)
-            )
-            changed = transform.with_text(original, insert_into_parts(case_parts, ordered))
-            generated.append((ordered, changed, None, {}))
+            ])  # fmt: skip
+            changed = insert_into_parts(case_parts, sample_ats, sample_texts)
+            value = changed if plain else with_text(original, changed)
+            generated.append((ordered, value, None, {}))
         try:
-            yield row, transform.filtered(original, generated)
+            yield row, filtered(original, generated)
         except NotApplicable as exc:
             yield row, exc
 
@@ -283,22 +286,25 @@ def whitespace(
             at_of[position] = (sample_ats, sample_ws)
     samples_of = iter(range(0, len(sample_case), samples))
     cases = iter(zip(spans, strict=False))
+    with_text, filtered = transform.with_text, transform.filtered
     for row, original in enumerate(inputs):
         if row in failed:
             yield row, failed[row]
             continue
         (case_spans,) = next(cases)
         text: str = texts[row]  # type: ignore[assignment]
+        plain = type(original) is str  # the edited text is the input
         first = next(samples_of)
         generated: list[Generated] = []
         for sample_ats, sample_ws in at_of[first : first + samples]:  # type: ignore[misc]
-            ordered = tuple(
+            ordered = tuple([
                 {"at": at, "ws": ws} for at, ws in zip(sample_ats, sample_ws, strict=True)
-            )
-            changed = transform.with_text(original, replace_at_spans(text, case_spans, ordered))
-            generated.append((ordered, changed, None, {}))
+            ])  # fmt: skip
+            changed = replace_at_spans(text, case_spans, sample_ats, sample_ws)
+            value = changed if plain else with_text(original, changed)
+            generated.append((ordered, value, None, {}))
         try:
-            yield row, transform.filtered(original, generated)
+            yield row, filtered(original, generated)
         except NotApplicable as exc:
             yield row, exc
 

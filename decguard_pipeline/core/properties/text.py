@@ -5,7 +5,7 @@ for byte."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from decguard_pipeline.core.decision import DecisionInput
@@ -64,22 +64,22 @@ def insert_fragments(text: str, steps: Iterable[Mapping[str, Any]]) -> str:
     return "".join(out)
 
 
-def insert_into_parts(parts: list[str], steps: Iterable[Mapping[str, Any]]) -> str:
+def insert_into_parts(parts: list[str], ats: Sequence[int], fragments: Sequence[str]) -> str:
     """:func:`insert_fragments` for steps as a transformation makes them (sorted by ``at``,
-    each ``at`` a boundary: 0 to the sentence count), on a text already split by
-    :func:`sentence_parts` (once for all the samples of a case)."""
+    each ``at`` a boundary: 0 to the sentence count), given as their ``at`` and ``text``
+    values, on a text already split by :func:`sentence_parts` (once for all the samples of
+    a case)."""
     n_sentences = len(parts) // 2 + 1
     out: list[str] = []
     appended: list[str] = []
     done = 0
-    for step in steps:
-        at = step["at"]
+    for at, fragment in zip(ats, fragments, strict=True):
         if at < n_sentences:
             out.extend(parts[done : 2 * at])
-            out.append(step["text"] + " ")
+            out.append(fragment + " ")
             done = 2 * at
         else:
-            appended.append(" " + step["text"])
+            appended.append(" " + fragment)
     out.extend(parts[done:])
     out.extend(appended)
     return "".join(out)
@@ -114,24 +114,24 @@ def whitespace_spans(text: str) -> list[tuple[int, int]]:
 
 
 def replace_at_spans(
-    text: str, spans: list[tuple[int, int]], steps: Iterable[Mapping[str, Any]]
+    text: str, spans: list[tuple[int, int]], ats: Sequence[int | str], spaces: Sequence[str]
 ) -> str:
     """:func:`replace_whitespace` for steps as a transformation makes them (each target once,
-    in ``whitespace_order``), with the runs found once (:func:`whitespace_spans`) for all
-    the samples of a case: only the replaced runs are visited."""
+    in ``whitespace_order``), given as their ``at`` and ``ws`` values, with the runs found
+    once (:func:`whitespace_spans`) for all the samples of a case: only the replaced runs
+    are visited."""
     out: list[str] = []
     position = 0
     end = ""
-    for step in steps:
-        at = step["at"]
+    for at, space in zip(ats, spaces, strict=True):
         if at == "start":
-            out.append(step["ws"])
+            out.append(space)
         elif at == "end":
-            end = step["ws"]
+            end = space
         else:
-            start, stop = spans[at]
+            start, stop = spans[at]  # type: ignore[index]
             out.append(text[position:start])
-            out.append(step["ws"])
+            out.append(space)
             position = stop
     out.append(text[position:])
     out.append(end)

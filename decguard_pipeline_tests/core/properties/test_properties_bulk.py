@@ -108,7 +108,8 @@ def test_insertions_into_split_text_equal_insert_fragments():
              for _ in range(rng.randint(0, 4))),
             key=lambda step: step["at"],
         )  # fmt: skip
-        assert insert_into_parts(parts, steps) == insert_fragments(text, steps)
+        ats, fragments = [s["at"] for s in steps], [s["text"] for s in steps]
+        assert insert_into_parts(parts, ats, fragments) == insert_fragments(text, steps)
 
 
 def test_whitespace_at_spans_equals_replace_whitespace():
@@ -118,7 +119,8 @@ def test_whitespace_at_spans_equals_replace_whitespace():
         chosen = rng.sample(targets, rng.randint(0, len(targets)))
         steps = sorted(({"at": t, "ws": rng.choice([" ", "\n", "\t\t"])} for t in chosen),
                        key=whitespace_order)  # fmt: skip
-        assert replace_at_spans(text, whitespace_spans(text), steps) == replace_whitespace(
+        ats, spaces = [s["at"] for s in steps], [s["ws"] for s in steps]
+        assert replace_at_spans(text, whitespace_spans(text), ats, spaces) == replace_whitespace(
             text, steps
         )
 
