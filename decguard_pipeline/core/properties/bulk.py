@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
+from itertools import chain, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -24,9 +25,10 @@ from decguard_pipeline.core.properties.text import (
     RUN_VARIANTS,
     NotApplicable,
     insert_into_parts,
-    replace_at_spans,
+    piece_bounds,
+    replace_at_bounds,
     sentence_parts,
-    whitespace_spans,
+    whitespace_pieces,
 )
 from decguard_pipeline.core.properties.transform import (
     Generated,
@@ -233,8 +235,10 @@ def whitespace(
     texts, failed = _texts(transform, inputs, non_empty=False)
     samples, edits = transform.config.samples, transform.config.edits
     rows = [row for row in range(len(inputs)) if row not in failed]
-    spans = [whitespace_spans(texts[row]) for row in rows]  # type: ignore[arg-type]
-    targets = np.array([len(s) + 2 for s in spans], dtype=np.int64)
+    # each text cut once at its runs (C loops: split, lengths, the kind of each run)
+    pieces = [whitespace_pieces(texts[row]) for row in rows]  # type: ignore[arg-type]
+    n_runs = [len(p) // 2 for p in pieces]
+    targets = np.array(n_runs, dtype=np.int64) + 2
     picked = np.minimum(edits, targets)  # targets each sample takes
     values = StreamValues(
         stream_keys(seed, transform.name, [case_ids[r] for r in rows]),
@@ -254,13 +258,12 @@ def whitespace(
     choices.append(RUN_VARIANTS)  # a run that is none of them
     sizes = np.array([len(c) for c in choices], dtype=np.int64)
     table = np.array([list(c) + [""] * (max(sizes) - len(c)) for c in choices], dtype=object)
-    # per case, the kind of each run (2 + its index in RUN_VARIANTS, or the last kind)
-    run_kinds = [
-        [kinds.get(texts[r][a:b], len(RUN_VARIANTS)) + 2 for a, b in case_spans]
-        for r, case_spans in zip(rows, spans, strict=True)
-    ]  # type: ignore[index]
-    run_first = np.concatenate(([0], np.cumsum([len(k) for k in run_kinds])))
-    flat_kinds = np.array([k for case in run_kinds for k in case], dtype=np.int64)
+    # the kind of each run, case after case (2 + its index in RUN_VARIANTS, or the last kind)
+    runs = list(chain.from_iterable(p[1::2] for p in pieces))
+    flat_kinds = np.fromiter(
+        map(kinds.get, runs, repeat(len(RUN_VARIANTS))), dtype=np.int64, count=len(runs)
+    ) + 2  # fmt: skip
+    run_first = np.concatenate(([0], np.cumsum(n_runs)))
     at_of = [None] * len(sample_case)  # per sample: the sorted steps' "at" and "ws"
     for e in sorted(set(picked.tolist())):  # (np.unique would import numpy.ma: 7 ms)
         group = np.flatnonzero(picked[sample_case] == e)
@@ -285,13 +288,14 @@ def whitespace(
                                                    strict=True):  # fmt: skip
             at_of[position] = (sample_ats, sample_ws)
     samples_of = iter(range(0, len(sample_case), samples))
-    cases = iter(zip(spans, strict=False))
+    cases = iter(zip(pieces, strict=False))
     with_text, filtered = transform.with_text, transform.filtered
     for row, original in enumerate(inputs):
         if row in failed:
             yield row, failed[row]
             continue
-        (case_spans,) = next(cases)
+        (case_pieces,) = next(cases)
+        bounds = piece_bounds(case_pieces)
         text: str = texts[row]  # type: ignore[assignment]
         plain = type(original) is str  # the edited text is the input
         first = next(samples_of)
@@ -300,7 +304,7 @@ def whitespace(
             ordered = tuple([
                 {"at": at, "ws": ws} for at, ws in zip(sample_ats, sample_ws, strict=True)
             ])  # fmt: skip
-            changed = replace_at_spans(text, case_spans, sample_ats, sample_ws)
+            changed = replace_at_bounds(text, bounds, sample_ats, sample_ws)
             value = changed if plain else with_text(original, changed)
             generated.append((ordered, value, None, {}))
         try:

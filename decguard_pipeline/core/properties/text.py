@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import accumulate
 from typing import Any
 
 from decguard_pipeline.core.decision import DecisionInput
@@ -108,18 +109,28 @@ def replace_whitespace(text: str, steps: Iterable[Mapping[str, Any]]) -> str:
     return edits.get("start", "") + "".join(pieces) + edits.get("end", "")
 
 
-def whitespace_spans(text: str) -> list[tuple[int, int]]:
-    """Where each whitespace run starts and ends (the runs ``replace_whitespace`` numbers)."""
-    return [match.span() for match in _WHITESPACE.finditer(text)]
+_SPLIT_RUNS = re.compile(r"(\s+)")
 
 
-def replace_at_spans(
-    text: str, spans: list[tuple[int, int]], ats: Sequence[int | str], spaces: Sequence[str]
+def whitespace_pieces(text: str) -> list[str]:
+    """The text cut at its whitespace runs: text, run, text, ..., text (run ``i`` is piece
+    ``2i + 1``; the runs ``replace_whitespace`` numbers)."""
+    return _SPLIT_RUNS.split(text)
+
+
+def piece_bounds(pieces: list[str]) -> list[int]:
+    """Where each piece of :func:`whitespace_pieces` ends: run ``i`` spans
+    ``bounds[2i]:bounds[2i + 1]`` of the text."""
+    return list(accumulate(map(len, pieces)))
+
+
+def replace_at_bounds(
+    text: str, bounds: list[int], ats: Sequence[int | str], spaces: Sequence[str]
 ) -> str:
     """:func:`replace_whitespace` for steps as a transformation makes them (each target once,
     in ``whitespace_order``), given as their ``at`` and ``ws`` values, with the runs found
-    once (:func:`whitespace_spans`) for all the samples of a case: only the replaced runs
-    are visited."""
+    once (:func:`piece_bounds`) for all the samples of a case: only the replaced runs are
+    visited."""
     out: list[str] = []
     position = 0
     end = ""
@@ -129,10 +140,9 @@ def replace_at_spans(
         elif at == "end":
             end = space
         else:
-            start, stop = spans[at]  # type: ignore[index]
-            out.append(text[position:start])
+            out.append(text[position : bounds[2 * at]])  # type: ignore[operator]
             out.append(space)
-            position = stop
+            position = bounds[2 * at + 1]  # type: ignore[operator]
     out.append(text[position:])
     out.append(end)
     return "".join(out)

@@ -31,12 +31,13 @@ from decguard_pipeline.core.properties.summary import summarize, summarize_colum
 from decguard_pipeline.core.properties.text import (
     insert_fragments,
     insert_into_parts,
-    replace_at_spans,
+    piece_bounds,
+    replace_at_bounds,
     replace_whitespace,
     sentence_parts,
     whitespace_order,
+    whitespace_pieces,
     whitespace_runs,
-    whitespace_spans,
 )
 from decguard_pipeline.core.properties.transform import Transform
 from decguard_pipeline.core.report import jsonio
@@ -95,7 +96,8 @@ def test_samples_from_values_equal_rng_sample():
 
 # --- text surgery on split texts -----------------------------------------------------------
 
-TEXTS = ["", "one", "One. Two! Three? Four", "a.  b.\n\nc.", " lead. trail. ", "x!\ty?\nz", "..."]
+TEXTS = ["", "one", "One. Two! Three? Four", "a.  b.\n\nc.", " lead. trail. ", "x!\ty?\nz", "...",
+         "a\u00a0b\u2003 c.\r\nd\u3000"]  # fmt: skip
 
 
 def test_insertions_into_split_text_equal_insert_fragments():
@@ -112,7 +114,7 @@ def test_insertions_into_split_text_equal_insert_fragments():
         assert insert_into_parts(parts, ats, fragments) == insert_fragments(text, steps)
 
 
-def test_whitespace_at_spans_equals_replace_whitespace():
+def test_whitespace_at_bounds_equals_replace_whitespace():
     rng = random.Random(3)
     for text in TEXTS * 20:
         targets: list[Any] = ["start", *range(len(whitespace_runs(text))), "end"]
@@ -120,9 +122,8 @@ def test_whitespace_at_spans_equals_replace_whitespace():
         steps = sorted(({"at": t, "ws": rng.choice([" ", "\n", "\t\t"])} for t in chosen),
                        key=whitespace_order)  # fmt: skip
         ats, spaces = [s["at"] for s in steps], [s["ws"] for s in steps]
-        assert replace_at_spans(text, whitespace_spans(text), ats, spaces) == replace_whitespace(
-            text, steps
-        )
+        bounds = piece_bounds(whitespace_pieces(text))
+        assert replace_at_bounds(text, bounds, ats, spaces) == replace_whitespace(text, steps)
 
 
 # --- generation of whole datasets ----------------------------------------------------------
