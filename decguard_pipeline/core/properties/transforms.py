@@ -84,13 +84,13 @@ class OptionOrderTransform(Transform):
         # the presentation of an order, made once per order (minimisation applies the same
         # few orders to thousands of failing cases)
         order = tuple(steps[0]["order"])
-        shown = self._shown.get(order, self)
-        if shown is self:
-            labels = self.spec.labels
-            shown = canonical_or(tuple((labels[i], labels[i]) for i in order), labels)
-            if len(self._shown) < 4096:
-                self._shown[order] = shown
-        return Mutation(steps, original, shown)  # type: ignore[arg-type]
+        if order in self._shown:
+            return Mutation(steps, original, self._shown[order])
+        labels = self.spec.labels
+        shown = canonical_or(tuple((labels[i], labels[i]) for i in order), labels)
+        if len(self._shown) < 4096:  # a bound for many labels, whose orders are drawn
+            self._shown[order] = shown
+        return Mutation(steps, original, shown)
 
     def reductions(self, steps: Steps) -> Iterator[Steps]:
         """Undo one adjacent inversion at a time (never back to the identity)."""
