@@ -8,13 +8,11 @@ report is written: a check of ten million records never holds them as one object
 from __future__ import annotations
 
 import hashlib
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +30,7 @@ from decguard_pipeline.core.production.record_text import string_bytes
 from decguard_pipeline.core.production.segments import measure
 from decguard_pipeline.core.report.golden import contract_section
 from decguard_pipeline.core.report.jsonio import dumps, print_document, write_document
+from decguard_pipeline.core.report.write_behind import WriteBehind
 from decguard_pipeline.core.report.written_pages import WrittenPages
 
 CHECK_VERSION = "0.1"
@@ -88,42 +87,33 @@ def write_with_records(
     """``document`` (indented as orjson indents it) with its ``records`` list made of
     ``texts``, each the record's indented JSON after :data:`SEPARATOR`
     (``record_text.record_texts(..., indented=True, prefix=SEPARATOR)``): each chunk is
-    written as one buffer, hashed and written on a thread of its own while the next batch is
-    made. The same bytes as :meth:`Report.write`. Returns the sha256 of the bytes written."""
+    written and hashed on a thread of its own while the next batch is made (``write_behind``).
+    The same bytes as :meth:`Report.write`. Returns the sha256 of the bytes written."""
     whole = dumps({**document, "records": _RECORDS_MARK}).encode()
     at = whole.index(f'"{_RECORDS_MARK}"'.encode())
     digest = hashlib.sha256()
-    pending: deque[Future[None]] = deque()
-
-    def put(stream: IO[bytes], data: Any) -> None:
-        digest.update(data)
-        stream.write(data)
-        pages.wrote(len(data))
-
     try:
-        with atomic_output(path) as stream, ThreadPoolExecutor(1) as writer:
+        with atomic_output(path) as stream:
             pages = WrittenPages(stream)
 
-            def out(data: Any) -> None:
-                pending.append(writer.submit(put, stream, data))
-                while len(pending) > 8:  # a few MB in flight, never the whole file
-                    pending.popleft().result()
+            def written(data: Any) -> None:
+                digest.update(data)
+                pages.wrote(len(data))
 
-            out(whole[:at])
-            first = True
-            for batch in texts:
-                chunks = batch.chunks if isinstance(batch, pa.ChunkedArray) else [batch]
-                for chunk in chunks:
-                    if not len(chunk):
-                        continue
-                    data = string_bytes(chunk)
-                    # the first record has no comma before it
-                    out(b"[\n" + bytes(data[2:]) if first else data)
-                    first = False
-            out(b"[]" if first else b"\n  ]")
-            out(whole[at + len(_RECORDS_MARK) + 2 :] + b"\n")
-            while pending:
-                pending.popleft().result()
+            with WriteBehind(stream, written) as out:
+                out.put(whole[:at])
+                first = True
+                for batch in texts:
+                    chunks = batch.chunks if isinstance(batch, pa.ChunkedArray) else [batch]
+                    for chunk in chunks:
+                        if not len(chunk):
+                            continue
+                        data = string_bytes(chunk)
+                        # the first record has no comma before it
+                        out.put(b"[\n" + bytes(data[2:]) if first else data)
+                        first = False
+                out.put(b"[]" if first else b"\n  ]")
+                out.put(whole[at + len(_RECORDS_MARK) + 2 :] + b"\n")
     except OSError as exc:
         raise ReportError(f"{path}: cannot write production report: {exc.strerror or exc}") from exc
     return digest.hexdigest()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from queue import SimpleQueue
 from types import TracebackType
 from typing import IO, Any
@@ -20,12 +21,15 @@ IN_FLIGHT = 4  # groups handed over and not yet written (a few MB at most)
 
 class WriteBehind:
     """``put`` chunks (bytes or memoryviews, never changed afterwards); ``close`` writes
-    what is left, waits for the thread and raises what a write raised. Used as a context
+    what is left, waits for the thread and raises what a write raised. ``written`` (on the
+    writing thread) sees each chunk after it is written, in order: a digest of the file,
+    the page-cache upkeep of ``written_pages``. Used as a context
     manager, an error in the block still waits for the thread (the stream is closed by the
     caller after the block) and then propagates."""
 
-    def __init__(self, out: IO[bytes]) -> None:
+    def __init__(self, out: IO[bytes], written: Callable[[Any], None] | None = None) -> None:
         self.out = out
+        self.written = written  # told each chunk once it is written, in order
         self.group: list[Any] = []
         self.size = 0
         self.thread: threading.Thread | None = None
@@ -53,7 +57,7 @@ class WriteBehind:
         while (group := self.groups.get()) is not None:
             try:
                 if self.failed is None:
-                    _write_all(self.out, group)
+                    self._write(group)
             except BaseException as exc:  # raised in the caller's thread
                 self.failed = exc
             finally:
@@ -69,8 +73,14 @@ class WriteBehind:
         self._stop()
         if self.failed is not None:
             raise self.failed
-        _write_all(self.out, self.group)
+        self._write(self.group)
         self.group, self.size = [], 0
+
+    def _write(self, chunks: list[Any]) -> None:
+        _write_all(self.out, chunks)
+        if self.written is not None:
+            for chunk in chunks:
+                self.written(chunk)
 
     def __enter__(self) -> WriteBehind:
         return self

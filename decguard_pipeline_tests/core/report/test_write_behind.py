@@ -68,3 +68,22 @@ def test_an_error_in_the_block_stops_the_thread_and_propagates(tmp_path):
             behind.put(b"z" * (2 * GROUP_BYTES))
             raise RuntimeError("encoder failed")
         assert behind.thread is None
+
+
+@pytest.mark.parametrize("total", [10, 5 * GROUP_BYTES + 7])
+def test_written_sees_every_chunk_in_order_after_it_is_written(tmp_path, total):
+    """The hook a digest hangs on: every chunk, in file order, once it is in the file."""
+    chunks = _chunks(total, seed=7)
+    seen: list[bytes] = []
+    path = tmp_path / "out.bin"
+    with path.open("wb") as out:
+
+        def written(chunk):
+            seen.append(bytes(chunk))
+            assert os.fstat(out.fileno()).st_size >= sum(map(len, seen))
+
+        with WriteBehind(out, written) as behind:
+            for chunk in chunks:
+                behind.put(chunk)
+    assert seen == [bytes(c) for c in chunks]
+    assert b"".join(seen) == path.read_bytes()
