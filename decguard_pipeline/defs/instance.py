@@ -18,6 +18,7 @@ import dagster as dg
 import yaml
 
 from decguard_pipeline.core import processes
+from decguard_pipeline.core.atomic_file import atomic_output
 from decguard_pipeline.defs import (
     instance_config,
     instance_logs,
@@ -45,9 +46,8 @@ UNFINISHED = [
 
 def _replace_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically (a reader sees the old or the new file)."""
-    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    with atomic_output(path) as out:
+        out.write(text.encode("utf-8"))
 
 
 def upgrade_config(config: Path, home: Path) -> bool:
