@@ -27,6 +27,7 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -79,6 +80,14 @@ class Run:
 
 
 REPEAT = 1  # --repeat: best of N, the machine may be shared
+
+
+def rotated(items: list[Any], round_number: int) -> list[Any]:
+    """``items`` in their order for round ``round_number`` of interleaved rounds: turned by
+    one each round, so a drift of the machine's speed (this VM's last minutes) weighs on
+    every command alike instead of on the one whose repeats fell in the slow minutes."""
+    turn = round_number % len(items) if items else 0
+    return items[turn:] + items[:turn]
 
 
 def run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> Run:

@@ -44,6 +44,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from golden_run import rotated
 from production_check import CONTRACT, generate
 
 PY = sys.executable
@@ -162,12 +163,10 @@ class _Runs:
 
 
 def _interleaved(runs: list[_Runs], cwd: Path, repeat: int, env: dict[str, str]) -> None:
-    """``repeat`` rounds, each running every command once (the order turned by one each
-    round): a machine whose speed drifts for minutes at a time then slows every command
-    alike, instead of the one whose repeats fell in the slow minutes."""
+    """``repeat`` rounds, each running every command once (``golden_run.rotated``)."""
     for r in range(repeat):
-        for i in range(len(runs)):
-            runs[(i + r) % len(runs)].run(cwd, env)
+        for command in rotated(runs, r):
+            command.run(cwd, env)
 
 
 def _row(

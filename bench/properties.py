@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 import golden_run
-from golden_run import OURS, REF, ROOT, Run, fmt_mib, run, run_once, write_cases
+from golden_run import OURS, REF, ROOT, Run, fmt_mib, rotated, run, run_once, write_cases
 
 COMMANDS = {
     "test": ["test", "decguard.yaml", "--all"],
@@ -92,14 +92,13 @@ def line(name: str, figures: Run) -> str:
 def interleaved(
     work: Path, args: list[str], rounds: int, with_ref: bool
 ) -> tuple[list[Run], list[Run]]:
-    """``rounds`` rounds of our run and the reference's, side by side: the order alternates
-    from round to round, so a drift of the machine's speed (this VM's drifts for minutes)
-    weighs on both alike. Returns each tool's runs, round by round."""
+    """``rounds`` rounds of our run and the reference's, side by side, the order turned each
+    round (``golden_run.rotated``). Returns each tool's runs, round by round."""
     ours: list[Run] = []
     refs: list[Run] = []
+    pair = [("ours", OURS), ("ref", REF)] if with_ref else [("ours", OURS)]
     for number in range(rounds):
-        pair = [("ours", OURS), ("ref", REF)] if with_ref else [("ours", OURS)]
-        for name, tool in pair if number % 2 == 0 else reversed(pair):
+        for name, tool in rotated(pair, number):
             # each run writes a new report, as in CI: replacing the previous run's 58 MB
             # file would add the file system's freeing of it (20-40 ms here) to the run
             (work / f"{name}.json").unlink(missing_ok=True)
