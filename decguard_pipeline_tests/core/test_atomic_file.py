@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -149,7 +148,9 @@ def test_write_document_writes_atomically(tmp_path, monkeypatch):
 
 
 def test_stdout_as_a_path_is_written_in_place():
-    """``-o /dev/stdout``: a character device, written in place (never renamed over)."""
+    """``-o /dev/stdout``: a link to the output, written in place (never renamed over: as
+    root, a rename in /dev would succeed and replace the link with a file)."""
+    before = os.lstat("/dev/stdout")
     done = subprocess.run(
         [sys.executable, "-c",
          "from decguard_pipeline.core.report.jsonio import write_document;"
@@ -158,4 +159,6 @@ def test_stdout_as_a_path_is_written_in_place():
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout == '{\n  "a": 1\n}\n'
-    assert Path("/dev/stdout").exists()
+    after = os.lstat("/dev/stdout")
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    assert not [name for name in os.listdir("/dev") if name.startswith(".stdout.")]
