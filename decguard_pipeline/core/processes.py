@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the module is imported by every report write: no subprocess for it
+    import subprocess
 
 
 def stat_fields(pid: int) -> list[str] | None:
@@ -51,6 +54,8 @@ def end_child(child: subprocess.Popen[bytes], *, wait_s: float = 5.0) -> None:
     if child.stdin is not None:
         with contextlib.suppress(OSError):  # it may be gone already (a broken pipe)
             child.stdin.close()
+    import subprocess
+
     try:
         child.wait(wait_s)
     except subprocess.TimeoutExpired:

@@ -224,14 +224,15 @@ def test_internal_error_with_debug(crashing, ours, monkeypatch):
 
 def test_a_mock_run_with_properties_never_imports_the_http_stack(tmp_path):
     """``test --all`` against the mock imports neither httpx nor asyncio: ~50 ms of every
-    run (a property run's paraphraser imported the HTTP transport for its TLS context)."""
+    run (a property run's paraphraser imported the HTTP transport for its TLS context); nor
+    subprocess, which the report writer's leftover check had brought in (2 ms)."""
     code = (
         "import sys\n"
         "from decguard_pipeline.cli.app import main\n"
         f"sys.argv = ['decguard-pipeline', 'test', {str(REFUND)!r}, '--all', '-o', "
         f"{str(tmp_path / 'r.json')!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print(sorted({'httpx', 'asyncio', 'aiohttp'} & set(sys.modules)))\n"
+        "print(sorted({'httpx', 'asyncio', 'aiohttp', 'subprocess'} & set(sys.modules)))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr
