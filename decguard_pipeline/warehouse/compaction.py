@@ -25,7 +25,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -111,8 +111,8 @@ def compact(
 # -- planning ----------------------------------------------------------------------------
 
 
-def _cutoff(days: float) -> str:
-    return (datetime.now(UTC) - timedelta(days=days)).strftime(_STAMP)
+def _cutoff(settings: Settings, days: float) -> str:
+    return (settings.today() - timedelta(days=days)).strftime(_STAMP)
 
 
 def _partitions(table_dir: Location) -> list[Location]:
@@ -130,8 +130,8 @@ def _plan(
 ) -> tuple[list[_Merge], int]:
     """The merges of one table, and how many files a reader counts now."""
     table_dir = warehouse.root / table
-    cutoff = _cutoff(settings.older_than_days)
-    keep = None if settings.keep_days is None else _cutoff(settings.keep_days)
+    cutoff = _cutoff(settings, settings.older_than_days)
+    keep = None if settings.keep_days is None else _cutoff(settings, settings.keep_days)
     columns = set(TABLES[table].names)
     merges, counted = [], 0
     for folder in _partitions(table_dir):
@@ -192,7 +192,7 @@ def _compact_table(
         return 0
     keep = None
     if settings.keep_days is not None and table not in KEPT_WHOLE:
-        keep = datetime.now(UTC) - timedelta(days=settings.keep_days)
+        keep = settings.today() - timedelta(days=settings.keep_days)
     live = {file: (writes, rows) for file, writes, rows in manifest.sizes}
     hidden = {f for f in manifest.hidden if warehouse.storage.exists(table_dir / f)}
     token = uuid.uuid4().hex[:12]

@@ -4,7 +4,9 @@ runs it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from decguard_pipeline.core.errors import DecGuardError
 
@@ -20,6 +22,9 @@ class Settings:
     grace_s: float = 60.0  # replaced files are deleted this long after it took effect
     dry_run: bool = False  # only report what would be merged
     wait: bool = True  # wait for the new manifests, then delete what they replaced
+    # the calendar that ages are measured on (tests pass a fixed day); manifest activation
+    # and grace periods are measured on the real clock, which concurrent readers share
+    today: Callable[[], datetime] = field(default=lambda: datetime.now(UTC), repr=False)
 
     def __post_init__(self) -> None:
         if self.older_than_days < 0:

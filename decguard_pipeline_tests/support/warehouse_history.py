@@ -41,10 +41,12 @@ def write_evaluation(wh: Warehouse, contract: str, target: str, run: str, at: da
         wh.write("cases", [row], contract=contract, run_id=run, recorded_at=at)
 
 
-def fill_history(wh: Warehouse, *, days: float = 80, writes: int = 40) -> list[str]:
-    """``writes`` evaluations of every partition spread over the last ``days`` days; returns
-    the run ids."""
-    start = datetime.now(UTC) - timedelta(days=days)
+def fill_history(
+    wh: Warehouse, *, days: float = 80, writes: int = 40, today: datetime | None = None
+) -> list[str]:
+    """``writes`` evaluations of every partition spread over the ``days`` days before
+    ``today`` (now when not given); returns the run ids."""
+    start = (today or datetime.now(UTC)) - timedelta(days=days)
     runs = []
     for k in range(writes):
         at = start + timedelta(days=days * k / writes)

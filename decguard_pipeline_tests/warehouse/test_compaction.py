@@ -96,27 +96,71 @@ def history(tmp_path_factory) -> tuple[Path, list[str]]:
     return root, runs
 
 
-@pytest.fixture
-def wh(history, tmp_path) -> tuple[Warehouse, list[str]]:
-    """A fresh copy of the generated history."""
-    root, runs = history
+def _copy(root: Path, tmp_path: Path) -> Warehouse:
     shutil.copytree(root, tmp_path / "wh")
     warehouse = Warehouse(tmp_path / "wh")
     warehouse.ensure_catalog(refresh=True)  # the catalog names the copy's location
-    return warehouse, runs
+    return warehouse
+
+
+@pytest.fixture
+def wh(history, tmp_path) -> tuple[Warehouse, list[str]]:
+    """A fresh copy of the history generated up to now."""
+    root, runs = history
+    return _copy(root, tmp_path), runs
+
+
+# Compaction groups writes by calendar month: the days around a month's turn, the day a lone
+# write waits in its month (the 5th: history writes every second day), and a leap day.
+DAYS = {
+    "now": None,
+    "first-of-month": datetime(2026, 12, 1, 0, 30, tzinfo=UTC),
+    "second-of-month": datetime(2026, 12, 2, 12, 0, tzinfo=UTC),
+    "fifth-of-month": datetime(2026, 12, 5, 12, 0, tzinfo=UTC),
+    "sixth-of-month": datetime(2026, 12, 6, 7, 0, tzinfo=UTC),
+    "last-of-month": datetime(2026, 11, 30, 23, 30, tzinfo=UTC),
+    "leap-day": datetime(2028, 2, 29, 12, 0, tzinfo=UTC),
+}
+
+
+@pytest.fixture(scope="module", params=list(DAYS))
+def dated_history(request, tmp_path_factory) -> tuple[Path, list[str], datetime]:
+    today = DAYS[request.param] or datetime.now(UTC)
+    root = tmp_path_factory.mktemp("dated") / "wh"
+    return root, fill_history(Warehouse(root), today=today), today
+
+
+@pytest.fixture
+def dated(dated_history, tmp_path) -> tuple[Warehouse, list[str], datetime]:
+    """A fresh copy of a history generated up to one of ``DAYS``, and that day."""
+    root, runs, today = dated_history
+    return _copy(root, tmp_path), runs, today
+
+
+def on(today: datetime, **settings) -> Settings:
+    """Settings of a compaction run on ``today``."""
+    return Settings(today=lambda: today, **{**FAST, **settings})
+
+
+def month_groups(names: list[str]) -> dict[str, list[str]]:
+    months: dict[str, list[str]] = {}
+    for name in names:
+        months.setdefault(name[:6], []).append(name)
+    return months
 
 
 # -- every answer the same ---------------------------------------------------------------
 
 
-def test_compaction_keeps_every_answer_and_bounds_the_files(wh):
-    wh, runs = wh
+def test_compaction_keeps_every_answer_and_bounds_the_files(dated):
+    wh, runs, today = dated
+    assert max(p.name for p in files_on_disk(wh, "runs"))[:8] <= f"{today:%Y%m%d}"
     with wh.open_catalog() as con:
         before = answers(con)
     files_before = {t: len(files_on_disk(wh, t)) for t in TABLES}
     file_reads = file_answers(wh, runs)
 
-    result = compact(wh, Settings(older_than_days=1, **FAST), log=lambda _: None)
+    result = compact(wh, on(today, older_than_days=1), log=lambda _: None)
 
     with wh.open_catalog() as con:  # the catalog, as an analyst opens it
         assert answers(con) == before
@@ -146,44 +190,55 @@ def test_compaction_keeps_every_answer_and_bounds_the_files(wh):
         assert manifest.hidden == frozenset()
 
 
-def test_a_second_compaction_merges_only_what_is_new(wh):
-    wh, _ = wh
-    compact(wh, Settings(older_than_days=1, **FAST), log=lambda _: None)
+def test_a_second_compaction_merges_only_what_is_new(dated):
+    wh, _, today = dated
+    compact(wh, on(today, older_than_days=1), log=lambda _: None)
     first = {p.name for p in files_on_disk(wh, "metrics")}
-    again = compact(wh, Settings(older_than_days=1, **FAST), log=lambda _: None)
+    again = compact(wh, on(today, older_than_days=1), log=lambda _: None)
     assert again.tables["metrics"].writes_merged == 0
     assert {p.name for p in files_on_disk(wh, "metrics")} == first  # nothing rewritten
 
-    at = datetime.now(UTC) - timedelta(hours=1)
+    at = today - timedelta(hours=1)
     for contract, target in PARTITIONS:
         write_evaluation(wh, contract, target, "late-1", at, 7)
         write_evaluation(wh, contract, target, "late-2", at + timedelta(minutes=1), 8)
     with wh.connect() as con:
         before = answers(con)
-    result = compact(wh, Settings(older_than_days=0, **FAST), log=lambda _: None)
+
+    def loose() -> int:
+        return sum(
+            not is_compacted(p.name)
+            for contract, target in PARTITIONS
+            for p in wh.partition_dir("metrics", contract, target).glob("[0-9]*.parquet")
+        )
+
+    loose_before = loose()
+    result = compact(wh, on(today, older_than_days=0), log=lambda _: None)
     with wh.connect() as con:
         assert answers(con) == before
-    # the previous newest write is merged into its month now; late-2, the newest, stays apart
-    # (late-1 joins it too, or stays alone when it is the only write of a new month)
-    assert len(PARTITIONS) <= result.tables["metrics"].writes_merged <= 2 * len(PARTITIONS)
     for contract, target in PARTITIONS:
         folder = wh.partition_dir("metrics", contract, target)
         names = [p.name for p in sorted(folder.glob("[0-9]*.parquet"))]
-        assert names[-1].endswith("_late-2.parquet")
-        months = [n[:6] for n in names if is_compacted(n)]
-        assert len(months) == len(set(months))  # one compacted file per month
+        assert names[-1].endswith("_late-2.parquet")  # the newest write stays apart
+        # every older write is merged into its month, unless it is its month's only file
+        for month, group in month_groups(names[:-1]).items():
+            assert len(group) == 1 or all(is_compacted(n) for n in group), (month, group)
+            assert sum(map(is_compacted, group)) <= 1  # one compacted file per month
+    # the previous newest write shares a month with an older file or with late-1 on any day
+    # (late-1 may be alone in a new month)
+    assert result.tables["metrics"].writes_merged == loose_before - loose()
+    assert result.tables["metrics"].writes_merged >= len(PARTITIONS)
 
 
-def test_the_switch_happens_at_the_manifests_activation(wh):
+def test_the_switch_happens_at_the_manifests_activation(dated):
     """Until the new manifest takes effect, readers count the old files (the compacted ones
     exist but are not counted); from then on, the compacted ones. Both give the same rows."""
-    wh, _ = wh
+    wh, _, today = dated
     with wh.connect() as con:
         before = answers(con)
     folder = wh.partition_dir("metrics", *PARTITIONS[0])
     old_files = [p.name for p in sorted(folder.glob("[0-9]*.parquet"))]
-    settings = Settings(older_than_days=1, activation_delay_s=3, grace_s=0.3, wait=False)
-    compact(wh, settings, log=lambda _: None)
+    compact(wh, on(today, older_than_days=1, activation_delay_s=3, wait=False), log=print)
     table_dir = wh.root / "metrics"
     pending = manifests(table_dir)[-1]
     from decguard_pipeline.warehouse.manifest import now_us, read_manifest
@@ -205,21 +260,28 @@ def test_the_switch_happens_at_the_manifests_activation(wh):
     with wh.connect() as con:
         assert answers(con) == before
     # the replaced files are still there (no grace yet); the next run deletes them
-    assert set(old_files) <= {p.name for p in folder.glob("[0-9]*.parquet")}
+    prefix = f"{folder.parent.name}/{folder.name}/"
+    hidden = read_manifest(pending).hidden
+    replaced = {f.removeprefix(prefix) for f in hidden if f.startswith(prefix)}
+    assert replaced and replaced <= set(old_files) - {old_files[-1]}
+    # what stays is the newest write and writes alone in their month
+    for name in set(old_files) - replaced - {old_files[-1]}:
+        assert [n[:6] for n in old_files[:-1]].count(name[:6]) == 1, name
+    assert replaced <= {p.name for p in folder.glob("[0-9]*.parquet")}
     time.sleep(0.35)
-    compact(wh, Settings(older_than_days=1, **FAST), log=lambda _: None)
-    assert not set(old_files) & {p.name for p in folder.glob("[0-9]*.parquet")} - {old_files[-1]}
+    compact(wh, on(today, older_than_days=1), log=lambda _: None)
+    assert not replaced & {p.name for p in folder.glob("[0-9]*.parquet")}
     with wh.connect() as con:
         assert answers(con) == before
 
 
-def test_retention_deletes_old_history_but_never_a_newest_write(wh):
-    wh, runs = wh
+def test_retention_deletes_old_history_but_never_a_newest_write(dated):
+    wh, runs, today = dated
     with wh.connect() as con:
         before = answers(con)
         kept_targets = con.execute("SELECT count(*) FROM targets").fetchone()[0]
-    compact(wh, Settings(older_than_days=1, keep_days=30, **FAST), log=lambda _: None)
-    horizon = datetime.now(UTC) - timedelta(days=30)
+    compact(wh, on(today, older_than_days=1, keep_days=30), log=lambda _: None)
+    horizon = today - timedelta(days=30)
     with wh.connect() as con:
         after = answers(con)
         oldest = con.execute("SELECT min(recorded_at) FROM metrics").fetchone()[0]

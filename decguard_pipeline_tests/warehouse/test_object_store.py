@@ -28,7 +28,6 @@ from decguard_pipeline.warehouse.lease import held
 from decguard_pipeline.warehouse.locations import ObjectPath, StorageError, location
 from decguard_pipeline.warehouse.storage import storage_of
 from decguard_pipeline_tests.conftest import ROOT
-from decguard_pipeline_tests.support import warehouse_history
 from decguard_pipeline_tests.support.evaluate_places import DAYS, MOCK, Place, write_contract
 from decguard_pipeline_tests.support.warehouse_history import fill_history
 
@@ -48,18 +47,6 @@ def answers(wh: Warehouse) -> dict[str, list[str]]:
             rows = con.sql(f"SELECT * FROM {view}").to_arrow_table().to_pylist()
             out[view] = sorted(repr(sorted(row.items())) for row in rows)
     return out
-
-
-def same_history(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``fill_history`` writes at the same times on every call (it counts back from now)."""
-    moment = datetime.now(UTC)
-
-    class Frozen(datetime):
-        @classmethod
-        def now(cls, tz=None):
-            return moment
-
-    monkeypatch.setattr(warehouse_history, "datetime", Frozen)
 
 
 # -- locations (no server) ---------------------------------------------------------------------
@@ -151,14 +138,12 @@ def test_the_cli_refuses_a_bad_location(ours):
 
 @pytest.mark.slow
 @pytest.mark.s3
-def test_same_answers_as_a_local_warehouse_and_compaction(
-    s3_server, s3_bucket, tmp_path, monkeypatch
-):
-    same_history(monkeypatch)
+def test_same_answers_as_a_local_warehouse_and_compaction(s3_server, s3_bucket, tmp_path):
+    today = datetime.now(UTC)  # both histories written at the same times
     local, remote = Warehouse(tmp_path / "wh"), Warehouse(f"s3://{s3_bucket}/team/wh")
     assert remote.remote
-    runs = fill_history(local, writes=6)
-    assert fill_history(remote, writes=6) == runs
+    runs = fill_history(local, writes=6, today=today)
+    assert fill_history(remote, writes=6, today=today) == runs
     expected = answers(local)
     assert sum(map(len, expected.values())) > 100
     assert answers(remote) == expected
@@ -193,12 +178,12 @@ def test_same_answers_as_a_local_warehouse_and_compaction(
 
 @pytest.mark.slow
 @pytest.mark.s3
-def test_sql_on_s3_from_the_command_line(s3_server, s3_bucket, ours, tmp_path, monkeypatch):
-    same_history(monkeypatch)
+def test_sql_on_s3_from_the_command_line(s3_server, s3_bucket, ours, tmp_path):
+    today = datetime.now(UTC)
     root = f"s3://{s3_bucket}/wh"
     local = Warehouse(tmp_path / "wh")
-    fill_history(Warehouse(root), writes=3)
-    fill_history(local, writes=3)
+    fill_history(Warehouse(root), writes=3, today=today)
+    fill_history(local, writes=3, today=today)
     query = "SELECT contract, target, metric, value FROM latest_metrics ORDER BY ALL"
     ran = ours("sql", query, "--warehouse", root, "-f", "json")
     assert ran.exit_code == 0, ran.stderr
