@@ -75,37 +75,45 @@ def _first_row(path: Path) -> dict[str, Any]:
     return read_file(path).slice(0, 1).to_pylist()[0]
 
 
-def known_targets(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]:
+def known_targets(
+    contract: str, warehouse: Warehouse, candidate: str | None = None
+) -> list[dict[str, Any]]:
     """Every evaluated target of a contract as ``choose_baseline`` wants it.
 
-    ``backend`` is the contract backend of the key; ``model_version`` is the key's version
-    segment (unique per target, also when a backend reports no version and the key uses its
-    model name); ``created_at`` is the target's first registration or first evaluation,
-    whichever came first; ``requirements_passed`` is True when the target's newest evaluation
-    was approved (its verdict: no failing requirement of any kind, ``steps/verdict.py``), or,
-    before it has a verdict, when its newest golden gate results hold no failing
-    requirement. Targets never evaluated cannot be a baseline (there is nothing to compare)
-    and are left out.
+    A target is evaluated once a run reached its verdict (warehouse/completion.py); its
+    entry describes the newest such run. ``backend`` is the contract backend of the key;
+    ``model_version`` is the key's version segment (unique per target, also when a backend
+    reports no version and the key uses its model name); ``created_at`` is the target's first
+    registration or first evaluation, whichever came first; ``requirements_passed`` is True
+    when that run was approved (its verdict: no failing requirement of any kind,
+    ``steps/verdict.py``), or, when the newest verdict is of another run, when that run's
+    golden gate results hold no failing requirement. Targets never evaluated cannot be a
+    baseline (there is nothing to compare) and are left out, but for ``candidate``, the
+    target being diffed (its own evaluation is not complete before its verdict): its entry
+    gives its ``created_at``.
 
-    Reads only the first and newest files of each target's ``runs``, ``targets`` and
-    ``gate_results`` partitions and its newest ``verdicts`` file, so the cost grows with the
-    contract's targets, not with the warehouse."""
+    Reads the first ``runs`` and ``targets`` files of each target, its newest completed
+    ``runs`` write and ``gate_results`` and its newest ``verdicts`` file, so the cost grows
+    with the contract's targets, not with the warehouse."""
     registered = warehouse.partitions("targets", contract)
-    gates = warehouse.partitions("gate_results", contract)
     verdicts = approvals(contract, warehouse)
     known = []
-    for directory, files in warehouse.partitions("runs", contract).items():
-        newest = _first_row(files[-1])
+    for target, files in warehouse.partitions("runs", contract).items():
+        runs = warehouse.read_latest("runs", contract, target)
+        if runs is None or runs.num_rows == 0:
+            if target != candidate:
+                continue
+            runs = read_file(files[-1])  # not evaluated yet: only its dates matter
+        newest = runs.to_pylist()[-1]
         first_seen = [_first_row(files[0])["recorded_at"]]
-        if directory in registered:
-            first_seen.append(_first_row(registered[directory][0])["recorded_at"])
-        checks = read_file(gates[directory][-1]).to_pylist() if directory in gates else []
-        golden = [c for c in checks if c["source"] == "golden"]
-        target = newest["target"]
+        if target in registered:
+            first_seen.append(_first_row(registered[target][0])["recorded_at"])
         verdict = verdicts.get(target)
         if verdict is not None and verdict["evaluation_run_id"] == newest["run_id"]:
             passed = bool(verdict["approved"])
         else:
+            checks = warehouse.read_run("gate_results", contract, target, newest["run_id"])
+            golden = [c for c in checks.to_pylist() if c["source"] == "golden"] if checks else []
             passed = bool(golden) and not any(
                 c["level"] == "requirement" and c["status"] == "fail" for c in golden
             )
@@ -134,7 +142,7 @@ class Resolved:
 
 def resolve_baseline(entry: ContractEntry, target: str, warehouse: Warehouse) -> Resolved:
     loaded = entry.require()
-    known = known_targets(entry.key, warehouse)
+    known = known_targets(entry.key, warehouse, candidate=target)
     candidate = next((k for k in known if k["target"] == target), None)
     if candidate is None:
         raise DecGuardError(f"{entry.key}: target {target!r} has not been evaluated yet")

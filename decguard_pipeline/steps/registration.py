@@ -1,5 +1,6 @@
 """Register targets: discover each backend's current version, record it when it changed, and
-tell whether a target was already evaluated on the contract and data as they are now."""
+tell whether a target was already evaluated (a run reached its verdict) on the contract and
+data as they are now."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.golden import load_golden, record_target
 from decguard_pipeline.steps.targets import Target, discover_targets
 from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline.warehouse.manifest import is_compacted
 from decguard_pipeline.warehouse.store import published_files, read_file
 
 
@@ -68,13 +70,19 @@ def current_inputs(entry: ContractEntry) -> Inputs:
 
 def evaluated(entry: ContractEntry, target: str, warehouse: Warehouse, inputs: Inputs) -> bool:
     """Whether some run already evaluated ``target`` on ``inputs`` (whoever started it:
-    ``evaluate``, the sensor, a schedule, the UI): its ``runs`` row has the same contract and
-    dataset hashes, it decided at least one case (a backend that failed on every case is
-    worth asking again) and, when suites are evaluated too, its ``guard_suites`` rows hold
-    every suite's hash."""
+    ``evaluate``, the sensor, a schedule, the UI): it reached its verdict (a run killed or
+    broken before that left rows, but did not evaluate the target: warehouse/completion.py),
+    its ``runs`` row has the same contract and dataset hashes, it decided at least one case
+    (a backend that failed on every case is worth asking again) and, when suites are
+    evaluated too, its ``guard_suites`` rows hold every suite's hash."""
+    done = warehouse.completed(entry.key, target)
     files = published_files(warehouse.partition_dir("runs", entry.key, target))
     for path in reversed(files):  # newest first: a re-evaluation is usually the latest run
+        if not is_compacted(path.name) and not done.write_done(path):
+            continue  # not read: no verdict
         for run in read_file(path).to_pylist():
+            if not done.has(run["run_id"]):
+                continue
             if (run["contract_hash"], run["dataset_hash"]) != (
                 inputs.contract_hash,
                 inputs.dataset_hash,

@@ -1,11 +1,13 @@
 """Compaction: old writes of a table merged into a few larger files, switched atomically.
 
 Per table, contract and target (one partition folder), the writes older than
-``older_than_days`` — never the partition's newest write, which ``latest_*`` reads — are
-merged with the compacted file of their calendar month (UTC) into one new compacted file. A
-new manifest per table then lists the table's compacted files (``live``) and every file they
-replace (``hidden``), and takes effect ``activation_delay_s`` later; once it has been in effect
-for ``grace_s``, the files it hides and the manifests before it are deleted. Readers count
+``older_than_days`` — never the partition's newest write, nor, in a table a target's
+evaluation writes, the newest write of a run that reached its verdict
+(warehouse/completion.py): ``latest_*`` reads them — are merged with the compacted file of
+their calendar month (UTC) into one new compacted file. A new manifest per table then lists
+the table's compacted files (``live``) and every file they replace (``hidden``), and takes
+effect ``activation_delay_s`` later; once it has been in effect for ``grace_s``, the files it
+hides and the manifests before it are deleted. Readers count
 rows by the manifest in effect when they start (warehouse/manifest.py), so a concurrent reader
 sees every row exactly once throughout, and a compaction killed at any point leaves either
 the old state or the new one, with only unreferenced files (deleted by the next run) behind.
@@ -24,7 +26,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import pyarrow as pa
@@ -32,6 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from decguard_pipeline.warehouse.compaction_settings import Result, Settings, TableResult
+from decguard_pipeline.warehouse.completion import Completed, completed, gated
 from decguard_pipeline.warehouse.lease import CompactionBusy, Lease, held
 from decguard_pipeline.warehouse.locations import Location
 from decguard_pipeline.warehouse.manifest import (
@@ -47,8 +50,9 @@ from decguard_pipeline.warehouse.manifest import (
     manifests,
     now_us,
     read_manifest,
+    writer_of,
 )
-from decguard_pipeline.warehouse.schema import TABLES
+from decguard_pipeline.warehouse.schema import TABLES, VERDICTS
 from decguard_pipeline.warehouse.storage import storage_of
 from decguard_pipeline.warehouse.store import Warehouse
 
@@ -57,9 +61,10 @@ __all__ = ["CompactionBusy", "Result", "Settings", "TableResult", "compact"]
 # within a batch): merging batches would change the order it reads them in.
 NOT_COMPACTED = frozenset({"production_inbox"})
 # Retention never deletes these: a target's first registration and first evaluation decide
-# which target is a regression baseline (steps/diff.py), and whether a target was
-# already evaluated on these inputs is looked up in runs (steps/registration.py).
-KEPT_WHOLE = frozenset({"targets", "runs"})
+# which target is a regression baseline (steps/diff.py), whether a target was already
+# evaluated on these inputs is looked up in runs (steps/registration.py), and the verdicts say
+# which runs completed (warehouse/completion.py: what latest_* and the pipeline's reads count).
+KEPT_WHOLE = frozenset({"targets", "runs", VERDICTS})
 _STAMP = "%Y%m%dT%H%M%S%fZ"
 
 
@@ -67,6 +72,23 @@ _STAMP = "%Y%m%dT%H%M%S%fZ"
 class _Merge:
     folder: Location
     sources: list[Location]  # counted files merged (writes and compacted), name order
+
+
+@dataclass
+class _Shown:
+    """What one compaction's plans share, per partition (``contract=…/target=…``): its runs
+    that reached their verdict, and the run parts of the writes the ``latest_*`` views of the
+    tables an evaluation writes show (warehouse/completion.py). The views find those runs
+    by the names of the verdicts writes, so their verdicts are never merged: the verdicts
+    table is planned last."""
+
+    completed: dict[str, Completed] = field(default_factory=dict)
+    runs: dict[str, set[str]] = field(default_factory=dict)
+
+
+def _in_order() -> list[str]:
+    """Every table, the verdicts last (their plan needs every other table's)."""
+    return sorted(TABLES, key=lambda table: table == VERDICTS)
 
 
 def compact(
@@ -77,8 +99,9 @@ def compact(
     warehouse.ensure_catalog()
     result = Result(dry_run=settings.dry_run)
     if settings.dry_run:
-        for table in TABLES:
-            result.tables[table] = _plan_only(warehouse, table, settings)
+        shown = _Shown()
+        for table in _in_order():
+            result.tables[table] = _plan_only(warehouse, table, settings, shown)
         return result
     with held(warehouse.root) as lease:
         _wait_for_manifests(warehouse, log)
@@ -86,8 +109,10 @@ def compact(
             result.tables[table] = TableResult()
         _clean(warehouse, settings, result, lease)  # what earlier runs left to delete
         newest_activation = 0
-        for table in TABLES:
-            activation = _compact_table(warehouse, table, settings, result.tables[table], lease)
+        shown = _Shown()
+        for table in _in_order():
+            counts = result.tables[table]
+            activation = _compact_table(warehouse, table, settings, counts, lease, shown)
             newest_activation = max(newest_activation, activation)
         if settings.wait and newest_activation:
             start = time.monotonic()
@@ -126,9 +151,14 @@ def _partitions(table_dir: Location) -> list[Location]:
 
 
 def _plan(
-    warehouse: Warehouse, table: str, manifest: Manifest, settings: Settings
+    warehouse: Warehouse,
+    table: str,
+    manifest: Manifest,
+    settings: Settings,
+    shown: _Shown,
 ) -> tuple[list[_Merge], int]:
-    """The merges of one table, and how many files a reader counts now."""
+    """The merges of one table, and how many files a reader counts now (``shown``: what
+    the plans of the tables before it found)."""
     table_dir = warehouse.root / table
     cutoff = _cutoff(settings, settings.older_than_days)
     keep = None if settings.keep_days is None else _cutoff(settings, settings.keep_days)
@@ -137,10 +167,16 @@ def _plan(
     for folder in _partitions(table_dir):
         files = counted_files(folder, manifest)
         counted += len(files)
-        if table in NOT_COMPACTED or len(files) < 2:
+        if table in NOT_COMPACTED or not files:
             continue
-        # the newest file holds the partition's newest write (latest_* reads only writes)
-        candidates = [f for f in files[:-1] if is_compacted(f.name) or f.name < cutoff]
+        # the newest file holds the partition's newest write (latest_* reads only writes);
+        # found for every partition, even one with nothing to merge (the verdicts need it)
+        kept = {files[-1], *_shown_writes(warehouse, table, folder, files, shown)}
+        if len(files) < 2:
+            continue
+        candidates = [
+            f for f in files if f not in kept and (is_compacted(f.name) or f.name < cutoff)
+        ]
         months: dict[str, list[Location]] = {}
         for path in candidates:
             months.setdefault(path.name[:6], []).append(path)
@@ -152,6 +188,30 @@ def _plan(
     return merges, counted
 
 
+def _shown_writes(
+    warehouse: Warehouse, table: str, folder: Location, files: list[Location], shown: _Shown
+) -> list[Location]:
+    """The writes of a partition a ``latest_*`` view shows besides the newest: in a table an
+    evaluation writes, the newest write of a run that reached its verdict; of the verdicts,
+    those of the runs whose writes are shown. (Compacted files are passed over: the
+    completed rows they hold are older than the write kept apart.)"""
+    key = f"{folder.parent.name}/{folder.name}"
+    writes = [p for p in files if not is_compacted(p.name)]
+    if table == VERDICTS:
+        runs = shown.runs.get(key, set())
+        return [p for p in writes if writer_of(p.name) in runs]
+    if not gated(table):
+        return []
+    if key not in shown.completed:
+        shown.completed[key] = completed(warehouse.root, folder.parent.name, folder.name)
+    done = shown.completed[key]
+    newest = next((p for p in reversed(writes) if done.write_done(p)), None)
+    if newest is None:
+        return []
+    shown.runs.setdefault(key, set()).add(writer_of(newest.name))
+    return [newest]
+
+
 def _conforms(paths: list[Location], columns: set[str]) -> bool:
     return all(
         columns <= set(storage_of(p).read_schema(p).names)
@@ -160,9 +220,9 @@ def _conforms(paths: list[Location], columns: set[str]) -> bool:
     )
 
 
-def _plan_only(warehouse: Warehouse, table: str, settings: Settings) -> TableResult:
+def _plan_only(warehouse: Warehouse, table: str, settings: Settings, shown: _Shown) -> TableResult:
     manifest = active_manifest(warehouse.root / table)
-    merges, counted = _plan(warehouse, table, manifest, settings)
+    merges, counted = _plan(warehouse, table, manifest, settings, shown)
     merged = sum(len(m.sources) for m in merges)
     return TableResult(
         files_before=counted,
@@ -181,13 +241,18 @@ def _count(warehouse: Warehouse, table: str) -> int:
 
 
 def _compact_table(
-    warehouse: Warehouse, table: str, settings: Settings, counts: TableResult, lease: Lease
+    warehouse: Warehouse,
+    table: str,
+    settings: Settings,
+    counts: TableResult,
+    lease: Lease,
+    shown: _Shown,
 ) -> int:
     """Write the compacted files of ``table`` and publish its next manifest; returns the
     manifest's activation time (0 when there was nothing to do)."""
     table_dir = warehouse.root / table
     manifest = active_manifest(table_dir)
-    merges, counts.files_before = _plan(warehouse, table, manifest, settings)
+    merges, counts.files_before = _plan(warehouse, table, manifest, settings, shown)
     if not merges:
         return 0
     keep = None

@@ -23,6 +23,7 @@ lists folders in.
 from __future__ import annotations
 
 import functools
+import re
 import time
 from dataclasses import dataclass
 
@@ -48,6 +49,19 @@ MANIFEST_SCHEMA = pa.schema(
         ("rows", pa.int64()),  # live: rows in the compacted file
     ]
 )
+
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._@=-]")
+
+
+def run_part(run_id: str) -> str:
+    """A run id as its writes' names carry it: ``<stamp>_<run part>.parquet``."""
+    return _UNSAFE_NAME.sub("_", run_id) or "_"
+
+
+def writer_of(name: str) -> str:
+    """The run part of a write's name (``20250101T…Z_abc-1.parquet`` -> ``abc-1``)."""
+    return name.split("_", 1)[-1].removesuffix(".parquet")
 
 
 def now_us() -> int:

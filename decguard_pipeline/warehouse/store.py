@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,12 +18,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from decguard_pipeline.warehouse.catalog import STAMP, Catalog
+from decguard_pipeline.warehouse.completion import Completed, gated
 from decguard_pipeline.warehouse.locations import Location, ObjectPath, location
 from decguard_pipeline.warehouse.manifest import (
     counted_files,
     is_compacted,
+    run_part,
+    writer_of,
 )
-from decguard_pipeline.warehouse.schema import NO_TARGET, TABLES
+from decguard_pipeline.warehouse.schema import NO_TARGET, TABLES, VERDICTS
 from decguard_pipeline.warehouse.spool import spool_for
 from decguard_pipeline.warehouse.storage import STALE_AFTER_S, staging_root, storage_of, sweep_stale
 
@@ -47,7 +49,6 @@ __all__ = ["STALE_AFTER_S", "Warehouse", "default_root", "published_files", "rea
 # by anything else is never read (which of them count is the compaction manifest's to say).
 PUBLISHED = "[0-9]*.parquet"
 _T = TypeVar("_T")
-_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._@=-]")
 
 
 def default_root() -> Location:
@@ -64,11 +65,6 @@ def folder_value(value: str) -> str:
     if not value:
         raise ValueError("a warehouse contract or target must not be empty")
     return quote(value, safe="@")
-
-
-def _name_part(value: str) -> str:
-    """A run id as part of a file name."""
-    return _UNSAFE_NAME.sub("_", value) or "_"
 
 
 def published_files(directory: Location) -> list[Location]:
@@ -187,7 +183,7 @@ class Warehouse(Catalog):
     ) -> Location:
         stamp = at.strftime("%Y%m%dT%H%M%S%fZ")
         directory = self.partition_dir(table, contract, target)
-        return directory / f"{stamp}_{_name_part(run_id)}.parquet"
+        return directory / f"{stamp}_{run_part(run_id)}.parquet"
 
     def write_built(
         self,
@@ -292,13 +288,37 @@ class Warehouse(Catalog):
         return files[-1] if files else None
 
     def read_latest(self, table: str, contract: str, target: str = NO_TARGET) -> pa.Table | None:
-        """The rows of the newest write of ``table`` for one contract and target."""
+        """The rows of the newest write of ``table`` for one contract and target; of a table
+        a target's evaluation writes, the newest write of a run that reached its verdict
+        (warehouse/completion.py): the rows ``latest_<table>`` shows."""
+        if gated(table):
+            return self._read_latest_completed(table, contract, target)
         path = self.latest_file(table, contract, target)
         if path is None:
             return None
         if not is_compacted(path.name):
             return read_file(path)
         return _newest_write(read_file(path))  # compaction keeps the newest write apart
+
+    def completed(self, contract: str, target: str) -> Completed:
+        """The runs that wrote a verdict of one contract and target, as of now."""
+        return Completed(self.partition_dir(VERDICTS, contract, target))
+
+    def _read_latest_completed(self, table: str, contract: str, target: str) -> pa.Table | None:
+        done = self.completed(contract, target)
+        for path in reversed(published_files(self.partition_dir(table, contract, target))):
+            if not is_compacted(path.name):
+                if done.write_done(path):
+                    return read_file(path)
+                continue
+            # compaction keeps a partition's newest completed write apart; a file compacted
+            # before it did may still hold it
+            rows = read_file(path)
+            runs = rows.column("run_id").to_pylist()
+            rows = rows.filter(pa.array([r is not None and done.has(r) for r in runs]))
+            if rows.num_rows:
+                return _newest_write(rows)
+        return None
 
     def read_run(self, table: str, contract: str, target: str, run_id: str) -> pa.Table | None:
         """The rows run ``run_id`` wrote (its newest file when it wrote several), also once
@@ -367,8 +387,8 @@ def _in_partition(
 
 def _run_write(files: list[Location], run_id: str) -> Location | None:
     """The newest of ``files`` that run ``run_id`` wrote on its own (not a compacted file)."""
-    name = f"{_name_part(run_id)}.parquet"
-    writes = [p for p in files if p.name.split("_", 1)[-1] == name]
+    part = run_part(run_id)
+    writes = [p for p in files if not is_compacted(p.name) and writer_of(p.name) == part]
     return writes[-1] if writes else None
 
 

@@ -1,6 +1,8 @@
 """The SQL views of the warehouse catalog: per table, ``<table>`` (every counted row once)
-and ``latest_<table>`` (per contract and target, the rows of the newest write), plus
-``latest_all_checks``. The same statements serve a local folder and an object store.
+and ``latest_<table>`` (per contract and target, the rows of the newest write; of a table a
+target's evaluation writes, the newest write of a run that reached its verdict:
+warehouse/completion.py), plus ``latest_all_checks``. The same statements serve a local folder
+and an object store.
 
 On an object store each view costs requests when it is created (DuckDB lists its globs and
 reads a file's schema to bind it), so a connection for one query creates only the views the
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from decguard_pipeline.warehouse.completion import gated
 from decguard_pipeline.warehouse.manifest import (
     COMPACTED,
     COMPACTED_SEED,
@@ -18,7 +21,7 @@ from decguard_pipeline.warehouse.manifest import (
     WRITES,
     sql_manifest,
 )
-from decguard_pipeline.warehouse.schema import TABLES
+from decguard_pipeline.warehouse.schema import TABLES, VERDICTS
 
 ALL_CHECKS = "latest_all_checks"
 # every gate of every feature in one place: golden gates plus each feature's ``<feature>_checks``
@@ -52,37 +55,63 @@ def statements(
         else "hive_partitioning = false"
     )
     out = []
+    verdicts = _verdict_runs(base_of[VERDICTS][0])
     for table in TABLES:
         if only is None or table in only:
             base, seeds = base_of[table]
-            out += table_views(table, base, seeds, options, union=table in loose)
+            done = verdicts if gated(table) else None
+            out += table_views(table, base, seeds, options, union=table in loose, done=done)
     if only is None or set(CHECK_TABLES) <= only:
         union = " UNION ALL BY NAME ".join(f"SELECT * FROM latest_{t}" for t in CHECK_TABLES)
         out.append(f"CREATE OR REPLACE VIEW {ALL_CHECKS} AS {union}")
     return out
 
 
-def table_views(table: str, base: str, seeds: str, hive: str, *, union: bool) -> list[str]:
+# A write's partition folders and run part, from its path: ``contract=…/target=…/<run part>``
+# (warehouse/manifest.py: ``<stamp>_<run part>.parquet``). The same for every table's writes.
+_RUN_OF_FILE = r"'^.*/([^/]*/[^/]*)/[^/_]*_([^/]*)[.]parquet$', '\1/\2'"
+
+
+def _run_of(column: str) -> str:
+    return f"regexp_replace({column}, {_RUN_OF_FILE})"
+
+
+def _verdict_runs(base: str) -> str:
+    """The runs that wrote a verdict, per partition, from the names of the verdicts writes
+    (listed, never opened). Writes a manifest hides count too (their rows are verdicts all the
+    same); compacted files are not read: compaction never merges the verdict of a run whose
+    write a ``latest_*`` view shows (warehouse/compaction.py)."""
+    return f"SELECT {_run_of('file')} AS _run FROM glob('{base}/contract=*/target=*/{WRITES}')"
+
+
+def table_views(
+    table: str, base: str, seeds: str, hive: str, *, union: bool, done: str | None = None
+) -> list[str]:
     """``<table>``: the writes no compaction replaced plus the live compacted files (see
     warehouse/manifest.py for why a reader never counts a row twice or misses one).
     ``latest_<table>``: per contract and target the rows of the newest write, by
-    ``recorded_at`` then ``run_id``; compaction never merges a partition's newest write,
-    so this view reads the writes alone and its cost stays flat as history grows."""
+    ``recorded_at`` then ``run_id``; with ``done`` (the runs that reached their verdict, for
+    the tables an evaluation writes), the newest write of one of those runs. Compaction
+    never merges a partition's newest write nor its newest completed one, so this view reads
+    the writes alone and its cost stays flat as history grows."""
     options = f"filename = true, {hive}" + (", union_by_name = true" if union else "")
     manifest = f"WITH _manifest AS ({sql_manifest(base)}) "
-    writes = (
-        f"SELECT * EXCLUDE (filename) FROM read_parquet(['{seeds}/{SEED}', "
-        f"'{base}/contract=*/target=*/{WRITES}'], {options}) "
-        "WHERE filename NOT IN (SELECT path FROM _manifest WHERE role = 'hidden')"
+    files = (
+        f"FROM read_parquet(['{seeds}/{SEED}', '{base}/contract=*/target=*/{WRITES}'], "
+        f"{options}) WHERE filename NOT IN (SELECT path FROM _manifest WHERE role = 'hidden')"
     )
+    writes = f"SELECT * EXCLUDE (filename) {files}"
     compacted = (
         f"SELECT * EXCLUDE (filename) FROM read_parquet(['{seeds}/{COMPACTED_SEED}', "
         f"'{base}/contract=*/target=*/{COMPACTED}'], {options}) "
         "WHERE filename IN (SELECT path FROM _manifest WHERE role = 'live')"
     )
+    candidates = writes
+    if done is not None:
+        candidates += f" AND {_run_of('filename')} IN ({done})"
     return [
         f"CREATE OR REPLACE VIEW {table} AS {manifest}{writes} UNION ALL BY NAME {compacted}",
         f"CREATE OR REPLACE VIEW latest_{table} AS {manifest}SELECT * EXCLUDE (_rank) FROM ("
         f"SELECT *, dense_rank() OVER (PARTITION BY contract, target "
-        f"ORDER BY recorded_at DESC, run_id DESC) AS _rank FROM ({writes})) WHERE _rank = 1",
+        f"ORDER BY recorded_at DESC, run_id DESC) AS _rank FROM ({candidates})) WHERE _rank = 1",
     ]

@@ -112,7 +112,7 @@ def test_summary_reads_only_the_rows_of_its_own_runs(tmp_path, monkeypatch):
 
     later = {"run_id": "someone-else"}
     (outcome,) = result.outcomes
-    for table in ("metrics", "gate_results", "diffs", "regression_checks"):
+    for table in ("metrics", "gate_results", "diffs", "regression_checks", "verdicts"):
         own = place.wh.read_run(table, "tiny", outcome.target, outcome.run_id).to_pylist()
         other = [_newer(r, later, metric_value=0.125, status="fail") for r in own]
         place.wh.write(table, other, contract="tiny", target=outcome.target,

@@ -25,6 +25,7 @@ from decguard_pipeline.defs.assets.properties import (
     check_result,
     parts,
 )
+from decguard_pipeline.defs.assets.verdict import EPHEMERAL
 from decguard_pipeline.defs.partitions import targets_name
 from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.steps.diff import known_targets
@@ -227,8 +228,8 @@ def test_default_target_equals_test_all_and_the_reference(refund, tmp_path, ours
     failure = next(e for e in stale.all_events if e.is_step_failure)
     assert "fuzz settings changed" in str(failure.event_specific_data.error)
     refund.write_text(text)
-    # ... and after the golden results were evaluated again (other originals)
-    golden = [dg.AssetKey(["refund", "case_results"])]
+    # ... and after the golden results were evaluated again (other originals), to a verdict
+    golden = [dg.AssetKey(["refund", n]) for n in ("case_results", "golden_metrics", "verdict")]
     assert materialise(refund, DEFAULT, wh, instance=instance, selection=golden).success
     stale = materialise(refund, DEFAULT, wh, instance=instance, selection=report)
     failure = next(e for e in stale.all_events if e.is_step_failure)
@@ -294,7 +295,9 @@ def test_asset_and_checks_called_as_plain_functions(refund, tmp_path):
     [property_results] = parts(entry)
     meta = call_part(entry, property_results, ORDER_SENSITIVE, wh)
 
-    pairs = rows(wh, "property_pairs", ORDER_SENSITIVE)
+    # what the direct call stored (no verdict follows it: read by its run id)
+    pairs = wh.read_run("property_pairs", "refund", ORDER_SENSITIVE, EPHEMERAL).to_pylist()
+    assert [p["position"] for p in pairs] == sorted(p["position"] for p in pairs)
     violating = [p for p in pairs if p["violated"]]
     assert (meta["status"], meta["golden_run_id"]) == ("FAIL", "golden-run")
     assert (meta["pairs"], meta["dagster/row_count"]) == (len(pairs), len(pairs))
@@ -319,7 +322,7 @@ def test_asset_and_checks_called_as_plain_functions(refund, tmp_path):
     shown = ", ".join(first["shown_labels"])
     assert worst[0].data["sent"] == f"options [{shown}] · {json.loads(first['input_json'])}"
 
-    stored = check_rows(entry, ORDER_SENSITIVE, wh)
+    stored = check_rows(entry, ORDER_SENSITIVE, wh, EPHEMERAL)
     asset = asset_key(entry, NAME)
     results = {
         check_name(gate): check_result(stored[gate], asset, check_name(gate))

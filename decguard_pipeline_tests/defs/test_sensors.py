@@ -17,6 +17,7 @@ from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES
+from decguard_pipeline_tests.support.warehouse_rows import write_verdict
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
@@ -109,17 +110,24 @@ def test_a_run_counts_only_on_the_same_inputs_and_with_a_decided_case(spam: Path
     assert now.dataset_hash is not None and now.dataset_hash.startswith("sha256:")
     target = "default@spam-mock-v1"
 
-    def run(run_id: str, inputs: Inputs, n_errored: int) -> None:
+    def run(run_id: str, inputs: Inputs, n_errored: int, *, verdict: bool = True) -> None:
         row = {"contract": "spam", "target": target, "run_id": run_id,
                "contract_hash": inputs.contract_hash, "dataset_hash": inputs.dataset_hash,
                "n_cases": 10, "n_errored": n_errored}  # fmt: skip
         wh.write("runs", [row], contract="spam", target=target, run_id=run_id)
+        if verdict:
+            write_verdict(wh, "spam", target, run_id)
 
     assert not evaluated(entry, target, wh, now)
     run("other-contract", Inputs("sha256:0", now.dataset_hash, frozenset()), 0)
     run("other-data", Inputs(now.contract_hash, "sha256:0", frozenset()), 0)
     run("all-errored", now, 10)  # the backend failed on every case: worth asking again
     assert not evaluated(entry, target, wh, now)
+    run("killed", now, 0, verdict=False)  # its runs row, then kill -9 before its verdict
+    assert not evaluated(entry, target, wh, now)
+    wh.write("metrics", [{"metric": "accuracy", "value": 0.9}], contract="spam", target=target,
+             run_id="killed")  # fmt: skip
+    assert not evaluated(entry, target, wh, now)  # however far it got
     run("decided", now, 9)
     assert evaluated(entry, target, wh, now)
     assert not evaluated(entry, "candidate@spam-mock-v2", wh, now)

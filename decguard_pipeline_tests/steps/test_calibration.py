@@ -18,6 +18,7 @@ from decguard_pipeline.steps.golden import (
     score_target,
     write_report,
 )
+from decguard_pipeline.steps.verdict import decide_target
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.support.calibration_contracts import (
     LABELS,
@@ -39,7 +40,9 @@ def _scored(tmp_path: Path, pipeline: dict | None):
     record_contract(entry, step)
     record_dataset(entry, step)
     evaluate_target(entry, TARGET, step)
-    return entry, step, score_target(entry, TARGET, step)
+    scored = score_target(entry, TARGET, step)
+    decide_target(entry, TARGET, step)  # the evaluation is complete: latest_* shows it
+    return entry, step, scored
 
 
 def test_rows_hold_the_library_numbers(tmp_path):

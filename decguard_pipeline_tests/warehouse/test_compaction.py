@@ -27,7 +27,12 @@ from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.catalog import retrying
 from decguard_pipeline.warehouse.compaction import CompactionBusy, Settings, compact
 from decguard_pipeline.warehouse.lease import LOCK, held
-from decguard_pipeline.warehouse.manifest import active_manifest, is_compacted, manifests
+from decguard_pipeline.warehouse.manifest import (
+    active_manifest,
+    counted_files,
+    is_compacted,
+    manifests,
+)
 from decguard_pipeline.warehouse.schema import TABLES
 from decguard_pipeline_tests.conftest import ROOT
 from decguard_pipeline_tests.support.warehouse_history import (
@@ -45,6 +50,7 @@ VIEWS = [
     "targets",
     "cases",
     "production_inbox",
+    "verdicts",
     "latest_metrics",
     "latest_case_results",
     "latest_gate_results",
@@ -52,6 +58,7 @@ VIEWS = [
     "latest_targets",
     "latest_cases",
     "latest_production_inbox",
+    "latest_verdicts",
     "latest_all_checks",
 ]
 
@@ -176,6 +183,12 @@ def test_compaction_keeps_every_answer_and_bounds_the_files(dated):
         for contract, target in PARTITIONS:
             newest = wh.partition_dir(table, contract, target)
             assert not is_compacted(sorted(newest.glob("[0-9]*.parquet"))[-1].name)
+    # in the first partition the newest write is of a run killed before its verdict (run-39):
+    # the newest of a run that reached it (run-38, what latest_* shows) stays apart, as does
+    # that run's verdict, which the views find by its name
+    for table in ("metrics", "case_results", "gate_results", "runs", "verdicts"):
+        [kept] = wh.partition_dir(table, *PARTITIONS[0]).glob("*_run-38.parquet")
+        assert kept.name < f"{today - timedelta(days=1):%Y%m%dT%H%M%S%fZ}"  # old enough
     # nothing replaced is left, and no compacted file is unlisted
     for table in TABLES:
         manifest = active_manifest(wh.root / table)
@@ -244,10 +257,10 @@ def test_the_switch_happens_at_the_manifests_activation(dated):
     from decguard_pipeline.warehouse.manifest import now_us, read_manifest
 
     activation = read_manifest(pending).activation_us
-    assert activation > now_us()  # published before it takes effect
-    assert [p.name for p in wh.partitions("metrics", PARTITIONS[0][0])[PARTITIONS[0][1]]] == (
-        old_files
-    )
+    # published before it takes effect (the rest of the compaction may outlast the delay)
+    assert pending.stat().st_mtime_ns // 1000 < activation
+    before_switch = active_manifest(table_dir, activation - 1)
+    assert [p.name for p in counted_files(folder, before_switch)] == old_files
     assert any(is_compacted(p.name) for p in folder.glob("[0-9]*.parquet"))
     with wh.connect() as con:
         assert answers(con) == before
@@ -263,9 +276,14 @@ def test_the_switch_happens_at_the_manifests_activation(dated):
     prefix = f"{folder.parent.name}/{folder.name}/"
     hidden = read_manifest(pending).hidden
     replaced = {f.removeprefix(prefix) for f in hidden if f.startswith(prefix)}
-    assert replaced and replaced <= set(old_files) - {old_files[-1]}
-    # what stays is the newest write and writes alone in their month
-    for name in set(old_files) - replaced - {old_files[-1]}:
+    # what stays is the newest write (of run-39, killed before its verdict), the newest of
+    # a run that reached its verdict (run-38: the one latest_* shows) and writes alone in
+    # their month
+    assert old_files[-1].endswith("_run-39.parquet")
+    [newest_done] = [n for n in old_files if n.endswith("_run-38.parquet")]
+    assert newest_done < f"{today - timedelta(days=1):%Y%m%dT%H%M%S%fZ}"  # old enough to merge
+    assert replaced and replaced <= set(old_files) - {old_files[-1], newest_done}
+    for name in set(old_files) - replaced - {old_files[-1], newest_done}:
         assert [n[:6] for n in old_files[:-1]].count(name[:6]) == 1, name
     assert replaced <= {p.name for p in folder.glob("[0-9]*.parquet")}
     time.sleep(0.35)
