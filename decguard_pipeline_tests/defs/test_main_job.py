@@ -22,6 +22,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
+from decguard_pipeline.warehouse.store import read_file
 from decguard_pipeline_tests.support.evaluate_places import (
     DAYS,
     LABELS,
@@ -243,6 +244,76 @@ def test_kill_mid_write_then_the_daemon_and_evaluate_recover(tmp_path):
     assert summary_line(out, "default@tiny-v1").split()[2:4] == ["0.750", "0.110"]
     assert unfinished(place.runs()) == []
     place.query_every_view()
+
+
+@pytest.mark.slow
+def test_kill_after_the_runs_row_then_the_sensor_asks_again(tmp_path):
+    """kill -9 of `evaluate` right after it wrote a target's runs row (no metrics, no verdict):
+    the target is not evaluated on the current contract, so the sensor requests it again, and
+    latest_* still shows the previous completed evaluation; the next one takes over."""
+    from decguard_pipeline.definitions import build_definitions
+    from decguard_pipeline.defs.resources import WarehouseResource
+    from decguard_pipeline.steps.contracts import discover_contracts
+    from decguard_pipeline_tests.support.crash_points import stopping_after, wait_stopped
+
+    place = Place(tmp_path)
+    contract = write_contract(place.contracts / "tiny", MOCK)
+    target = "default@tiny-v1"
+    code, _, err = finish(place.spawn())
+    assert code == 0, err
+    [before] = place.wh.read_latest("runs", "tiny", target).to_pylist()
+
+    def sensor_requests() -> list[str]:
+        entries = discover_contracts(str(place.contracts))
+        defs = build_definitions(entries, warehouse_root=str(place.wh.root))
+        with dg.DagsterInstance.from_config(str(place.home)) as instance:
+            context = dg.build_sensor_context(
+                instance=instance,
+                definitions=defs,
+                resources={"warehouse": WarehouseResource(root=str(place.wh.root))},
+            )
+            result = defs.resolve_sensor_def("model_versions")(context)
+        return [r.partition_key for r in result.run_requests]
+
+    assert sensor_requests() == []  # evaluated on this contract
+    # a stricter requirement: the same target must be evaluated again
+    contract.write_text(contract.read_text().replace("min_accuracy: 0.5", "min_accuracy: 0.6"))
+    process = place.spawn(env=stopping_after("runs", tmp_path / "crash"))
+    written = wait_stopped(process, tmp_path / "crash")
+    os.kill(process.pid, signal.SIGKILL)
+    assert process.wait(timeout=30) == -signal.SIGKILL
+    process.communicate()
+
+    [killed] = read_file(written).to_pylist()
+    assert killed["run_id"] != before["run_id"] and killed["n_errored"] == 0
+    counts = place.wh.query(
+        "SELECT run_id, (SELECT count(*) FROM metrics m WHERE m.run_id = r.run_id) AS metrics, "
+        "(SELECT count(*) FROM verdicts v WHERE v.run_id = r.run_id) AS verdicts FROM runs r "
+        "ORDER BY recorded_at"
+    ).to_pylist()
+    assert [(c["run_id"], c["verdicts"]) for c in counts] == [
+        (before["run_id"], 1), (killed["run_id"], 0)
+    ]  # fmt: skip
+    assert counts[1]["metrics"] == 0  # killed right after its runs row
+
+    assert sensor_requests() == [target]
+    for table in ("runs", "case_results", "metrics", "gate_results", "reports", "verdicts"):
+        shown = place.wh.query(f"SELECT DISTINCT run_id FROM latest_{table}").to_pylist()
+        assert shown == [{"run_id": before["run_id"]}], table
+    with place.wh.open_catalog() as con:  # as an analyst opens it
+        assert con.execute("SELECT DISTINCT run_id FROM latest_runs").fetchall() == [
+            (before["run_id"],)
+        ]
+
+    code, _, err = finish(place.spawn())  # the next evaluation completes
+    assert code == 0, err
+    assert "marked 1 run(s) of a killed evaluation as failed" in err
+    assert sensor_requests() == []
+    [after] = place.wh.read_latest("runs", "tiny", target).to_pylist()
+    assert after["run_id"] not in (before["run_id"], killed["run_id"])
+    assert place.wh.query("SELECT DISTINCT run_id FROM latest_metrics").to_pylist() == [
+        {"run_id": after["run_id"]}
+    ]
 
 
 def staged(place: Place) -> list[Path]:
