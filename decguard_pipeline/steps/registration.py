@@ -14,7 +14,6 @@ from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.golden import load_golden, record_target
 from decguard_pipeline.steps.targets import Target, discover_targets
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.manifest import is_compacted
 from decguard_pipeline.warehouse.store import published_files, read_file
 
 
@@ -68,28 +67,37 @@ def current_inputs(entry: ContractEntry) -> Inputs:
     return Inputs(loaded.hash, dataset, suites)
 
 
-def evaluated(entry: ContractEntry, target: str, warehouse: Warehouse, inputs: Inputs) -> bool:
+@dataclass(frozen=True)
+class Evaluations:
+    """What the runs of a target on the current inputs came to."""
+
+    evaluated: bool  # one of them evaluated it (see :func:`evaluations`)
+    failed: int  # runs that wrote their runs row but ended without evaluating it
+
+
+def evaluations(
+    entry: ContractEntry, target: str, warehouse: Warehouse, inputs: Inputs
+) -> Evaluations:
     """Whether some run already evaluated ``target`` on ``inputs`` (whoever started it:
     ``evaluate``, the sensor, a schedule, the UI): it reached its verdict (a run killed or
     broken before that left rows, but did not evaluate the target: warehouse/completion.py),
     its ``runs`` row has the same contract and dataset hashes, it decided at least one case
     (a backend that failed on every case is worth asking again) and, when suites are
-    evaluated too, its ``guard_suites`` rows hold every suite's hash."""
+    evaluated too, its ``guard_suites`` rows hold every suite's hash. Else, how many runs
+    on these contract and dataset hashes ended without it (no verdict, or no case decided)."""
     done = warehouse.completed(entry.key, target)
     files = published_files(warehouse.partition_dir("runs", entry.key, target))
+    failed = 0
     for path in reversed(files):  # newest first: a re-evaluation is usually the latest run
-        if not is_compacted(path.name) and not done.write_done(path):
-            continue  # not read: no verdict
         for run in read_file(path).to_pylist():
-            if not done.has(run["run_id"]):
-                continue
             if (run["contract_hash"], run["dataset_hash"]) != (
                 inputs.contract_hash,
                 inputs.dataset_hash,
             ):
                 continue
             n_cases, n_errored = run["n_cases"] or 0, run["n_errored"] or 0
-            if n_cases and n_errored >= n_cases:
+            if not done.has(run["run_id"]) or (n_cases and n_errored >= n_cases):
+                failed += 1
                 continue
             if inputs.suite_hashes:
                 suites = warehouse.read_run("guard_suites", entry.key, target, run["run_id"])
@@ -98,5 +106,10 @@ def evaluated(entry: ContractEntry, target: str, warehouse: Warehouse, inputs: I
                 )
                 if not inputs.suite_hashes <= measured:
                     continue
-            return True
-    return False
+            return Evaluations(True, failed)
+    return Evaluations(False, failed)
+
+
+def evaluated(entry: ContractEntry, target: str, warehouse: Warehouse, inputs: Inputs) -> bool:
+    """Whether some run already evaluated ``target`` on ``inputs`` (:func:`evaluations`)."""
+    return evaluations(entry, target, warehouse, inputs).evaluated

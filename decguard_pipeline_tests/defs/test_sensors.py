@@ -131,3 +131,45 @@ def test_a_run_counts_only_on_the_same_inputs_and_with_a_decided_case(spam: Path
     run("decided", now, 9)
     assert evaluated(entry, target, wh, now)
     assert not evaluated(entry, "candidate@spam-mock-v2", wh, now)
+
+
+def test_a_run_that_ended_without_its_verdict_is_asked_again_a_few_times(spam, tmp_path):
+    """Dagster launches a run key once: each run on the current inputs that ended without a
+    verdict gives a new key, up to MAX_FAILED; nothing is asked while a run is in progress."""
+    from decguard_pipeline.defs.sensors import MAX_FAILED, run_key
+    from decguard_pipeline.steps.registration import current_inputs
+
+    wh = Warehouse(tmp_path / "wh")
+    sensor = Sensor(spam, wh)
+    entry = sensor.entries[0]
+    now = current_inputs(entry)
+    target, other = "default@spam-mock-v1", "candidate@spam-mock-v2"
+
+    def run(target: str, run_id: str, *, verdict: bool) -> None:
+        row = {"contract_hash": now.contract_hash, "dataset_hash": now.dataset_hash,
+               "n_cases": 10, "n_errored": 0}  # fmt: skip
+        wh.write("runs", [row], contract="spam", target=target, run_id=run_id)
+        if verdict:
+            write_verdict(wh, "spam", target, run_id)
+
+    def keys() -> dict[str, str | None]:
+        return {r.partition_key: r.run_key for r in sensor.tick().run_requests}
+
+    run(other, "other-done", verdict=True)
+    assert keys() == {target: run_key(entry, target)}
+
+    job = sensor.defs.resolve_job_def("evaluate_spam")
+    running = sensor.instance.create_run_for_job(
+        job, status=dg.DagsterRunStatus.STARTED, tags={"decguard/target": target}
+    )
+    assert keys() == {}  # being evaluated: not asked twice
+    run(target, "killed-1", verdict=False)  # ... and killed after its runs row
+    sensor.instance.report_run_failed(running)
+    assert keys() == {target: f"{run_key(entry, target)}|after 1 failed"}
+    assert run_key(entry, target, 1) == f"{run_key(entry, target)}|after 1 failed"
+
+    for k in range(2, MAX_FAILED + 1):
+        run(target, f"killed-{k}", verdict=False)
+    assert keys() == {}  # MAX_FAILED runs ended without a verdict: left to the nightly run
+    run(target, "done", verdict=True)
+    assert keys() == {}
