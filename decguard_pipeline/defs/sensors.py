@@ -21,7 +21,12 @@ INTERVAL_S = int(os.environ.get("DECGUARD_SENSOR_INTERVAL_S", "300"))
 # schedule still does.
 MAX_FAILED = 3
 TARGET_TAG = "decguard/target"
-IN_PROGRESS = [dg.DagsterRunStatus.QUEUED, *UNFINISHED]
+# A run not yet started (NOT_STARTED) is not in progress: the daemon launches it when the
+# sensor requests its key again.
+IN_PROGRESS = [
+    dg.DagsterRunStatus.QUEUED,
+    *(s for s in UNFINISHED if s != dg.DagsterRunStatus.NOT_STARTED),
+]
 
 
 def tick_run_id() -> str:

@@ -176,6 +176,7 @@ def test_a_kill_during_the_first_catalog_breaks_neither_the_next_write_nor_a_que
     wh = Warehouse(root)
     wh.write("case_results", case_rows(4, contract="c", target="t", run_id="r", prefix="x"),
              contract="c", target="t", run_id="r")  # fmt: skip
+    write_verdict(wh, "c", "t", "r")
     for con in (wh.connect(), wh.open_catalog()):
         with con:
             counts = count_every_view(con)
