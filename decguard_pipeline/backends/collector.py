@@ -240,9 +240,15 @@ class Collector:
         return list(groups.items())
 
     def flush(self) -> None:
+        """Validate the answers held; the response cache then keeps the valid ones (and
+        stores what it kept when its interval has passed)."""
+        if self._rows:
+            self._validate()
+        if self.sink is not None:
+            self.sink.flushed()
+
+    def _validate(self) -> None:
         rows, raws = self._rows, self._raws
-        if not rows:
-            return
         self._rows, self._raws = [], []
         for labels, positions in self._groups(rows):
             if len(positions) == len(rows):

@@ -152,6 +152,9 @@ def _report(result: Any, wh: Any, home: str, fail_on_gate: bool) -> int:
     if days:
         click.echo("\n" + render_production(days))
     click.echo(f"\nwarehouse {wh.root}  ·  dagster home {home}  ·  `make ui` to browse runs")
+    for row in rows:  # the response cache's troubles, which the runs survived
+        for warning in row.get("cache_warnings") or ():
+            click.echo(f"warning: {row['contract']}/{row['target']}: {warning}", err=True)
     errors = [(f"{r['contract']}/{r['target']}", r["error"]) for r in rows if not r["ran"]]
     errors += [(f"{d['contract']}/{d['day']}", d["error"]) for d in days if not d["ran"]]
     errors += list(result.broken)

@@ -4,8 +4,10 @@ chosen baseline; then one line per contract and production day checked."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from decguard_pipeline.core.cache.summary import answers_cell
 from decguard_pipeline.core.formatting import num
 from decguard_pipeline.warehouse import Warehouse
 
@@ -68,6 +70,10 @@ def summarise(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
             warned=_names(checks, "warn"),
         )
         row["status"] = _status(row["failed"], row["warned"])
+        cache = _cache_section(warehouse, outcome)
+        if cache is not None:  # the response cache was on: where the answers came from
+            row["answers"] = answers_cell(cache)
+            row["cache_warnings"] = cache.get("warnings") or []
         diff = warehouse.read_run("diffs", *_at(outcome))
         regression = _checks(warehouse, "regression_checks", *_at(outcome))
         if diff is None or diff.num_rows == 0:
@@ -90,6 +96,15 @@ def _at(outcome: Any) -> tuple[str, str, str]:
     return outcome.contract, outcome.target, outcome.run_id
 
 
+def _cache_section(warehouse: Warehouse, outcome: Any) -> dict[str, Any] | None:
+    """The response cache's section of the evaluation this run made (None: cache off)."""
+    runs = warehouse.read_run("runs", *_at(outcome))
+    if runs is None or "cache_json" not in runs.column_names:
+        return None
+    text = runs.column("cache_json").to_pylist()[-1]
+    return None if text is None else json.loads(text)
+
+
 def _gates(row: dict[str, Any]) -> str:
     detail = row["failed"] or row["warned"]
     return row["status"].upper() + (f" ({', '.join(detail)})" if detail else "")
@@ -109,9 +124,12 @@ def render_summary(rows: list[dict[str, Any]], result: Any) -> str:
     # the share of cases answered the same in every ask, when some contract has repeats
     repeated = any(r.get("unanimous") is not None for r in rows)
     unanimous_head = f"{'unanimous':<9}  " if repeated else ""
+    # where the answers came from, when a target's evaluation used the response cache
+    awidth = max([len(r.get("answers") or "") for r in rows if r["ran"]] + [0])
+    answers_head = f"{'answers':<{awidth}}  " if awidth else ""
     lines = [
         f"{'contract':<{cwidth}}  {'target':<{width}}  accuracy  ECE    coverage  "
-        f"{cost_head}{unanimous_head}{'gates':<{gwidth}}  regression"
+        f"{cost_head}{unanimous_head}{answers_head}{'gates':<{gwidth}}  regression"
     ]
     for r in rows:
         head = f"{r['contract']:<{cwidth}}  {r['target']:<{width}}  "
@@ -120,9 +138,10 @@ def render_summary(rows: list[dict[str, Any]], result: Any) -> str:
             continue
         cost = f"{_cost(r['cost_per_1000']):<8}  " if priced else ""
         unanimous = f"{num(r['unanimous']):<9}  " if repeated else ""
+        answers = f"{r.get('answers') or '-':<{awidth}}  " if awidth else ""
         lines.append(
             head + f"{num(r['accuracy']):<8}  {num(r['ece']):<5}  {num(r['coverage']):<8}  "
-            f"{cost}{unanimous}{_gates(r):<{gwidth}}  {r['regression']}"
+            f"{cost}{unanimous}{answers}{_gates(r):<{gwidth}}  {r['regression']}"
         )
     for contract, backend, why in result.skipped:
         lines.append(f"skipped  {contract}/{backend}: {why}")

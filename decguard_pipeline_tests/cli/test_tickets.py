@@ -88,3 +88,32 @@ def test_evaluate_shows_four_calibrations_and_their_costs(tmp_path, monkeypatch,
     with pytest.raises(httpx.ConnectError):
         httpx.get(url.replace("/chat/completions", "/models"))
     assert DEMO_URL_VARIABLE not in os.environ
+
+
+def test_the_cache_finds_the_demo_servers_answers_on_its_next_port(tmp_path, ours, monkeypatch):
+    """Each command starts the demo server on another free port; the response cache keys it by
+    what it is, so the next command replays its answers. A server the variable names is
+    keyed by its address: another server, other answers."""
+    from decguard_pipeline.demo.llm_server import serve_demo
+
+    folder = tmp_path / "tickets"
+    folder.mkdir()
+    shutil.copy(TICKETS / "decguard.yaml", folder / "decguard.yaml")
+    lines = (TICKETS / "cases.jsonl").read_text().splitlines()[:30]
+    (folder / "cases.jsonl").write_text("\n".join(lines) + "\n")
+    cache = tmp_path / "cache"
+    urls, stats = [], []
+    for name in ("a", "b"):
+        report = tmp_path / f"{name}.json"
+        ran = ours("test", folder / "decguard.yaml", "--cache", cache, "-o", report)
+        assert ran.exit_code == 0, ran.stderr
+        urls.append(json.loads(report.read_text())["backend"]["details"]["url"])
+        stats.append(json.loads((tmp_path / f"{name}.pipeline.json").read_text())["cache"])
+    assert urls[0] != urls[1]  # two ports
+    assert (stats[0]["asked"], stats[1]["asked"]) == (30, 1)  # then the version probe only
+    assert stats[1]["answers_from_cache"] == 29
+    with serve_demo() as other:
+        monkeypatch.setenv(DEMO_URL_VARIABLE, other.url)
+        ran = ours("test", folder / "decguard.yaml", "--cache", cache, "-o", tmp_path / "c.json")
+        assert ran.exit_code == 0, ran.stderr
+    assert json.loads((tmp_path / "c.pipeline.json").read_text())["cache"]["asked"] == 30

@@ -35,6 +35,8 @@ from decguard_pipeline.core.validation import redact
 # from the same settings): every earlier answer then stops matching.
 KEY_VERSION = 1
 DIGEST_BYTES = 16
+# the sidecar section recording the fingerprint of the backend that answered a report
+ANSWERED_WITH = "answered_with"
 # Settings that change how a server is reached, waited for or priced, never what it answers.
 # (Limits on answer size are rechecked when an answer is replayed, so they are left out too.)
 NOT_IN_KEY = frozenset(
@@ -99,21 +101,54 @@ class Identity:
     def nondeterministic(self) -> bool:
         return nondeterministic(self.settings)
 
-    def digest(self) -> bytes:
+    def parts(self) -> dict[str, Any]:
+        """What identifies the backend's answers, part by part (what :meth:`digest` hashes)."""
         spec = self.decision
-        return hashlib.blake2b(
-            _canonical(
-                {
-                    "key_version": KEY_VERSION,
-                    "provider": self.provider,
-                    "model": self.model,
-                    "settings": self.settings,
-                    "version": self.version,
-                    "decision": [spec.name, spec.type, list(spec.labels), spec.description],
-                }
-            ),
-            digest_size=DIGEST_BYTES,
-        ).digest()
+        return {
+            "key_version": KEY_VERSION,
+            "provider": self.provider,
+            "model": self.model,
+            "settings": self.settings,
+            "version": self.version,
+            "decision": [spec.name, spec.type, list(spec.labels), spec.description],
+        }
+
+    def digest(self) -> bytes:
+        return hashlib.blake2b(_canonical(self.parts()), digest_size=DIGEST_BYTES).digest()
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The parts of the key but the model version, each as a short digest (``settings``
+        setting by setting): what a report records of the backend that answered it, so that
+        a later run can tell which part changed without any value being written."""
+        parts = self.parts()
+        del parts["version"]  # learnt from the answers; a report keeps it per result
+        out: dict[str, Any] = {"key_version": parts.pop("key_version")}
+        for name, value in parts.items():
+            if name == "settings":
+                out[name] = {k: _short(v) for k, v in sorted(value.items())}
+            else:
+                out[name] = _short(value)
+        return out
+
+
+def _short(value: Any) -> str:
+    return hashlib.blake2b(_canonical(value), digest_size=8).hexdigest()
+
+
+def fingerprint_differences(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """The parts two fingerprints differ in (``settings.<name>`` for a setting); a fingerprint
+    of another key version differs in ``key_version`` alone (its parts are not comparable)."""
+    if recorded.get("key_version") != current["key_version"]:
+        return ["key_version"]
+    names = [
+        part for part in ("provider", "model", "decision") if recorded.get(part) != current[part]
+    ]
+    old, new = recorded.get("settings"), current["settings"]
+    old = old if isinstance(old, Mapping) else {}
+    names += [
+        f"settings.{name}" for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)
+    ]
+    return names
 
 
 def input_bytes(value: DecisionInput) -> bytes:
