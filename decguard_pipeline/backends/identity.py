@@ -52,8 +52,13 @@ class OpenAIBackend(Protocol):
     ) -> tuple[list[float], dict[str, Any]]: ...
 
 
-# inputs of the probe: short, fixed, and unlike any real case
-PROBE_INPUTS = ("", "0", "The quick brown fox jumps over the lazy dog.")
+# the probe's default inputs: short, fixed, plain requests any decider can be asked (a
+# contract sets its own with ``probe_inputs``, e.g. typical cases of its domain)
+PROBE_INPUTS = (
+    "Hello, I have a question.",
+    "Something stopped working this morning and I do not know why.",
+    "Can you tell me more about what you offer?",
+)
 PROBE_DECIMALS = 3
 _PLAIN = re.compile(r"[A-Za-z0-9._:/@+=-]{1,96}")
 
@@ -130,11 +135,11 @@ def server_identity(backend: OpenAIBackend) -> tuple[str, str] | None:
     return None
 
 
-def probe_identity(backend: OpenAIBackend) -> str:
-    """A digest of the backend's answers to :data:`PROBE_INPUTS` (its own scoring method;
-    an answer it cannot read counts as that, a refusal as its status)."""
+def probe_identity(backend: OpenAIBackend, inputs: tuple[Any, ...] = PROBE_INPUTS) -> str:
+    """A digest of the backend's answers to ``inputs`` (its own scoring method; an answer it
+    cannot read counts as that, a refusal as its status)."""
     rows: list[Any] = []
-    for i, text in enumerate(PROBE_INPUTS):
+    for i, text in enumerate(inputs):
         request = DecisionRequest(f"probe-{i}", backend.decision, text)
         try:
             values, _ = backend.drive(request, Ledger(stamp=False))

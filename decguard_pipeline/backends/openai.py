@@ -111,6 +111,7 @@ class OpenAISettings(EngineSettings):
     # beyond EngineSettings' model / model+fingerprint: what the server says it loaded, or a
     # digest of the answers to fixed probe inputs (identity.py)
     version_from: Literal["model", "model+fingerprint", "server", "probe"] = "model"
+    probe_inputs: list[str] = Field(default=list(PROBE_INPUTS), min_length=1, max_length=20)
 
     _base = field_validator("base_url")(check_url)
 
@@ -129,6 +130,8 @@ class OpenAISettings(EngineSettings):
 
     @model_validator(mode="after")
     def _probe_is_repeatable(self) -> OpenAISettings:
+        if "probe_inputs" in self.model_fields_set and self.version_from != "probe":
+            raise ValueError("probe_inputs applies to version_from probe")
         if self.version_from == "probe" and self.scoring == "sample" and self.seed is None:
             raise ValueError(
                 "version_from probe with scoring sample needs a seed: unseeded samples "
@@ -396,13 +399,14 @@ class OpenAIBackend(EngineBackend):
         if mode == "server":
             found = server_identity(self)
             if found is None:
-                self.identity_source = "none (the server publishes no model metadata)"
+                self.identity_source = "the server publishes no model metadata"
                 return None
             identity, self.identity_source = found
             return identity
         if mode == "probe":
-            identity = probe_identity(self)
-            self.identity_source = f"probe ({len(PROBE_INPUTS)} fixed inputs)"
+            inputs = tuple(self.settings.probe_inputs)
+            identity = probe_identity(self, inputs)
+            self.identity_source = f"probe ({len(inputs)} fixed inputs)"
             return identity
         return None
 
@@ -432,13 +436,12 @@ class OpenAIBackend(EngineBackend):
     def version_origin(self) -> str:
         """What the model version rests on, in words (the report's backend details)."""
         if self._identity is not None:
-            return (
-                f"server: {self.identity_source}"
-                if self.settings.version_from == "server"
-                else (str(self.identity_source))
-            )
+            where = str(self.identity_source)
+            return f"server: {where}" if self.settings.version_from == "server" else where
         served = self._served.sorted()
         if served and all(v.split("+", 1)[0] == self.model for v in served):
+            if self.identity_source is not None:  # version_from: server found nothing
+                return f"{ALIAS_ONLY}; {self.identity_source}"
             return ALIAS_ONLY
         return "the answer's model"
 
