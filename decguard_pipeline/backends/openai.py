@@ -70,6 +70,7 @@ from decguard_pipeline.backends.scoring import (
 from decguard_pipeline.backends.transport import Reply, check_url
 from decguard_pipeline.core.contract import BackendConfig, DecisionSpec
 from decguard_pipeline.core.decision import DecisionRequest
+from decguard_pipeline.core.engine_notes import ALIAS_PREFIX
 from decguard_pipeline.core.errors import ContractError, InvalidResponse
 
 Scoring = Literal["logprobs", "completion_logprobs", "structured", "sample"]
@@ -89,7 +90,7 @@ ONLY_FOR: dict[str, tuple[str, ...]] = {
 }
 DEFAULT_MAX_TOKENS = {"structured": 100, "sample": 3}
 # the model version is only the name asked for: the server echoes it back
-ALIAS_ONLY = "the requested name (the server echoes it: a model swapped under it is not noticed)"
+ALIAS_ONLY = f"{ALIAS_PREFIX} (the server echoes it: a model swapped under it is not noticed)"
 # a server that ignores or refuses ``n`` is told by these statuses or by fewer choices
 N_REFUSED = frozenset({400, 422})
 

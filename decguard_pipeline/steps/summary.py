@@ -1,11 +1,15 @@
 """The summary table the main job prints: per contract and target, the headline metrics, the
 gates of the evaluation itself (golden, properties, guard) and the regression diff against the
-chosen baseline; then one line per contract and production day checked."""
+chosen baseline; a note per thing a target's backend said beyond its numbers (a fallback it
+took, a model version that is only the name asked for); then one line per contract and
+production day checked."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from decguard_pipeline.core.engine_notes import engine_notes
 from decguard_pipeline.core.formatting import num
 from decguard_pipeline.warehouse import Warehouse
 
@@ -68,6 +72,7 @@ def summarise(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
             warned=_names(checks, "warn"),
         )
         row["status"] = _status(row["failed"], row["warned"])
+        row["notes"] = _notes(warehouse, outcome)
         diff = warehouse.read_run("diffs", *_at(outcome))
         regression = _checks(warehouse, "regression_checks", *_at(outcome))
         if diff is None or diff.num_rows == 0:
@@ -84,6 +89,20 @@ def summarise(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
             )
         rows.append(row)
     return rows
+
+
+def _notes(warehouse: Warehouse, outcome: Any) -> list[str]:
+    """What the run's backend said beyond its numbers (fallbacks, a version that is only
+    the name asked for), from its ``runs`` row."""
+    runs = warehouse.read_run("runs", *_at(outcome))
+    if runs is None or runs.num_rows == 0:
+        return []
+    raw = runs.to_pylist()[-1].get("backend_details_json")
+    try:
+        details = json.loads(raw) if raw else None
+    except ValueError:
+        return []
+    return engine_notes(details)
 
 
 def _at(outcome: Any) -> tuple[str, str, str]:
@@ -124,6 +143,9 @@ def render_summary(rows: list[dict[str, Any]], result: Any) -> str:
             head + f"{num(r['accuracy']):<8}  {num(r['ece']):<5}  {num(r['coverage']):<8}  "
             f"{cost}{unanimous}{_gates(r):<{gwidth}}  {r['regression']}"
         )
+    for r in rows:
+        for note in r.get("notes") or ():
+            lines.append(f"note     {r['contract']}/{r['target']}: {note}")
     for contract, backend, why in result.skipped:
         lines.append(f"skipped  {contract}/{backend}: {why}")
     for contract, error in result.broken:
