@@ -447,6 +447,9 @@ class EngineBackend(HttpTransport):
         identity = self.ensure_identity()
         return None if identity is None else f"{self.model}+{identity}"
 
+    def version_hint_source(self) -> str:
+        return str(self.settings.version_from)  # server or probe: what found the identity
+
     def note_replayed(
         self, model_versions: Sequence[str | None], metadata: Sequence[Mapping[str, Any]]
     ) -> None:

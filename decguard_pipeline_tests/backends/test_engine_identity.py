@@ -159,3 +159,22 @@ def test_the_cache_never_serves_answers_across_a_detected_swap(tmp_path, ours, d
     assert echo_cache["answers_from_cache"] == len(TICKETS) - 1
     details = echo_report["backend"]["details"]
     assert details["model_version_from"].startswith("the requested name")
+
+
+def test_target_discovery_takes_the_identity_without_a_canary(tmp_path, demo):
+    from decguard_pipeline.core.contract import load_contract
+    from decguard_pipeline.steps.targets import discover_target
+
+    (tmp_path / "c.yaml").write_text(
+        f"""schema_version: "0.1"
+decision: {{name: route, type: choice, options: [billing, technical, sales]}}
+backend: {{provider: openai, model: {NAME}, base_url: "{demo.flavour("llama-server")}",
+          version_from: server}}
+"""
+    )
+    target = discover_target(load_contract(tmp_path / "c.yaml"), "default", canary_input="x")
+    assert (target.model_version, target.version_source) == (
+        f"{NAME}+path:/models/{NAME}.gguf",
+        "server",
+    )
+    assert target.key == "default@tickets-calibrated-path--models-tickets-calibrated.gguf"
