@@ -2,7 +2,12 @@
 real llama.cpp server in tests: the tokenizer (SentencePiece, 32,000 pieces) is copied from a
 vocabulary-only GGUF of llama.cpp's sources (``models/ggml-vocab-llama-spm.gguf``, shipped in
 llama-cpp-python's sdist), the weights are drawn from ``seed``. Two seeds are two models: what
-a swap under the same name needs. Needs the ``gguf`` package."""
+a swap under the same name needs. Needs the ``gguf`` package.
+
+Random weights alone put an option letter among a 32,000-piece vocabulary's top 20 by chance
+only; so every embedding leans the same way along one dimension and the letters' output rows
+(``A``…``Z``, ``▁A``…``▁Z``) point along it: letters come first, in a random order of their
+own, as an instructed model's would."""
 
 from __future__ import annotations
 
@@ -48,9 +53,18 @@ def write_tiny_llama(vocabulary: Path, out: Path, *, seed: int) -> Path:
     def weights(*shape: int, scale: float = 0.5) -> np.ndarray:
         return (rng.standard_normal(shape) * scale / np.sqrt(shape[-1])).astype(np.float32)
 
-    writer.add_tensor("token_embd.weight", weights(vocab, EMBED, scale=8.0))
+    embeddings = weights(vocab, EMBED, scale=8.0)
+    embeddings[:, 0] = 4.0  # the shared lean
+    output = weights(vocab, EMBED, scale=2.0)
+    output[:, 0] = 0.0
+    pieces = [str(t) for t in tokens]
+    for letter in "ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+        for piece in (letter, "\u2581" + letter):
+            if piece in pieces:
+                output[pieces.index(piece), 0] = 3.0
+    writer.add_tensor("token_embd.weight", embeddings)
     writer.add_tensor("output_norm.weight", np.ones(EMBED, dtype=np.float32))
-    writer.add_tensor("output.weight", weights(vocab, EMBED, scale=8.0))
+    writer.add_tensor("output.weight", output)
     for layer in range(LAYERS):
         block = f"blk.{layer}"
         writer.add_tensor(f"{block}.attn_norm.weight", np.ones(EMBED, dtype=np.float32))
