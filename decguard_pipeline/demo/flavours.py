@@ -165,7 +165,10 @@ class Flavours:
             if len(prompt) > 1:  # assert len(body.prompt) <= 1
                 raise Refusal(500, _openai_error("", "internal_server_error"))
             prompt = prompt[0] if prompt else ""
-        return self.answer_as(self._completions, {**body, "prompt": prompt}, str(body["model"]))
+        answer = self.answer_as(self._completions, {**body, "prompt": prompt}, str(body["model"]))
+        for choice in answer["choices"]:
+            choice["logprobs"] = _sentencepiece(choice["logprobs"])
+        return answer
 
     # -- llama.cpp's server -------------------------------------------------------------------
 
@@ -291,6 +294,26 @@ class Flavours:
                 },
             )
         return self._chat({**body, "model": self.served.actual(model)})
+
+
+def _sentencepiece(logprobs: dict[str, Any]) -> dict[str, Any]:
+    """Echoed tokens as SentencePiece spells them: a dummy space before the first one (every
+    ``text_offset`` after it counts that space) and a final ``:`` as a token of its own."""
+    tokens, values, offsets = [], [], []
+    for token, value, at in zip(
+        logprobs["tokens"], logprobs["token_logprobs"], logprobs["text_offset"], strict=True
+    ):
+        if len(token) > 1 and token.endswith(":"):
+            tokens += [token[:-1], ":"]
+            values += [value, value]
+            offsets += [at, at + len(token) - 1]
+        else:
+            tokens.append(token)
+            values.append(value)
+            offsets.append(at)
+    tokens[0] = " " + tokens[0]
+    offsets = [0] + [at + 1 for at in offsets[1:]]
+    return {**logprobs, "tokens": tokens, "token_logprobs": values, "text_offset": offsets}
 
 
 def _llama_error(message: str) -> dict[str, Any]:

@@ -56,7 +56,7 @@ METHODS: dict[str, dict[str, Any]] = {
         "structured_format": "grammar",
         "verbalized_confidence": True,
     },
-    "sample": {"scoring": "sample", "samples": 5, "seed": 11, "max_tokens": 2},
+    "sample": {"scoring": "sample", "samples": 10, "seed": 11, "max_tokens": 1},
 }
 TINY_GGUF = Path(__file__).parents[1] / "support" / "tiny_gguf.py"
 
@@ -159,11 +159,14 @@ def test_every_method_on_a_real_server_and_a_swap_under_the_same_alias(python, m
         assert all(0.0 <= v <= 1.0 and math.copysign(1.0, v) == 1.0 for v in p)
     # sample: n dropped, one request per sample, seeds 11, 12, ...
     assert notes["sample"] == [
-        "sample: one request per sample (the server answered 1 choice(s) for n=5)"
+        "sample: one request per sample (the server answered 1 choice(s) for n=10)"
     ]
-    seeds = [e["request"].get("seed") for e in exchanges if e["request"] and "n" not in
-             e["request"] and e["request"].get("max_tokens") == 2]  # fmt: skip
-    assert seeds[:4] == [12, 13, 14, 15]
+    sampled = [e["request"] for e in exchanges if e["request"] and e["request"].get("seed")]
+    assert [r.get("seed") for r in sampled[:10]] == list(range(11, 21))
+    assert "n" in sampled[0] and all("n" not in r for r in sampled[1:])
+    assert results["sample"].error_kind == [None] * len(TICKETS), results["sample"].error_message
+    # ten seeds, ten draws: no case is one sample repeated ten times
+    assert all(max(p) < 1.0 for p in results["sample"].probs.tolist())
 
     # the same alias on other weights: the echoed name cannot tell, the probe can
     with llama_cpp_server(python, second, ALIAS) as url:
@@ -186,6 +189,8 @@ def test_every_method_on_a_real_server_and_a_swap_under_the_same_alias(python, m
                         "completion_logprobs": expected_completion,
                     },
                     "notes": notes,
+                    # what the provider read from the live server, method by method
+                    "observed": {n: r.probs.tolist() for n, r in results.items()},
                     "exchanges": exchanges,
                 },
                 indent=1,

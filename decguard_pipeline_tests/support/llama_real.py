@@ -135,7 +135,7 @@ for task in tasks["tasks"]:
             top_logprobs=20,
         )
         top = answer["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-        out.append([[t["token"], t["logprob"]] for t in top])
+        out.append([[t["token"], float(t["logprob"])] for t in top])
     else:  # the mean log-probability of each option's tokens after the context, from logits
         scores = []
         context = llm.tokenize(task["context"].encode(), add_bos=True)

@@ -6,8 +6,8 @@ a swap under the same name needs. Needs the ``gguf`` package.
 
 Random weights alone put an option letter among a 32,000-piece vocabulary's top 20 by chance
 only; so every embedding leans the same way along one dimension and the letters' output rows
-(``A``…``Z``, ``▁A``…``▁Z``) point along it: letters come first, in a random order of their
-own, as an instructed model's would."""
+(``A``…``Z``, ``▁A``…``▁Z``, ``A``–``C`` most) point along it: letters come first, in a
+random order of their own, as an instructed model's would."""
 
 from __future__ import annotations
 
@@ -60,8 +60,8 @@ def write_tiny_llama(vocabulary: Path, out: Path, *, seed: int) -> Path:
     pieces = [str(t) for t in tokens]
     for letter in "ABCDEFGHIJKLMNOPQRSTUVWXYZ":
         for piece in (letter, "\u2581" + letter):
-            if piece in pieces:
-                output[pieces.index(piece), 0] = 3.0
+            if piece in pieces:  # the first three letters most: the usual options
+                output[pieces.index(piece), 0] = 3.8 if letter in "ABC" else 3.0
     writer.add_tensor("token_embd.weight", embeddings)
     writer.add_tensor("output_norm.weight", np.ones(EMBED, dtype=np.float32))
     writer.add_tensor("output.weight", output)
