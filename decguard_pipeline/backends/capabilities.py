@@ -18,6 +18,10 @@ from typing import Any
 # structured output, most portable first: OpenAI's strict JSON schema; the json_object mode
 # with a schema (llama.cpp's servers, Anyscale); llama.cpp's GBNF grammar
 STRUCTURED_FORMATS = ("json_schema", "json_object", "grammar")
+# with a stated confidence the grammar comes before json_object: llama.cpp turns the schema's
+# number into a grammar that does not bound it (a real llama-cpp-python server's model wrote
+# "confidence": -8E4297937 under it), while ours admits only numbers in [0, 1]
+VERBALIZED_FORMATS = ("json_schema", "grammar", "json_object")
 FORMAT_SHAPES = {
     "json_schema": "response_format json_schema",
     "json_object": "response_format json_object with a schema",

@@ -31,6 +31,7 @@ from decguard_pipeline.backends.base import backend_settings
 from decguard_pipeline.backends.capabilities import (
     FORMAT_SHAPES,
     STRUCTURED_FORMATS,
+    VERBALIZED_FORMATS,
     Capabilities,
 )
 from decguard_pipeline.backends.engine import (
@@ -307,7 +308,8 @@ class OpenAIBackend(EngineBackend):
     def by_structure(self, request: DecisionRequest) -> Flow:
         shown = request.decision.labels
         known = self.capabilities.structured_format
-        formats = [known] if known is not None else list(STRUCTURED_FORMATS)
+        order = VERBALIZED_FORMATS if self.settings.verbalized_confidence else STRUCTURED_FORMATS
+        formats = [known] if known is not None else list(order)
         refused: list[str] = []
         for fmt in formats:
             probing = known is None and fmt != formats[-1]  # the last one is simply asked

@@ -97,22 +97,36 @@ def structured_server(refuse: set[str]) -> Any:
     return answer
 
 
+def formats_asked(sent: list[Seen]) -> list[str]:
+    return ["grammar" if "grammar" in s.body else s.body["response_format"]["type"] for s in sent]
+
+
 def test_structured_falls_back_to_json_object_then_to_a_grammar():
     with llm_server(structured_server({"json_schema", "json_object"})) as server:
-        b = backend(f"{server.url}/v1", scoring="structured", verbalized_confidence=True)
+        b = backend(f"{server.url}/v1", scoring="structured")
         results = run(b, ["x", "y"])
         sent = server.posts()
     assert results.error_kind == [None, None]
-    assert results.probs[0].tolist() == pytest.approx([0.1, 0.1, 0.8], abs=1e-15)
-    asked = ["grammar" if "grammar" in s.body else s.body["response_format"]["type"] for s in sent]
-    assert asked == ["json_schema", "json_object", "grammar", "grammar"]  # each refusal once
-    assert sent[1].body["response_format"]["schema"]["required"] == ["choice", "confidence"]
-    assert sent[2].body["grammar"] == decision_grammar(SPEC.labels, verbalized=True)
+    assert results.probs[0].tolist() == [0.0, 0.0, 1.0]
+    assert formats_asked(sent) == ["json_schema", "json_object", "grammar", "grammar"]
+    assert sent[1].body["response_format"]["schema"]["required"] == ["choice"]
+    assert sent[2].body["grammar"] == decision_grammar(SPEC.labels, verbalized=False)
     assert b.metadata()["details"]["structured_format"] == "grammar"
     assert b.metadata()["details"]["fallbacks"] == [
         "structured: a GBNF grammar (the server refused response_format json_schema "
         "(HTTP 500), response_format json_object with a schema (HTTP 500))"
     ]
+
+
+def test_a_stated_confidence_falls_back_to_the_grammar_before_json_object():
+    # llama.cpp's grammar for a schema's number does not bound it; ours does
+    with llm_server(structured_server({"json_schema"})) as server:
+        b = backend(f"{server.url}/v1", scoring="structured", verbalized_confidence=True)
+        results = run(b, ["x", "y"])
+        sent = server.posts()
+    assert results.probs[0].tolist() == pytest.approx([0.1, 0.1, 0.8], abs=1e-15)
+    assert formats_asked(sent) == ["json_schema", "grammar", "grammar"]
+    assert sent[1].body["grammar"] == decision_grammar(SPEC.labels, verbalized=True)
 
 
 def test_a_shape_refused_with_500_is_a_backend_error_naming_it_after_its_retries():
@@ -135,7 +149,7 @@ def test_a_shape_refused_with_500_is_a_backend_error_naming_it_after_its_retries
         "backend 'default' refused every structured format: response_format json_schema "
         "(HTTP 500), response_format json_object with a schema (HTTP 500), a GBNF grammar "
         "(HTTP 500)"
-    ]
+    ]  # the order without a stated confidence
     assert auto_attempts == 1 + 1 + 3  # two probes at once, the last format retried
 
 

@@ -51,6 +51,13 @@ METHODS: dict[str, dict[str, Any]] = {
     "logprobs": {"scoring": "logprobs"},
     "completion_logprobs": {"scoring": "completion_logprobs"},
     "structured": {"scoring": "structured"},
+    # a stated confidence under llama.cpp's own grammar for the JSON schema's number
+    "verbalized": {"scoring": "structured", "verbalized_confidence": True},
+    "verbalized_json_object": {
+        "scoring": "structured",
+        "verbalized_confidence": True,
+        "structured_format": "json_object",
+    },
     "grammar": {
         "scoring": "structured",
         "structured_format": "grammar",
@@ -153,6 +160,19 @@ def test_every_method_on_a_real_server_and_a_swap_under_the_same_alias(python, m
     ]
     assert results["structured"].error_kind == [None] * len(TICKETS)
     assert all(sorted(p) == [0.0, 0.0, 1.0] for p in results["structured"].probs.tolist())
+    # a stated confidence: json_schema refused, then our grammar (before json_object, whose
+    # schema llama.cpp turns into a grammar that lets the model write -8E4297937)
+    assert notes["verbalized"] == [
+        "structured: a GBNF grammar (the server refused response_format json_schema (HTTP 500))"
+    ]
+    assert results["verbalized"].error_kind == [None] * len(TICKETS)
+    for p in results["verbalized"].probs.tolist():
+        assert all(0.0 <= v <= 1.0 and math.copysign(1.0, v) == 1.0 for v in p)
+    # the same schema as json_object, asked directly: llama.cpp does not bound the number
+    unbounded = [e["answer"]["choices"][0]["message"]["content"] for e in exchanges
+                 if e["request"] and e["request"].get("response_format", {}).get("type")
+                 == "json_object" and "confidence" in str(e["request"])]  # fmt: skip
+    assert unbounded, "the json_object run was not recorded"
     # our GBNF grammar, parsed and followed by llama.cpp: a confidence in [0, 1], never -0.0
     assert results["grammar"].error_kind == [None] * len(TICKETS)
     for p in results["grammar"].probs.tolist():
@@ -191,6 +211,7 @@ def test_every_method_on_a_real_server_and_a_swap_under_the_same_alias(python, m
                     "notes": notes,
                     # what the provider read from the live server, method by method
                     "observed": {n: r.probs.tolist() for n, r in results.items()},
+                    "errors": {n: r.error_kind for n, r in results.items()},
                     "exchanges": exchanges,
                 },
                 indent=1,
