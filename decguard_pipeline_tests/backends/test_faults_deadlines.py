@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -254,3 +255,32 @@ def test_evaluate_ends_with_timeouts_for_trickling_answers(tmp_path):
         ("slow_cases", "ok#0", None, None),
         *(("slow_cases", f"{fault}#0", "timeout", TIMED_OUT) for fault in FAULTS),
     ]
+
+
+def test_single_calls_through_the_environments_proxy_keep_the_deadline(monkeypatch):
+    """The single-call client routes through ``HTTP_PROXY`` as httpx does (a host that does
+    not resolve is reached through it), and a proxied attempt has the same deadline."""
+    from decguard_pipeline.backends import create_backend
+    from decguard_pipeline.core.contract import BackendConfig, DecisionSpec
+    from decguard_pipeline.core.decision import DecisionRequest
+    from decguard_pipeline.core.errors import BackendError, BackendTimeout
+
+    spec = DecisionSpec("q", "choice", ("yes", "no"))
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    with trickling(answer_of("http")) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        config = BackendConfig.model_validate(settings_of("http", "http://model.invalid"))
+        with create_backend(config, decision=spec) as backend:
+            answered = backend.decide(DecisionRequest("ok#0", spec, "x"))
+            with pytest.raises(BackendTimeout, match=f"^{re.escape(TIMED_OUT)}$"):
+                backend.decide(DecisionRequest("trickle-headers#0", spec, "x"))
+        monkeypatch.setenv("NO_PROXY", "model.invalid")  # now the name must resolve: it cannot
+        with (
+            create_backend(config, decision=spec) as backend,
+            pytest.raises(BackendError, match=r"^cannot connect to backend 'default'"),
+        ):
+            backend.decide(DecisionRequest("ok#0", spec, "x"))
+    assert answered["probabilities"] == {"yes": 0.75, "no": 0.25}
+    assert proxy.asked == {"ok": 1, "trickle-headers": 1}
