@@ -44,7 +44,7 @@ from decguard_pipeline.core.errors import (
     InvalidResponse,
     RateLimited,
 )
-from decguard_pipeline.core.usage import Pricing
+from decguard_pipeline.core.usage import Pricing, known_usage
 from decguard_pipeline.core.validation import Strict
 
 # Rate limits (429), overload (503) and gateway failures are worth another try; OpenAI's own
@@ -67,6 +67,7 @@ class EngineSettings(Strict):
     api_key_env: str | None = None
     requests_per_minute: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)
     tokens_per_minute: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)
+    max_pacing_wait_s: float = Field(default=300.0, gt=0.0, le=86400.0)
     version_from: Literal["model", "model+fingerprint"] = "model"
     pricing: Pricing | None = None
     prompt: str | None = None
@@ -172,7 +173,11 @@ class EngineBackend(HttpTransport):
 
     def __init__(self, settings: EngineSettings, *, name: str, model: str | None) -> None:
         super().__init__(settings, name=name, model=model)
-        self.pacer = Pacer(settings.requests_per_minute, settings.tokens_per_minute)
+        self.pacer = Pacer(
+            settings.requests_per_minute,
+            settings.tokens_per_minute,
+            max_wait_s=settings.max_pacing_wait_s,
+        )
         self._rng = random.Random()
         self._served = Served()
         # tokens an answer may take, for the tokens_per_minute estimate of a request
@@ -367,11 +372,12 @@ class EngineBackend(HttpTransport):
 
 
 def _usage(raw: Any) -> tuple[int, int] | None:
-    """(prompt_tokens, completion_tokens) of an OpenAI-style ``usage`` object, if given."""
+    """(prompt_tokens, completion_tokens) of an OpenAI-style ``usage`` object, if given as
+    JSON integers that can be real token counts (``core.usage.token_count``): anything else
+    is no usage, for the report and for pacing alike."""
     if not isinstance(raw, dict):
         return None
     prompt, completion = raw.get("prompt_tokens"), raw.get("completion_tokens", 0)
-    counts = (prompt, completion)
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts):
+    if not isinstance(prompt, int) or not isinstance(completion, int):
         return None
-    return int(prompt), int(completion)  # type: ignore[arg-type]
+    return known_usage((prompt, completion))
