@@ -333,3 +333,73 @@ def test_evaluate_stores_impossible_usage_as_null_and_survives_a_cache_holding_i
         **{f"new-{i}": 12 for i in (1, 2, 3)},
     }
     assert tokens == 12 + MAX_TOKENS + 3 * 12
+
+
+# -- log-probabilities above 0 ------------------------------------------------------------------
+
+
+def test_a_positive_logprob_is_an_invalid_response_naming_the_field():
+    """A log-probability is at most 0; a server saying 0.5 (probability 1.65) answered
+    nothing readable. Float noise of a few ulps above 0 is not an error."""
+    spec3 = DecisionSpec("q", "choice", ("a", "b", "c"))
+    chat = {
+        "positive": [("A", -0.2), ("B", 0.5)],
+        "positive-other-token": [("A", -0.2), ("x", 3.0)],
+        "float-noise": [("A", 2e-7), ("B", -1.8)],
+        "zero": [("A", 0.0), ("B", -1.8)],
+    }
+
+    def answer(seen: Seen) -> tuple[int, Any, dict[str, str]]:
+        if seen.path.endswith("/completions") and "messages" not in seen.body:
+            prompts = seen.body["prompt"]
+            case = prompts[0].split("<")[1].split(">")[0]
+            lift = 0.5 if case == "positive" else 5e-6  # option 1's token: above 0, or noise
+            choices = []
+            for i, prompt in enumerate(prompts):
+                context = prompt.rsplit(" ", 1)[0]
+                choices.append(
+                    {
+                        "index": i,
+                        "text": prompt,
+                        "logprobs": {
+                            "tokens": [context, prompt[len(context) :]],
+                            "token_logprobs": [None, lift if i == 1 else -1.0],
+                            "text_offset": [0, len(context)],
+                        },
+                    }
+                )
+            return 200, {"model": "m", "choices": choices}, {}
+        case = seen.body["messages"][0]["content"].split("<")[1].split(">")[0]
+        return 200, chat_answer("A", top_logprobs=chat[case]), {}
+
+    def run3(backend: Any, inputs: list[str]) -> Any:
+        cases = Cases(list(inputs), inputs, [None] * len(inputs), [{} for _ in inputs])
+        return run_cases(backend, spec3, cases, max_concurrency=2, tolerance=1e-3)
+
+    with llm_server(answer) as server:
+        config = {"provider": "openai", "model": "m", "base_url": f"{server.url}/v1"}
+        settings = {**config, "prompt": "<{input}> {options}", "retry_backoff_s": 0}
+        chatting = create_backend(BackendConfig.model_validate(settings), decision=spec3)
+        scored = create_backend(
+            BackendConfig.model_validate({**settings, "scoring": "completion_logprobs"}),
+            decision=spec3,
+        )
+        by_chat = run3(chatting, list(chat))
+        by_completion = run3(scored, ["positive", "float-noise"])
+    above = "above 0: not a log-probability"
+    assert list(zip(by_chat.error_kind, by_chat.error_message, strict=True)) == [
+        (
+            "invalid_response",
+            f"choices[0].logprobs.content[0].top_logprobs[1].logprob is 0.5, {above}",
+        ),
+        (
+            "invalid_response",
+            f"choices[0].logprobs.content[0].top_logprobs[1].logprob is 3.0, {above}",
+        ),
+        (None, None),
+        (None, None),
+    ]
+    assert list(zip(by_completion.error_kind, by_completion.error_message, strict=True)) == [
+        ("invalid_response", f"logprobs.token_logprobs[1] of choice 1 is 0.5, {above}"),
+        (None, None),
+    ]
