@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from decguard_pipeline.core.formatting import num
+from decguard_pipeline.core.formatting import num, printable
 from decguard_pipeline.warehouse import Warehouse
 
 # Check tables of the target's own evaluation; regression checks are shown apart.
@@ -128,7 +128,8 @@ def render_summary(rows: list[dict[str, Any]], result: Any) -> str:
         lines.append(f"skipped  {contract}/{backend}: {why}")
     for contract, error in result.broken:
         lines.append(f"BROKEN   {contract}: {error}")
-    return "\n".join(lines)
+    # errors may quote what a model server said
+    return printable("\n".join(lines), lines=True)
 
 
 def summarise_production(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:

@@ -403,3 +403,101 @@ def test_a_positive_logprob_is_an_invalid_response_naming_the_field():
         ("invalid_response", f"logprobs.token_logprobs[1] of choice 1 is 0.5, {above}"),
         (None, None),
     ]
+
+
+# -- control sequences in what a server calls its model -----------------------------------------
+
+EVIL = "evil\x1b[2J\x1b]0;pwned\x07\x9b31m\u202e-v1"  # clear screen, window title, CSI, RTL
+SHOWN = "evil\\x1b[2J\\x1b]0;pwned\\x07\\x9b31m\\u202e-v1"
+CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e")
+
+
+def evil_server() -> Any:
+    """Every provider's answer and the health answer name the model ``EVIL``."""
+
+    def post(seen: Seen) -> tuple[int, Any, dict[str, str]]:
+        probabilities = {"yes": 0.75, "no": 0.25}
+        if seen.path == "/decide":
+            return 200, {"probabilities": probabilities, "model": EVIL, "model_version": EVIL}, {}
+        if seen.path == "/systemone":
+            answer = {"type": "choice", "choice": "yes", "probabilities": probabilities}
+            return 200, {"model": EVIL, "answers": {"q": answer}}, {}
+        return 200, chat_answer("A", model=EVIL, top_logprobs=LETTERS), {}
+
+    return llm_server(post, get=lambda seen: (200, {"model_version": EVIL}, {}))
+
+
+def evil_contract(folder: Path, provider: str, url: str) -> Path:
+    backend: dict[str, Any] = {"provider": provider, "model": "m"}
+    if provider == "http":
+        backend.update(url=f"{url}/decide", health_url=f"{url}/health")
+    elif provider == "systemone":
+        backend.update(url=f"{url}/systemone", instructions="Is it?")
+    else:
+        backend["base_url"] = f"{url}/v1"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "cases.jsonl").write_text('{"id": "a", "input": "x", "expected": "yes"}\n')
+    path = folder / "decguard.yaml"
+    path.write_text(
+        'schema_version: "0.1"\n'
+        'decision: {name: q, type: choice, options: ["yes", "no"]}\n'
+        f"backend: {json.dumps(backend)}\n"
+        "dataset: cases.jsonl\n"
+        "policy: {routes: [{action: accept}]}\n"
+    )
+    return path
+
+
+@pytest.mark.parametrize("provider", ["http", "openai", "systemone"])
+def test_a_served_model_name_reaches_the_terminal_only_escaped(tmp_path, ours, provider):
+    """What a server calls its model is printed (the backend line, the cache's model version)
+    with its control characters written as escapes; the report keeps it as sent (data)."""
+    with evil_server() as server:
+        contract = evil_contract(tmp_path / provider, provider, server.url)
+        report = tmp_path / "r.json"
+        runs = [
+            ours("test", contract, "--cache", tmp_path / "cache", "-o", report),
+            ours("test", contract, "--cache", tmp_path / "cache"),  # the version from the cache
+            ours("report", report),
+            ours("run", contract, "x"),
+        ]
+    printed = "".join(r.stdout + r.stderr for r in runs)
+    assert [r.exit_code for r in runs] == [0, 0, 0, 0], printed
+    assert [c for c in CONTROLS if c in printed] == []
+    assert f"model version {SHOWN}" in runs[1].stdout
+    if provider != "http":  # the served model is the backend's version
+        assert f"default: {provider} · m / {SHOWN}\n" in runs[0].stdout
+    document = json.loads(report.read_text())
+    assert document["results"][0]["result"]["model_version"] == EVIL  # data: as sent
+
+
+def test_printable_escapes_every_control_character_and_nothing_else():
+    from decguard_pipeline.core.formatting import printable
+
+    assert printable(EVIL) == SHOWN
+    assert printable("a\tb\nc\x00\x7f") == "a\\x09b\\x0ac\\x00\\x7f"
+    assert printable("line one\nline\x1b two", lines=True) == "line one\nline\\x1b two"
+    plain = "gpt-4o-mini-2024-07-18 · café ✓ 模型"
+    assert printable(plain) is plain
+
+
+@pytest.mark.slow
+def test_evaluate_prints_a_served_model_name_escaped_and_stores_it_as_sent(tmp_path):
+    from decguard_pipeline.warehouse import Warehouse
+
+    contracts, warehouse = tmp_path / "contracts", tmp_path / "warehouse"
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
+    with evil_server() as server:
+        for provider in ("http", "openai"):
+            evil_contract(contracts / provider, provider, server.url)
+        ran = subprocess.run(
+            [str(BIN / "decguard-pipeline"), "evaluate", "--contracts", str(contracts),
+             "--warehouse", str(warehouse)],
+            env=env, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert [c for c in CONTROLS if c in ran.stdout + ran.stderr] == []
+    with Warehouse(warehouse).connect() as con:
+        stored = con.sql("SELECT DISTINCT result_model_version FROM case_results").fetchall()
+        versions = con.sql("SELECT DISTINCT model_version FROM targets").fetchall()
+    assert stored == [(EVIL,)] and versions == [(EVIL,)]
