@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import orjson
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from decguard_pipeline.backends.base import backend_metadata, health
 from decguard_pipeline.backends.body import DEFAULT_MAX_RESPONSE_BYTES
@@ -37,7 +37,7 @@ from decguard_pipeline.backends.transport import (
     same_origin,
 )
 from decguard_pipeline.core.decision import DEFAULT_MAX_METADATA_BYTES, DecisionRequest, Prediction
-from decguard_pipeline.core.env_placeholders import expand
+from decguard_pipeline.core.env_placeholders import VARIABLE, expand
 from decguard_pipeline.core.errors import (
     BackendError,
     BackendUnavailable,
@@ -57,6 +57,8 @@ CHARS_PER_TOKEN = 4  # the usual estimate for English text, corrected once usage
 class EngineSettings(Strict):
     """Settings every language-model provider takes."""
 
+    # first: the URL settings' validators read it (the variables their ${NAME} may expand)
+    url_env: list[str] = []
     health_url: str | None = None
     timeout_s: float = Field(default=60.0, gt=0.0, le=600.0)
     max_retries: int = Field(default=3, ge=0, le=10)
@@ -78,12 +80,22 @@ class EngineSettings(Strict):
     _health = field_validator("health_url")(check_url)
     _no_literal_secrets = field_validator("headers")(no_literal_secrets)
 
-    # ${NAME} / ${NAME:-default} in the URLs, expanded before they are checked (the providers
-    # declare base_url / url themselves)
+    @field_validator("url_env")
+    @classmethod
+    def _variables(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not VARIABLE.fullmatch(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return value
+
+    # ${NAME} / ${NAME:-default} in the URLs, for the variables url_env lists, expanded before
+    # they are checked (the providers declare base_url / url themselves)
     @field_validator("base_url", "url", "health_url", mode="before", check_fields=False)
     @classmethod
-    def _from_environment(cls, value: Any) -> Any:
-        return expand(value) if isinstance(value, str) else value
+    def _from_environment(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, str):
+            return value
+        return expand(value, info.data.get("url_env") or ())
 
     @field_validator("prompt")
     @classmethod

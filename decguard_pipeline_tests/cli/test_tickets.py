@@ -34,7 +34,20 @@ def test_the_dataset_is_what_the_generator_writes():
     assert {c["expected"] for c in committed} == {"billing", "technical", "sales"}
 
 
-def test_test_starts_the_demo_server_and_writes_the_usage(tmp_path, ours):
+def test_test_starts_the_demo_server_and_writes_the_usage(tmp_path, ours, monkeypatch):
+    from contextlib import contextmanager
+
+    from decguard_pipeline.demo import autostart
+
+    started, serving = [], autostart._serving
+
+    @contextmanager
+    def watched(own_process: bool):  # the address the command's server got
+        with serving(own_process) as url:
+            started.append(url)
+            yield url
+
+    monkeypatch.setattr(autostart, "_serving", watched)
     out = tmp_path / "calibrated.json"
     ran = ours("test", TICKETS / "decguard.yaml", "-o", out)
     assert ran.exit_code == 0, ran.stderr
@@ -44,10 +57,12 @@ def test_test_starts_the_demo_server_and_writes_the_usage(tmp_path, ours):
     assert report["metrics"]["calibration"]["ece"] < 0.05  # calibrated by construction
     usage = json.loads((tmp_path / "calibrated.pipeline.json").read_text())["usage"]
     assert usage["cases_with_usage"] == 300 and usage["completion_tokens"] == 300
+    # its address is the value of a declared url_env variable: redacted like a key
+    assert report["backend"]["details"]["url"] == "[REDACTED]/v1"
     # the server was this command's: gone with it
-    url = report["backend"]["details"]["url"]
+    (url,) = started
     with pytest.raises(httpx.ConnectError):
-        httpx.get(url.replace("/chat/completions", "/models"))
+        httpx.get(f"{url}/v1/models")
 
 
 @pytest.mark.slow
