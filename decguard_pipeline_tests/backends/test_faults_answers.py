@@ -315,6 +315,7 @@ def test_evaluate_stores_impossible_usage_as_null_and_survives_a_cache_holding_i
         write_contract(contracts / "big", server.url)
         first = evaluate("new-1")
         assert first.returncode == 0, first.stdout + first.stderr
+        assert "default@test-model-2026-01-01  " in first.stdout, first.stdout
         # the cache as code that did not check counts left it, replayed by the next run
         assert plant(warehouse / "responses", INT64_MIN) == len(USAGES) + 1
         replayed = evaluate("new-2")
@@ -496,6 +497,7 @@ def test_evaluate_prints_a_served_model_name_escaped_and_stores_it_as_sent(tmp_p
             env=env, capture_output=True, text=True, timeout=600,
         )  # fmt: skip
     assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "skipped" not in ran.stdout, ran.stdout
     assert [c for c in CONTROLS if c in ran.stdout + ran.stderr] == []
     with Warehouse(warehouse).connect() as con:
         stored = con.sql("SELECT DISTINCT result_model_version FROM case_results").fetchall()
