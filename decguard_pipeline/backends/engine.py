@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import orjson
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from decguard_pipeline.backends.base import backend_metadata, health
 from decguard_pipeline.backends.body import DEFAULT_MAX_RESPONSE_BYTES
@@ -40,14 +40,14 @@ from decguard_pipeline.backends.transport import (
     same_origin,
 )
 from decguard_pipeline.core.decision import DEFAULT_MAX_METADATA_BYTES, DecisionRequest, Prediction
-from decguard_pipeline.core.env_placeholders import expand
+from decguard_pipeline.core.env_placeholders import VARIABLE, expand
 from decguard_pipeline.core.errors import (
     BackendError,
     BackendUnavailable,
     InvalidResponse,
     RateLimited,
 )
-from decguard_pipeline.core.usage import Pricing
+from decguard_pipeline.core.usage import Pricing, known_usage
 from decguard_pipeline.core.validation import Strict
 
 # Rate limits (429), overload (503) and gateway failures are worth another try; OpenAI's own
@@ -67,6 +67,8 @@ _PROBING: ContextVar[bool] = ContextVar("decguard_engine_probing", default=False
 class EngineSettings(Strict):
     """Settings every language-model provider takes."""
 
+    # first: the URL settings' validators read it (the variables their ${NAME} may expand)
+    url_env: list[str] = []
     health_url: str | None = None
     timeout_s: float = Field(default=60.0, gt=0.0, le=600.0)
     max_retries: int = Field(default=3, ge=0, le=10)
@@ -77,6 +79,7 @@ class EngineSettings(Strict):
     api_key_env: str | None = None
     requests_per_minute: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)
     tokens_per_minute: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)
+    max_pacing_wait_s: float = Field(default=300.0, gt=0.0, le=86400.0)
     version_from: Literal["model", "model+fingerprint"] = "model"
     pricing: Pricing | None = None
     prompt: str | None = None
@@ -87,12 +90,22 @@ class EngineSettings(Strict):
     _health = field_validator("health_url")(check_url)
     _no_literal_secrets = field_validator("headers")(no_literal_secrets)
 
-    # ${NAME} / ${NAME:-default} in the URLs, expanded before they are checked (the providers
-    # declare base_url / url themselves)
+    @field_validator("url_env")
+    @classmethod
+    def _variables(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not VARIABLE.fullmatch(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return value
+
+    # ${NAME} / ${NAME:-default} in the URLs, for the variables url_env lists, expanded before
+    # they are checked (the providers declare base_url / url themselves)
     @field_validator("base_url", "url", "health_url", mode="before", check_fields=False)
     @classmethod
-    def _from_environment(cls, value: Any) -> Any:
-        return expand(value) if isinstance(value, str) else value
+    def _from_environment(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, str):
+            return value
+        return expand(value, info.data.get("url_env") or ())
 
     @field_validator("prompt")
     @classmethod
@@ -192,7 +205,11 @@ class EngineBackend(HttpTransport):
 
     def __init__(self, settings: EngineSettings, *, name: str, model: str | None) -> None:
         super().__init__(settings, name=name, model=model)
-        self.pacer = Pacer(settings.requests_per_minute, settings.tokens_per_minute)
+        self.pacer = Pacer(
+            settings.requests_per_minute,
+            settings.tokens_per_minute,
+            max_wait_s=settings.max_pacing_wait_s,
+        )
         self._rng = random.Random()
         self._served = Served()
         # tokens an answer may take, for the tokens_per_minute estimate of a request
@@ -468,11 +485,12 @@ def canonical(values: Sequence[Any]) -> list[Any]:
 
 
 def _usage(raw: Any) -> tuple[int, int] | None:
-    """(prompt_tokens, completion_tokens) of an OpenAI-style ``usage`` object, if given."""
+    """(prompt_tokens, completion_tokens) of an OpenAI-style ``usage`` object, if given as
+    JSON integers that can be real token counts (``core.usage.token_count``): anything else
+    is no usage, for the report and for pacing alike."""
     if not isinstance(raw, dict):
         return None
     prompt, completion = raw.get("prompt_tokens"), raw.get("completion_tokens", 0)
-    counts = (prompt, completion)
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts):
+    if not isinstance(prompt, int) or not isinstance(completion, int):
         return None
-    return int(prompt), int(completion)  # type: ignore[arg-type]
+    return known_usage((prompt, completion))

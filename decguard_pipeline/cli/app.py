@@ -80,8 +80,10 @@ def emit_report(
             click.echo("\n" + render_golden_statistics(report.extensions["statistics"]))
         if "cache" in report.extensions:
             from decguard_pipeline.core.cache.summary import render_cache
+            from decguard_pipeline.core.formatting import printable
 
-            click.echo("\n" + render_cache(report.extensions["cache"]))
+            # it names the model version a server said
+            click.echo("\n" + printable(render_cache(report.extensions["cache"]), lines=True))
         if "usage" in report.extensions:
             from decguard_pipeline.core.usage import render_usage
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from decguard_pipeline.core.cache.summary import answers_cell
 from decguard_pipeline.core.engine_notes import engine_notes
-from decguard_pipeline.core.formatting import num
+from decguard_pipeline.core.formatting import num, printable
 from decguard_pipeline.warehouse import Warehouse
 
 # Check tables of the target's own evaluation; regression checks are shown apart.
@@ -169,7 +169,8 @@ def render_summary(rows: list[dict[str, Any]], result: Any) -> str:
         lines.append(f"skipped  {contract}/{backend}: {why}")
     for contract, error in result.broken:
         lines.append(f"BROKEN   {contract}: {error}")
-    return "\n".join(lines)
+    # errors may quote what a model server said
+    return printable("\n".join(lines), lines=True)
 
 
 def summarise_production(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:

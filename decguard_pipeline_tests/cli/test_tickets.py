@@ -8,6 +8,7 @@ import json
 import os
 import runpy
 import shutil
+from typing import Any
 
 import httpx
 import pytest
@@ -34,7 +35,28 @@ def test_the_dataset_is_what_the_generator_writes():
     assert {c["expected"] for c in committed} == {"billing", "technical", "sales"}
 
 
-def test_test_starts_the_demo_server_and_writes_the_usage(tmp_path, ours):
+@pytest.fixture
+def started(monkeypatch) -> list[str]:
+    """The addresses of the demo servers the commands start (reports and the warehouse show
+    them redacted: they are the value of a declared ``url_env`` variable)."""
+    from contextlib import contextmanager
+
+    from decguard_pipeline.demo import autostart
+
+    urls: list[str] = []
+    serving = autostart._serving
+
+    @contextmanager
+    def watched(own_process: bool) -> Any:
+        with serving(own_process) as url:
+            urls.append(url)
+            yield url
+
+    monkeypatch.setattr(autostart, "_serving", watched)
+    return urls
+
+
+def test_test_starts_the_demo_server_and_writes_the_usage(tmp_path, ours, started):
     out = tmp_path / "calibrated.json"
     ran = ours("test", TICKETS / "decguard.yaml", "-o", out)
     assert ran.exit_code == 0, ran.stderr
@@ -44,14 +66,16 @@ def test_test_starts_the_demo_server_and_writes_the_usage(tmp_path, ours):
     assert report["metrics"]["calibration"]["ece"] < 0.05  # calibrated by construction
     usage = json.loads((tmp_path / "calibrated.pipeline.json").read_text())["usage"]
     assert usage["cases_with_usage"] == 300 and usage["completion_tokens"] == 300
+    # its address is the value of a declared url_env variable: redacted like a key
+    assert report["backend"]["details"]["url"] == "[REDACTED]/v1"
     # the server was this command's: gone with it
-    url = report["backend"]["details"]["url"]
+    (url,) = started
     with pytest.raises(httpx.ConnectError):
-        httpx.get(url.replace("/chat/completions", "/models"))
+        httpx.get(f"{url}/v1/models")
 
 
 @pytest.mark.slow
-def test_evaluate_shows_four_calibrations_and_their_costs(tmp_path, monkeypatch, ours):
+def test_evaluate_shows_four_calibrations_and_their_costs(tmp_path, monkeypatch, ours, started):
     place = Place(tmp_path).use(monkeypatch)
     shutil.copytree(TICKETS, place.contracts / "tickets")
     ran = ours("evaluate")
@@ -77,16 +101,17 @@ def test_evaluate_shows_four_calibrations_and_their_costs(tmp_path, monkeypatch,
     sampled, default = float(rows["sampled"]["cost"]), float(rows["default"]["cost"])
     assert sampled > default  # ten sampled answers a case cost ten completion tokens
 
-    # the warehouse has them too; the demo server is gone and the variable unset
+    # the warehouse has them too, the server's address redacted (the value of a declared
+    # url_env variable); the demo server is gone and the variable unset
     costs = place.wh.query(
         "SELECT target, cost_per_1000, backend_details_json FROM latest_runs "
         "WHERE contract = 'tickets' ORDER BY target"
     ).to_pylist()
     assert [r["cost_per_1000"] is None for r in costs] == [False, True, False, False]
-    url = json.loads(costs[0]["backend_details_json"])["url"]
-    assert url.startswith("http://127.0.0.1:")
+    assert json.loads(costs[0]["backend_details_json"])["url"] == "[REDACTED]/v1"
+    (url,) = started
     with pytest.raises(httpx.ConnectError):
-        httpx.get(url.replace("/chat/completions", "/models"))
+        httpx.get(f"{url}/v1/models")
     assert DEMO_URL_VARIABLE not in os.environ
 
 

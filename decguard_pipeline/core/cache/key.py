@@ -45,6 +45,7 @@ NOT_IN_KEY = frozenset(
         "max_retries",
         "retry_backoff_s",
         "max_retry_wait_s",
+        "max_pacing_wait_s",
         "requests_per_minute",
         "tokens_per_minute",
         "pricing",
