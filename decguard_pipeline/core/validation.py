@@ -93,12 +93,16 @@ def redact(value: Any) -> Any:
     return scrub(_redact_keys(value))
 
 
+def is_secret_name(key: Any) -> bool:
+    """Whether a value under ``key`` is redacted for its name (DecGuard's rule)."""
+    return isinstance(key, str) and key.lower().replace("-", "_") in SECRET_KEYS
+
+
 def _redact_keys(value: Any) -> Any:
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
-            norm = key.lower().replace("-", "_") if isinstance(key, str) else ""
-            out[key] = REDACTED if norm in SECRET_KEYS else _redact_keys(item)
+            out[key] = REDACTED if is_secret_name(key) else _redact_keys(item)
         return out
     if isinstance(value, list):
         return [_redact_keys(item) for item in value]
