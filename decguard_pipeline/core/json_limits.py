@@ -126,10 +126,42 @@ def structure_problem(raw: bytes) -> str | None:
         return "(root): Input should be an object"
     position = too_deep(raw)
     if position is not None:
-        line = raw.count(b"\n", 0, position) + 1
-        column = position - (raw.rfind(b"\n", 0, position) + 1) + 1
+        line, column = line_column(raw, position)
         return f"(root): Invalid JSON: recursion limit exceeded at line {line} column {column}"
     return None
+
+
+# A case or record sits two containers deep in its report (the document, its list of
+# results or records): one whose values nest deeper than this makes a report DecGuard's
+# parser refuses to read back, and far deeper ones exhaust the JSON decoder's recursion.
+ITEM_DEPTH = PARSER_DEPTH - 2
+
+
+def line_column(raw: bytes, position: int) -> tuple[int, int]:
+    """1-based line and column (in bytes) of an offset of ``raw``."""
+    line = raw.count(b"\n", 0, position) + 1
+    return line, position - (raw.rfind(b"\n", 0, position) + 1) + 1
+
+
+def nesting_problem(raw: bytes, *, enclosing: int = 0, lines: bool = False) -> str | None:
+    """``nested too deeply: …`` when a value of the JSON text ``raw`` sits inside more than
+    ``ITEM_DEPTH`` arrays and objects of its item (``enclosing``: how many containers hold each
+    item, one for a file that is a list of them), else None. ``lines``: name the line too (a
+    whole file; a JSONL line is named by the caller). Decided without parsing, and cheaply for
+    the usual item (too few brackets to be that deep)."""
+    limit = ITEM_DEPTH + enclosing
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return None
+    position = too_deep(raw, limit)
+    if position is None:
+        return None
+    line, column = line_column(raw, position)
+    where = f"line {line}, column {column}" if lines else f"column {column}"
+    return (
+        f"nested too deeply: the value at {where} is inside more than {ITEM_DEPTH} arrays and "
+        f"objects of its {'item' if enclosing else 'line'} (a report holding it could not be "
+        f"read back: DecGuard's parser stops at {PARSER_DEPTH})"
+    )
 
 
 def first_significant(raw: bytes) -> int | None:
