@@ -46,6 +46,7 @@ from decguard_pipeline.warehouse.manifest import (
     manifest_table,
     manifests,
     now_us,
+    partition_folders,
     read_manifest,
 )
 from decguard_pipeline.warehouse.schema import TABLES
@@ -115,16 +116,6 @@ def _cutoff(settings: Settings, days: float) -> str:
     return (settings.today() - timedelta(days=days)).strftime(_STAMP)
 
 
-def _partitions(table_dir: Location) -> list[Location]:
-    storage = storage_of(table_dir)
-    return [
-        folder
-        for contract in storage.folders(table_dir, "contract=*")
-        for folder in storage.folders(contract, "target=*")
-        if (folder.parent.name, folder.name) != ("contract=_", "target=_")
-    ]
-
-
 def _plan(
     warehouse: Warehouse, table: str, manifest: Manifest, settings: Settings
 ) -> tuple[list[_Merge], int]:
@@ -134,7 +125,7 @@ def _plan(
     keep = None if settings.keep_days is None else _cutoff(settings, settings.keep_days)
     columns = set(TABLES[table].names)
     merges, counted = [], 0
-    for folder in _partitions(table_dir):
+    for folder in partition_folders(table_dir):
         files = counted_files(folder, manifest)
         counted += len(files)
         if table in NOT_COMPACTED or len(files) < 2:
@@ -174,7 +165,7 @@ def _plan_only(warehouse: Warehouse, table: str, settings: Settings) -> TableRes
 def _count(warehouse: Warehouse, table: str) -> int:
     table_dir = warehouse.root / table
     manifest = active_manifest(table_dir)
-    return sum(len(counted_files(folder, manifest)) for folder in _partitions(table_dir))
+    return sum(len(counted_files(folder, manifest)) for folder in partition_folders(table_dir))
 
 
 # -- one table ---------------------------------------------------------------------------
@@ -325,7 +316,7 @@ def _clean(warehouse: Warehouse, settings: Settings, result: Result, lease: Leas
         for newer in manifests(table_dir):
             if newer.name > manifest.path.name:
                 pending |= read_manifest(newer).live
-        for folder in _partitions(table_dir):
+        for folder in partition_folders(table_dir):
             prefix = f"{folder.parent.name}/{folder.name}/"
             for path in warehouse.storage.files(folder, COMPACTED):
                 relative = prefix + path.name

@@ -37,52 +37,84 @@ def needed(sql: str | None) -> frozenset[str] | None:
     return frozenset(names) or None
 
 
+def _options(hive: bool) -> str:
+    return (
+        "hive_partitioning = true, hive_types = {'contract': 'VARCHAR', 'target': 'VARCHAR'}"
+        if hive
+        else "hive_partitioning = false"
+    )
+
+
 def statements(
     base_of: dict[str, tuple[str, str]],
     hive: bool,
     loose: frozenset[str],
     only: frozenset[str] | None = None,
 ) -> list[str]:
-    """The views of the tables in ``only`` (default every table), ``latest_all_checks`` when
-    all its tables are there. ``base_of[table]`` is (the table's folder, its seed folder) as
-    SQL string contents; ``loose`` names the tables read with ``union_by_name``."""
-    options = (
-        "hive_partitioning = true, hive_types = {'contract': 'VARCHAR', 'target': 'VARCHAR'}"
-        if hive
-        else "hive_partitioning = false"
-    )
+    """The catalog file's views of the tables in ``only`` (default every table),
+    ``latest_all_checks`` when all its tables are there: each query lists the table's globs
+    and reads the manifest in effect at its start in SQL. ``base_of[table]`` is (the table's
+    folder, its seed folder) as SQL string contents; ``loose`` names the tables read with
+    ``union_by_name``."""
     out = []
     for table in TABLES:
         if only is None or table in only:
             base, seeds = base_of[table]
-            out += table_views(table, base, seeds, options, union=table in loose)
-    if only is None or set(CHECK_TABLES) <= only:
-        union = " UNION ALL BY NAME ".join(f"SELECT * FROM latest_{t}" for t in CHECK_TABLES)
-        out.append(f"CREATE OR REPLACE VIEW {ALL_CHECKS} AS {union}")
-    return out
+            options = f"filename = true, {_options(hive)}"
+            options += ", union_by_name = true" if table in loose else ""
+            manifest = f"WITH _manifest AS ({sql_manifest(base)}) "
+            writes = (
+                f"SELECT * EXCLUDE (filename) FROM read_parquet(['{seeds}/{SEED}', "
+                f"'{base}/contract=*/target=*/{WRITES}'], {options}) "
+                "WHERE filename NOT IN (SELECT path FROM _manifest WHERE role = 'hidden')"
+            )
+            compacted = (
+                f"SELECT * EXCLUDE (filename) FROM read_parquet(['{seeds}/{COMPACTED_SEED}', "
+                f"'{base}/contract=*/target=*/{COMPACTED}'], {options}) "
+                "WHERE filename IN (SELECT path FROM _manifest WHERE role = 'live')"
+            )
+            out += table_views(table, manifest, writes, compacted)
+    return out + _all_checks(only)
 
 
-def table_views(table: str, base: str, seeds: str, hive: str, *, union: bool) -> list[str]:
+def files_variable(table: str, kind: str) -> str:
+    """The connection variable holding the files of ``table`` a pinned view reads (``kind``:
+    ``writes`` or ``compacted``)."""
+    return f"decguard_{kind}_{table}"
+
+
+def pinned_statements(tables: list[str], hive: bool, loose: frozenset[str]) -> list[str]:
+    """Views over fixed lists of files, in the connection variables ``files_variable`` names
+    (set by the caller): every file a query of these views opens is one its manifest counts,
+    so no file compaction deletes after the grace period is ever opened, even listed."""
+    out = []
+    for table in tables:
+        options = _options(hive) + (", union_by_name = true" if table in loose else "")
+        writes, compacted = (
+            f"SELECT * FROM read_parquet(getvariable('{files_variable(table, kind)}'), {options})"
+            for kind in ("writes", "compacted")
+        )
+        out += table_views(table, "", writes, compacted)
+    return out + _all_checks(frozenset(tables))
+
+
+def _all_checks(only: frozenset[str] | None) -> list[str]:
+    if only is not None and not set(CHECK_TABLES) <= only:
+        return []
+    union = " UNION ALL BY NAME ".join(f"SELECT * FROM latest_{t}" for t in CHECK_TABLES)
+    return [f"CREATE OR REPLACE VIEW {ALL_CHECKS} AS {union}"]
+
+
+def table_views(table: str, prefix: str, writes: str, compacted: str) -> list[str]:
     """``<table>``: the writes no compaction replaced plus the live compacted files (see
     warehouse/manifest.py for why a reader never counts a row twice or misses one).
     ``latest_<table>``: per contract and target the rows of the newest write, by
     ``recorded_at`` then ``run_id``; compaction never merges a partition's newest write,
-    so this view reads the writes alone and its cost stays flat as history grows."""
-    options = f"filename = true, {hive}" + (", union_by_name = true" if union else "")
-    manifest = f"WITH _manifest AS ({sql_manifest(base)}) "
-    writes = (
-        f"SELECT * EXCLUDE (filename) FROM read_parquet(['{seeds}/{SEED}', "
-        f"'{base}/contract=*/target=*/{WRITES}'], {options}) "
-        "WHERE filename NOT IN (SELECT path FROM _manifest WHERE role = 'hidden')"
-    )
-    compacted = (
-        f"SELECT * EXCLUDE (filename) FROM read_parquet(['{seeds}/{COMPACTED_SEED}', "
-        f"'{base}/contract=*/target=*/{COMPACTED}'], {options}) "
-        "WHERE filename IN (SELECT path FROM _manifest WHERE role = 'live')"
-    )
+    so this view reads the writes alone and its cost stays flat as history grows.
+    ``prefix`` (a ``WITH`` clause) comes before both."""
     return [
-        f"CREATE OR REPLACE VIEW {table} AS {manifest}{writes} UNION ALL BY NAME {compacted}",
-        f"CREATE OR REPLACE VIEW latest_{table} AS {manifest}SELECT * EXCLUDE (_rank) FROM ("
+        f"CREATE OR REPLACE VIEW {table} AS {prefix}{writes} UNION ALL BY NAME {compacted}",
+        f"CREATE OR REPLACE VIEW latest_{table} AS {prefix}SELECT * EXCLUDE (_rank) FROM ("
         f"SELECT *, dense_rank() OVER (PARTITION BY contract, target "
         f"ORDER BY recorded_at DESC, run_id DESC) AS _rank FROM ({writes})) WHERE _rank = 1",
     ]
