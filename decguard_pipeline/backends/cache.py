@@ -58,11 +58,20 @@ class AnswerStore(Protocol):
         ...
 
     def due(self) -> bool:
-        """Whether answers kept but not stored have waited long enough to be stored now."""
+        """Whether the last store is long enough ago that what was kept since must be stored
+        now (the caller first hands over the answers it still holds)."""
+        ...
+
+    def due_in(self) -> float:
+        """Seconds until :meth:`due` (0 or less: now)."""
+        ...
+
+    def publish(self) -> None:
+        """Store what was kept so far (and start the interval again)."""
         ...
 
     def flush(self) -> None:
-        """Store everything kept so far."""
+        """Store everything kept so far; the batch is over."""
         ...
 
 
@@ -109,6 +118,7 @@ class ResponseCache:
         self.repetition = 0
         self._store: AnswerStore | None = None
         self._prefix: bytes | None = None
+        self._asked: list[int] = []  # the rows of the batch going on that were sent
 
     # -- the runner's side -------------------------------------------------------------------
 
@@ -129,7 +139,7 @@ class ResponseCache:
             store = self.store()
         if store is None:
             asked = np.flatnonzero(pending).tolist()
-            self.stats.asked += len(asked) + len(probed)
+            self._sent(asked + probed)
             return asked
         keys = request_keys(self.prefix(), requests, sample=self.sample_index())
         rows = np.flatnonzero(pending)
@@ -141,13 +151,24 @@ class ResponseCache:
             known = store.lookup([keys[i] for i in probed], out.k)
             out.sink.skip = {probed[r] for r in known.rows.tolist()}
         asked = np.flatnonzero(pending).tolist()
-        self.stats.asked += len(asked) + len(probed)
+        self._sent(asked + probed)
         return asked
 
-    def finish(self) -> None:
-        """The batch is over (or aborted): store what was recorded."""
+    def finish(self, out: Collector | None = None) -> None:
+        """The batch is over (or aborted): store what was recorded, and count the requests
+        sent that the backend answered (``out``: the batch's collector)."""
+        if out is not None and self._asked:  # answered: a latency and no error
+            rows = np.asarray(self._asked, dtype=np.intp)
+            kinds = out.error_kind
+            decided = [kinds[i] is None for i in self._asked]
+            self.stats.answered += int(np.count_nonzero(~np.isnan(out.latency[rows]) & decided))
+        self._asked = []
         if self._store is not None:
             self._store.flush()
+
+    def _sent(self, rows: list[int]) -> None:
+        self._asked = rows
+        self.stats.asked += len(rows)
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -277,6 +298,12 @@ class Recorder:
                 "answered_at": time.time(),
             }
         )
+
+    def flushed(self) -> None:
+        """The collector validated what it held: store it if the interval has passed (also
+        when nothing new was valid, so the interval starts again)."""
+        if self.store.due():
+            self.store.publish()
 
     def keep(self, out: Collector, rows: list[int]) -> None:
         """Rows that passed validation."""

@@ -39,6 +39,9 @@ from decguard_pipeline.core.decision import (
 )
 from decguard_pipeline.core.results import CaseResults
 
+# the shortest wait between two looks at the response cache's interval
+MIN_WAIT_S = 0.05
+
 
 def _run_inline(
     backend: Backend, requests: Sequence[DecisionRequest], out: Collector, ask: Sequence[int]
@@ -103,6 +106,7 @@ async def _run_async(
                 continue
             out.answer(i, prediction, latency, model)
 
+    ticker = None if out.sink is None else asyncio.ensure_future(_store_on_time(out))
     try:
         open_session = getattr(backend, "open_session", None)
         if open_session is not None:
@@ -116,9 +120,27 @@ async def _run_async(
             await asyncio.gather(*workers, return_exceptions=True)
             raise
     finally:
+        if ticker is not None:
+            ticker.cancel()
+            await asyncio.gather(ticker, return_exceptions=True)
         await backend.aclose()
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+async def _store_on_time(out: Collector) -> None:
+    """Hand the answers received to the response cache whenever its interval has passed, also
+    while none arrives (a slow or stalled server): where no journal keeps each answer (an
+    object store), a run killed then loses at most that interval's answers."""
+    import asyncio
+
+    store = out.sink.store
+    while True:
+        await asyncio.sleep(max(store.due_in(), MIN_WAIT_S))
+        if store.due():
+            out.flush()  # validated, kept and published
+        elif store.due_in() <= 0:  # due but refused: the store writes no more in this run
+            return
 
 
 def ask_one(backend: Backend, request: DecisionRequest) -> tuple[Prediction, float]:
@@ -182,7 +204,7 @@ def decide_all(
         if cache is not None:  # also when the run aborts: what was answered is kept
             with suppress(Exception):
                 out.flush()
-            cache.finish()
+            cache.finish(out)
     return out
 
 

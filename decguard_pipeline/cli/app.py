@@ -80,8 +80,10 @@ def emit_report(
             click.echo("\n" + render_golden_statistics(report.extensions["statistics"]))
         if "cache" in report.extensions:
             from decguard_pipeline.core.cache.summary import render_cache
+            from decguard_pipeline.core.formatting import printable
 
-            click.echo("\n" + render_cache(report.extensions["cache"]))
+            # it names the model version a server said
+            click.echo("\n" + printable(render_cache(report.extensions["cache"]), lines=True))
         if "usage" in report.extensions:
             from decguard_pipeline.core.usage import render_usage
 
@@ -131,7 +133,7 @@ def _run(
     mode: str, contract: Path, dataset: Path | None, backend: str | None, output: Path | None,
     fmt: str, max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool,
     seed: int | None, properties: tuple[str, ...], minimize: bool | None,
-    suite: str | None = None, html: Path | None = None, cache: Path | None = None,
+    suite: str | None = None, html: Path | None = None, cache: str | None = None,
     no_cache: bool = False, retry_errors: Path | None = None,
 ) -> None:  # fmt: skip
     with handled():
@@ -207,7 +209,7 @@ def test_command(
     contract: Path, dataset: Path | None, backend: str | None, output: Path | None, fmt: str,
     max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool, all_checks: bool,
     seed: int | None, properties: tuple[str, ...], minimize: bool | None, suite: str | None,
-    html: Path | None, cache: Path | None, no_cache: bool, retry_errors: Path | None,
+    html: Path | None, cache: str | None, no_cache: bool, retry_errors: Path | None,
 ) -> None:  # fmt: skip
     """Run the golden dataset through a backend and check the contract's gates."""
     _run("all" if all_checks else "test", contract, dataset, backend, output, fmt,
@@ -231,7 +233,7 @@ def fuzz(
     contract: Path, dataset: Path | None, backend: str | None, seed: int | None,
     properties: tuple[str, ...], minimize: bool | None, output: Path | None, fmt: str,
     max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool, html: Path | None,
-    cache: Path | None, no_cache: bool, retry_errors: Path | None,
+    cache: str | None, no_cache: bool, retry_errors: Path | None,
 ) -> None:  # fmt: skip
     """Check the contract's metamorphic properties: every case is changed in controlled
     ways (option order, formatting, irrelevant context, paraphrases, ...) and the decision

@@ -14,7 +14,7 @@ import click
 
 from decguard_pipeline.cli.errors import handled
 from decguard_pipeline.cli.group import cli
-from decguard_pipeline.cli.options import PathArg
+from decguard_pipeline.cli.options import CacheArg
 
 if TYPE_CHECKING:
     from decguard_pipeline.core.contract import LoadedContract
@@ -30,7 +30,7 @@ class RunCache:
 def run_cache_options(
     contract: Path,
     *,
-    cache: Path | None,
+    cache: str | None,
     no_cache: bool,
     retry_errors: Path | None,
     backend: str | None,
@@ -48,7 +48,7 @@ def run_cache_options(
     directory = cache_directory(cache, no_cache=no_cache)
     if directory is None and retry_errors is None:
         return None
-    if directory is not None:
+    if isinstance(directory, Path):  # an object store has no folders to make
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -76,7 +76,7 @@ def cache_group() -> None:
     """The response cache: answers kept so that a run never pays twice for one."""
 
 
-def _directory(cache: Path | None) -> Any:
+def _directory(cache: str | None) -> Any:
     """``--cache DIR``, else $DECGUARD_CACHE, else the warehouse (the pipeline's cache)."""
     from decguard_pipeline.runs.cache import cache_directory
     from decguard_pipeline.warehouse import Warehouse
@@ -84,10 +84,17 @@ def _directory(cache: Path | None) -> Any:
     return Warehouse(cache_directory(cache, no_cache=False))
 
 
+def _events() -> Any:
+    """Where ``stats`` and ``prune`` say what they found damaged (stderr)."""
+    from decguard_pipeline.core.cache.summary import CacheStats
+
+    return CacheStats(on_warning=lambda message: click.echo(f"warning: {message}", err=True))
+
+
 _dir_option = click.option(
-    "--cache", "cache", type=PathArg, default=None, metavar="DIR",
-    help="Cache directory (default: $DECGUARD_CACHE, else the warehouse: $DECGUARD_WAREHOUSE "
-    "or data/warehouse).",
+    "--cache", "cache", type=CacheArg, default=None, metavar="DIR",
+    help="Cache directory or s3://bucket/prefix, gs://bucket/prefix (default: $DECGUARD_CACHE, "
+    "else the warehouse: $DECGUARD_WAREHOUSE or data/warehouse).",
 )  # fmt: skip
 
 
@@ -95,14 +102,14 @@ _dir_option = click.option(
 @_dir_option
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")  # fmt: skip
-def cache_stats(cache: Path | None, fmt: str) -> None:
+def cache_stats(cache: str | None, fmt: str) -> None:
     """Answers kept per contract and target (backend@model version)."""
     with handled():
         from decguard_pipeline.core.report.jsonio import dumps
         from decguard_pipeline.warehouse.responses_upkeep import response_stats
 
         warehouse = _directory(cache)
-        rows = response_stats(warehouse)
+        rows = response_stats(warehouse, _events())
         if fmt == "json":
             click.echo(dumps({"directory": str(warehouse.root), "partitions": rows}))
             return
@@ -131,14 +138,19 @@ def cache_stats(cache: Path | None, fmt: str) -> None:
 @_dir_option
 @click.option("--older-than", "older_than", type=click.FloatRange(min=0.0), required=True,
               metavar="DAYS", help="Drop answers given more than DAYS days ago.")  # fmt: skip
-def cache_prune(cache: Path | None, older_than: float) -> None:
+def cache_prune(cache: str | None, older_than: float) -> None:
     """Drop old answers (and duplicate rows); the answers kept are rewritten into one file per
     partition. Safe while runs use the cache."""
     with handled():
         from decguard_pipeline.warehouse.responses_upkeep import prune
 
         warehouse = _directory(cache)
-        done = prune(warehouse, older_than_days=older_than, run_id=f"prune-{uuid.uuid4().hex[:12]}")
+        done = prune(
+            warehouse,
+            older_than_days=older_than,
+            run_id=f"prune-{uuid.uuid4().hex[:12]}",
+            events=_events(),
+        )
         click.echo(
             f"pruned {warehouse.root}: {done.removed:,} rows dropped, {done.kept:,} kept"
             f" ({done.partitions} partition(s) rewritten, {done.files_removed} files removed"

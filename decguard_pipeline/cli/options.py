@@ -11,6 +11,8 @@ import click
 F = Callable[..., Any]
 
 PathArg = click.Path(path_type=Path, dir_okay=True)
+# a folder or an object-store URL, kept as given (a Path would make s3://b/p a folder "s3:")
+CacheArg = click.STRING
 
 
 class HelpArgument(click.Argument):
@@ -136,7 +138,8 @@ def cache_options(f: F) -> F:
         help="Ask every case, even with $DECGUARD_CACHE set.",
     )(f)  # fmt: skip
     return click.option(
-        "--cache", "cache", type=PathArg, default=None, metavar="DIR",
-        help="Reuse the answers kept in this directory and keep the new ones "
-        "(default: $DECGUARD_CACHE; off when neither is set).",
+        "--cache", "cache", type=CacheArg, default=None, metavar="DIR",
+        help="Reuse the answers kept in this directory (or s3://bucket/prefix, "
+        "gs://bucket/prefix) and keep the new ones (default: $DECGUARD_CACHE; off when "
+        "neither is set).",
     )(f)  # fmt: skip

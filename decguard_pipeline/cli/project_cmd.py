@@ -152,6 +152,9 @@ def _report(result: Any, wh: Any, home: str, fail_on_gate: bool) -> int:
     if days:
         click.echo("\n" + render_production(days))
     click.echo(f"\nwarehouse {wh.root}  ·  dagster home {home}  ·  `make ui` to browse runs")
+    for row in rows:  # the response cache's troubles, which the runs survived
+        for warning in row.get("cache_warnings") or ():
+            click.echo(f"warning: {row['contract']}/{row['target']}: {warning}", err=True)
     errors = [(f"{r['contract']}/{r['target']}", r["error"]) for r in rows if not r["ran"]]
     errors += [(f"{d['contract']}/{d['day']}", d["error"]) for d in days if not d["ran"]]
     errors += list(result.broken)
@@ -182,27 +185,32 @@ def _report(result: Any, wh: Any, home: str, fail_on_gate: bool) -> int:
 )
 @click.option("--max-rows", type=click.IntRange(min=1), default=200, show_default=True)
 def sql(query: str, warehouse: str | None, fmt: str, max_rows: int) -> None:
-    """Run a SQL query on the warehouse catalog (read-only) and print the result."""
+    """Run a read-only SQL query on the warehouse's views and print the result. Only queries
+    run (SELECT, SHOW, DESCRIBE, EXPLAIN), and they reach no file outside the warehouse."""
     with handled():
+        import tempfile
+
         import duckdb
 
         from decguard_pipeline.core.errors import DecGuardError
         from decguard_pipeline.warehouse import Warehouse
-        from decguard_pipeline.warehouse.catalog import retrying
+        from decguard_pipeline.warehouse.read_only import check_query, confine
 
-        wh = Warehouse(warehouse)
-
-        def run() -> Any:
-            with wh.open_catalog(query) as con:
-                relation = con.sql(query)
-                if relation is None:
-                    return None
-                return relation.limit(max_rows).df() if fmt == "table" else relation.df()
-
-        try:  # again when a compaction deleted a listed file meanwhile
-            frame = retrying(run)
+        try:
+            check_query(query)
         except duckdb.Error as exc:
             raise DecGuardError(f"query failed: {exc}") from exc
+        wh = Warehouse(warehouse)
+        with tempfile.TemporaryDirectory(prefix="decguard-sql-") as spill:
+            try:
+                with wh.read_only(query) as con:
+                    confine(con, wh.root, Path(spill))
+                    relation = con.sql(query)
+                    frame = None
+                    if relation is not None:
+                        frame = relation.limit(max_rows).df() if fmt == "table" else relation.df()
+            except duckdb.Error as exc:
+                raise DecGuardError(f"query failed: {exc}") from exc
         if frame is None:
             return
         if fmt == "csv":

@@ -130,7 +130,8 @@ def open_for_runs() -> tuple[dg.DagsterInstance, Callable[[], None]]:
     home = ensure_dagster_home()
     with _locked(home):
         text = (home / "dagster.yaml").read_text()
-        config = yaml.safe_load(text) if instance_config.is_ours(text) else None
+        config = instance_config.check_variables(text, home)
+        config = config if instance_config.is_ours(text) else None
         if isinstance(config, dict):
             instance_sqlite.create_in_place(home, config)  # a new one is made whole first
         url = instance_postgres.database_url(config)  # other machines may open it now too

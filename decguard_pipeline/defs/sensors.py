@@ -5,6 +5,7 @@ import uuid
 
 import dagster as dg
 
+from decguard_pipeline.core.formatting import printable
 from decguard_pipeline.defs.instance import UNFINISHED, process_gone
 from decguard_pipeline.defs.jobs import AssetJob, job_name
 from decguard_pipeline.defs.limits import backend_tags
@@ -86,10 +87,10 @@ def model_versions_sensor(
                 inputs = current_inputs(entry)
                 stale = {t.key: evaluations(entry, t.key, wh, inputs) for t in found.targets}
             except Exception as exc:
-                context.log.warning(f"{entry.key}: {exc}")
+                context.log.warning(printable(f"{entry.key}: {exc}"))
                 continue
             for backend, reason in found.skipped.items():
-                context.log.info(f"{entry.key}/{backend} skipped: {reason}")
+                context.log.info(printable(f"{entry.key}/{backend} skipped: {reason}"))
             if found.recorded:
                 context.log.info(f"{entry.key}: recorded {', '.join(found.recorded)} ({run_id})")
             known = set(context.instance.get_dynamic_partitions(targets_partitions(entry.key).name))

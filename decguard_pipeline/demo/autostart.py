@@ -9,6 +9,13 @@ compete for one port), the variable is set to it for this process and the worker
 it starts, and both go when the command ends. With the variable set, the server it names is
 used as it is (one started by hand, or another process's); without it and outside these
 commands (``dagster dev``), the default address is the port a hand-started server listens on.
+
+A server started here is named for the response cache by what it is, not where it listens
+(:func:`stable_url`): its port is another one every command, and a key holding it would never
+be found again. It is the bundled demo, whose answers are a fixed function of its code, and
+that code names its answers' snapshot (``llm_server.SNAPSHOT``), which the key then holds. A
+server the variable names (started by hand, or anything else) is keyed by its address, so a
+real change of server is a change of key.
 """
 
 from __future__ import annotations
@@ -22,6 +29,9 @@ from decguard_pipeline.core.contract import Contract
 from decguard_pipeline.core.env_placeholders import placeholder_names
 
 DEMO_URL_VARIABLE = "DECGUARD_DEMO_LLM_URL"
+# the address of the demo server a command started (set with DEMO_URL_VARIABLE, for its
+# worker processes too; never set by hand)
+STARTED_VARIABLE = "DECGUARD_DEMO_LLM_STARTED"
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -56,11 +66,24 @@ def demo_server_for(
         yield None
         return
     with _serving(own_process) as url:
-        os.environ[DEMO_URL_VARIABLE] = url
+        os.environ[DEMO_URL_VARIABLE] = os.environ[STARTED_VARIABLE] = url
         try:
             yield url
         finally:
             os.environ.pop(DEMO_URL_VARIABLE, None)
+            os.environ.pop(STARTED_VARIABLE, None)
+
+
+def stable_url(value: str) -> str:
+    """A setting as the response cache keys it: under the address of a demo server this
+    command started, ``decguard-demo-llm@<snapshot>`` stands for that address (the path
+    after it kept); any other value is itself."""
+    started = os.environ.get(STARTED_VARIABLE)
+    if not started or not (value == started or value.startswith(f"{started}/")):
+        return value
+    from decguard_pipeline.demo.llm_server import SNAPSHOT
+
+    return f"decguard-demo-llm@{SNAPSHOT}{value[len(started) :]}"
 
 
 @contextmanager

@@ -7,21 +7,29 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel
+from typing import Any, Protocol
 
 from decguard_pipeline.backends.base import Backend
 from decguard_pipeline.backends.cache import AnswerSource, AnswerStore, ResponseCache
-from decguard_pipeline.core.cache.key import key_settings
 from decguard_pipeline.core.cache.summary import CacheStats
 from decguard_pipeline.core.contract import LoadedContract
-from decguard_pipeline.core.errors import ContractError
+from decguard_pipeline.runs.cache_identity import identity_of, key_settings_of
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.responses import ResponseTable
+from decguard_pipeline.warehouse.locations import Location, location
+from decguard_pipeline.warehouse.responses import PUBLISH_EVERY_S, ResponseTable
+
+
+class RetrySource(AnswerSource, Protocol):
+    """The answers of ``--retry-errors`` (``runs/retry.ReportAnswers``)."""
+
+    def check_backend(self, fingerprint: dict[str, Any], loaded: LoadedContract) -> None:
+        """Raise ContractError unless the report's answers were made as ``fingerprint``."""
+        ...
+
 
 ENV_CACHE = "DECGUARD_CACHE"
 UNVERSIONED = "unversioned"
@@ -35,34 +43,46 @@ class CacheOptions:
     the contract's warehouse key; ``target``/``version``: the pipeline's target and its model
     version (the command line finds the version itself)."""
 
-    directory: Path | None
+    directory: Location | None
     contract: str
     run_id: str = field(default_factory=lambda: f"cli-{uuid.uuid4().hex[:12]}")
-    retry: AnswerSource | None = None
+    retry: RetrySource | None = None
     retry_path: str | None = None
     target: str | None = None
     version: str | None = None
     max_age_days: float | None = None
     sample: int = 0  # nondeterministic scoring: the index of the draw this run makes
+    publish_every_s: float = PUBLISH_EVERY_S  # answers received are stored at least this often
     stats: CacheStats = field(default_factory=CacheStats)
 
     def __post_init__(self) -> None:
         self.stats.directory = None if self.directory is None else str(self.directory)
         self.stats.retry_report = self.retry_path
+        if self.stats.on_warning is None:
+            self.stats.on_warning = _to_stderr
 
     @property
     def active(self) -> bool:
         return self.directory is not None or self.retry is not None
 
 
-def cache_directory(cache: Path | None, *, no_cache: bool) -> Path | None:
-    """``--cache DIR``, else ``$DECGUARD_CACHE``; None with ``--no-cache`` or neither."""
+def _to_stderr(message: str) -> None:
+    """A cache warning, the moment it happens (the run goes on)."""
+    sys.stderr.write(f"warning: {message}\n")
+    sys.stderr.flush()
+
+
+def cache_directory(cache: str | os.PathLike[str] | None, *, no_cache: bool) -> Location | None:
+    """``--cache DIR``, else ``$DECGUARD_CACHE``; None with ``--no-cache`` or neither. A
+    location as a warehouse reads it: a folder, or ``s3://bucket/prefix`` /
+    ``gs://bucket/prefix`` (StorageError, exit 2, for any other URL)."""
     if no_cache:
         return None
-    if cache is not None:
-        return cache
-    value = os.environ.get(ENV_CACHE)
-    return Path(value) if value else None
+    value = cache if cache is not None else os.environ.get(ENV_CACHE)
+    if not value:
+        return None
+    text = os.fspath(value)
+    return location(text) if "://" in text else Path(text)  # a folder: as given
 
 
 def cache_target(backend: str, version: str) -> str:
@@ -75,30 +95,13 @@ def cache_target(backend: str, version: str) -> str:
     return value
 
 
-def key_settings_of(backend: Backend, loaded: LoadedContract) -> dict[str, Any]:
-    """The backend's settings as they enter a key: its validated settings (defaults filled, the
-    default prompt written out, so a change of either changes the key) when it has them,
-    else the contract's section for it."""
-    model = getattr(backend, "settings", None)
-    if isinstance(model, BaseModel):
-        settings = model.model_dump(mode="json")
-        default_prompt = getattr(model, "default_prompt", None)
-        if settings.get("prompt") is None and callable(default_prompt):
-            settings["prompt"] = default_prompt()
-    elif backend.name in loaded.contract.backend_names():
-        settings = loaded.contract.backend_config(backend.name).settings
-    else:
-        raise ContractError(
-            f"the response cache cannot identify backend {backend.name!r}: it is not one of "
-            "the contract's backends and has no settings of its own; run it with --no-cache"
-        )
-    return key_settings(settings)
-
-
 def attach_cache(backend: Backend, loaded: LoadedContract, options: CacheOptions) -> Backend:
     """Route ``backend``'s answers through the cache of ``options`` (returns the backend)."""
     if not options.active:
         return backend
+    settings = key_settings_of(backend, loaded)
+    if options.retry is not None:  # before anything is asked: the same backend, or exit 2
+        options.retry.check_backend(identity_of(backend, loaded).fingerprint(), loaded)
     warehouse = None if options.directory is None else Warehouse(options.directory)
 
     def open_store(version: str) -> AnswerStore:
@@ -112,13 +115,15 @@ def attach_cache(backend: Backend, loaded: LoadedContract, options: CacheOptions
             provider=backend.provider,
             version=version,
             max_age_days=options.max_age_days,
+            publish_every_s=options.publish_every_s,
+            events=options.stats,
         )
 
     options.stats.pricing = getattr(getattr(backend, "settings", None), "pricing", None)
     backend.response_cache = ResponseCache(
         provider=backend.provider,
         model=backend.model,
-        settings=key_settings_of(backend, loaded),
+        settings=settings,
         decision=loaded.contract.spec(),
         open_store=open_store if warehouse is not None else None,
         version=options.version,

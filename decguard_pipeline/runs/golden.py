@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from decguard_pipeline.backends import Backend, create_backend
 from decguard_pipeline.backends.runner import run_cases
+from decguard_pipeline.core.cache.key import ANSWERED_WITH
 from decguard_pipeline.core.consistency.section import SECTION as CONSISTENCY
 from decguard_pipeline.core.contract import DEFAULT_BACKEND, LoadedContract, load_contract
 from decguard_pipeline.core.dataset import Dataset, load_dataset
@@ -125,6 +126,7 @@ def run_test(
                 loaded, data, instance, results, max_concurrency=max_concurrency
             )
         usage = usage_of(instance, results)  # the counters cover every request of the run
+        answered = _answered_with(loaded, instance, results)
     finally:
         if owned:
             instance.close()
@@ -145,7 +147,22 @@ def run_test(
     add_calibration(loaded, report)
     if consistency is not None:
         report.extensions[CONSISTENCY] = consistency
+    if answered is not None:
+        report.extensions[ANSWERED_WITH] = answered
     return report
+
+
+def _answered_with(
+    loaded: LoadedContract, backend: Backend, results: CaseResults
+) -> dict[str, Any] | None:
+    """The fingerprint of the backend that answered (runs/cache_identity.py), for a report
+    that ``--retry-errors`` may be given: one with errored cases, or one a cache served;
+    else None (a clean run's sidecar stays as it was)."""
+    if backend.response_cache is None and bool(results.ok.all()):
+        return None
+    from decguard_pipeline.runs.cache_identity import answered_with
+
+    return answered_with(backend, loaded)
 
 
 def usage_of(backend: Backend, results: CaseResults) -> dict[str, Any]:

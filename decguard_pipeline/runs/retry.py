@@ -3,7 +3,11 @@ only the cases that errored in it and writes a complete new report.
 
 The report is loaded and verified as ``decguard report`` verifies it; it must be for the
 same decision, the same backend (name and provider) and the same dataset (its ``sha256``)
-as the run, else the run stops with exit 2 before asking anything. Its decided results are
+as the run, and its answers must have been made with everything that keys the response
+cache as this run's backend has it (provider, model, every setting that changes answers,
+the decision: ``Identity.fingerprint``, recorded in the report's sidecar as
+``answered_with``; a report without one must be of this very contract, by its hash), else
+the run stops with exit 2 before asking anything, naming what differs. Its decided results are
 replayed as the model gave them (probabilities, model, version, latency, metadata): golden
 results by case id, property pairs by pair id, each only for the very request it answered
 (same input, same options shown). Errored results are asked again; so is anything the report
@@ -21,11 +25,16 @@ from typing import Any
 import numpy as np
 
 from decguard_pipeline.core.cache.answers import Hits
-from decguard_pipeline.core.cache.key import input_bytes
+from decguard_pipeline.core.cache.key import (
+    ANSWERED_WITH,
+    fingerprint_differences,
+    input_bytes,
+)
 from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.decision import DecisionInput, DecisionRequest
 from decguard_pipeline.core.errors import ContractError
 from decguard_pipeline.core.report.golden import Report
+from decguard_pipeline.core.report.sidecar import sidecar_path
 from decguard_pipeline.core.report.verify import load_report
 
 NAN = float("nan")
@@ -42,10 +51,19 @@ class ReportAnswers:
 
     name = "report"
 
-    def __init__(self, path: str | Path, report: Report, inputs: dict[str, DecisionInput]):
+    def __init__(
+        self,
+        path: str | Path,
+        report: Report,
+        inputs: dict[str, DecisionInput],
+        answered_with: dict[str, Any] | None = None,
+    ):
         """``inputs``: the dataset's input per case id (the report's results carry none; the
-        dataset is the report's, its hash was checked)."""
+        dataset is the report's, its hash was checked); ``answered_with``: the fingerprint
+        of the backend that answered it, from its sidecar (None: not recorded)."""
         self.path = str(path)
+        self.answered_with = answered_with
+        self.contract_hash = report.document["contract"]["hash"]
         labels = report.results.labels
         self.labels = labels
         # request id -> (input, labels shown, probabilities in shown order, result fields)
@@ -82,6 +100,27 @@ class ReportAnswers:
 
     def __len__(self) -> int:
         return len(self._answers)
+
+    def check_backend(self, fingerprint: dict[str, Any], loaded: LoadedContract) -> None:
+        """ContractError (exit 2) unless the report was answered by a backend keyed as
+        ``fingerprint`` (this run's): its answers and this run's would be two models'."""
+        if self.answered_with is None:
+            if self.contract_hash == loaded.hash:
+                return
+            raise ContractError(
+                f"--retry-errors {self.path}: the report does not record the settings it was "
+                f"answered with (no {ANSWERED_WITH!r} in {sidecar_path(self.path).name}), and "
+                f"its contract ({self.contract_hash[:19]}) is not this one "
+                f"({loaded.hash[:19]}); retrying errors needs the same backend settings: "
+                "run without --retry-errors"
+            )
+        differ = fingerprint_differences(self.answered_with, fingerprint)
+        if differ:
+            raise ContractError(
+                f"--retry-errors {self.path}: the report was answered with another "
+                f"{', '.join(differ)} than this run's backend; retrying errors needs the "
+                "answers of the same backend settings: run without --retry-errors"
+            )
 
     def lookup_requests(self, requests: Sequence[DecisionRequest], k: int) -> Hits:
         rows: list[int] = []
@@ -149,7 +188,32 @@ def retry_source(
             f"--backend {doc['backend']['name']}"
         )
     data = load_dataset(dataset, spec)
-    return ReportAnswers(path, report, dict(zip(data.ids, data.inputs, strict=True)))
+    inputs = dict(zip(data.ids, data.inputs, strict=True))
+    return ReportAnswers(path, report, inputs, recorded_fingerprint(path, doc))
+
+
+def recorded_fingerprint(path: str | Path, doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``answered_with`` section of the report's own sidecar (same report name and
+    ``created_at``), else None."""
+    import orjson
+
+    from decguard_pipeline.core.json_limits import max_bytes
+
+    sidecar = sidecar_path(path)
+    try:
+        if sidecar.stat().st_size > max_bytes():
+            return None
+        found = orjson.loads(sidecar.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not (
+        isinstance(found, dict)
+        and found.get("report") == Path(path).name
+        and found.get("created_at") == doc.get("created_at")
+        and isinstance(found.get(ANSWERED_WITH), dict)
+    ):
+        return None
+    return found[ANSWERED_WITH]
 
 
 def run_dataset(loaded: LoadedContract, *, suite: str | None, dataset: Path | None) -> Path:

@@ -243,7 +243,7 @@ def _write_documents(outcome: DiffOutcome, directory: Path, step: Step) -> None:
         outcome.diff_path.with_name(outcome.diff_path.name.removesuffix(".json") + ".html"),
         diff.document,
         diff.statistics,
-        flip_matrix=diff.flip_matrix(),
+        flip_matrix=diff.flips(),
         source=outcome.diff_path.name,
     )
 

@@ -37,6 +37,7 @@ from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_ro
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import Target, backend_of
 from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline.warehouse.rows.base import to_json
 from decguard_pipeline.warehouse.rows.calibration import calibration_rows, curve_rows
 from decguard_pipeline.warehouse.rows.consistency import (
     consistency_column,
@@ -140,7 +141,8 @@ def evaluate_target(entry: ContractEntry, target: str, step: Step) -> Evaluated:
     data = load_golden(entry)
     started = now()
     clock = time.perf_counter()
-    backend = make_backend(loaded, backend_of(target), cache=target_cache(entry, target, step))
+    cache = target_cache(entry, target, step)
+    backend = make_backend(loaded, backend_of(target), cache=cache)
     try:
         health = check_health(backend)
         results = decide_dataset(loaded, data, backend)
@@ -175,6 +177,7 @@ def evaluate_target(entry: ContractEntry, target: str, step: Step) -> Evaluated:
         wall_s=wall,
         usage=usage,
     ) | consistency_column(consistency)
+    run["cache_json"] = None if cache is None else to_json(cache.stats.section())
     step.warehouse.write("runs", [run], **keys)
     return Evaluated(results, run)
 

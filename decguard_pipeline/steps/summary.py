@@ -1,12 +1,17 @@
 """The summary table the main job prints: per contract and target, the headline metrics, the
 gates of the evaluation itself (golden, properties, guard) and the regression diff against the
-chosen baseline; then one line per contract and production day checked."""
+chosen baseline; a note per thing a target's backend said beyond its numbers (a fallback it
+took, a model version that is only the name asked for); then one line per contract and
+production day checked."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from decguard_pipeline.core.formatting import num
+from decguard_pipeline.core.cache.summary import answers_cell
+from decguard_pipeline.core.engine_notes import engine_notes
+from decguard_pipeline.core.formatting import num, printable
 from decguard_pipeline.warehouse import Warehouse
 
 # Check tables of the target's own evaluation; regression checks are shown apart.
@@ -68,6 +73,12 @@ def summarise(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
             warned=_names(checks, "warn"),
         )
         row["status"] = _status(row["failed"], row["warned"])
+        run = _run_row(warehouse, outcome)
+        cache = _cache_section(run)
+        if cache is not None:  # the response cache was on: where the answers came from
+            row["answers"] = answers_cell(cache)
+            row["cache_warnings"] = cache.get("warnings") or []
+        row["notes"] = _notes(run)
         diff = warehouse.read_run("diffs", *_at(outcome))
         regression = _checks(warehouse, "regression_checks", *_at(outcome))
         if diff is None or diff.num_rows == 0:
@@ -86,8 +97,31 @@ def summarise(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def _run_row(warehouse: Warehouse, outcome: Any) -> dict[str, Any]:
+    """The evaluation's ``runs`` row (empty when it wrote none)."""
+    runs = warehouse.read_run("runs", *_at(outcome))
+    return {} if runs is None or runs.num_rows == 0 else runs.to_pylist()[-1]
+
+
+def _notes(run: dict[str, Any]) -> list[str]:
+    """What the run's backend said beyond its numbers (fallbacks, a version that is only
+    the name asked for), from its ``runs`` row."""
+    raw = run.get("backend_details_json")
+    try:
+        details = json.loads(raw) if raw else None
+    except ValueError:
+        return []
+    return engine_notes(details)
+
+
 def _at(outcome: Any) -> tuple[str, str, str]:
     return outcome.contract, outcome.target, outcome.run_id
+
+
+def _cache_section(run: dict[str, Any]) -> dict[str, Any] | None:
+    """The response cache's section of the evaluation this run made (None: cache off)."""
+    text = run.get("cache_json")
+    return None if text is None else json.loads(text)
 
 
 def _gates(row: dict[str, Any]) -> str:
@@ -109,9 +143,12 @@ def render_summary(rows: list[dict[str, Any]], result: Any) -> str:
     # the share of cases answered the same in every ask, when some contract has repeats
     repeated = any(r.get("unanimous") is not None for r in rows)
     unanimous_head = f"{'unanimous':<9}  " if repeated else ""
+    # where the answers came from, when a target's evaluation used the response cache
+    awidth = max([len(r.get("answers") or "") for r in rows if r["ran"]] + [0])
+    answers_head = f"{'answers':<{awidth}}  " if awidth else ""
     lines = [
         f"{'contract':<{cwidth}}  {'target':<{width}}  accuracy  ECE    coverage  "
-        f"{cost_head}{unanimous_head}{'gates':<{gwidth}}  regression"
+        f"{cost_head}{unanimous_head}{answers_head}{'gates':<{gwidth}}  regression"
     ]
     for r in rows:
         head = f"{r['contract']:<{cwidth}}  {r['target']:<{width}}  "
@@ -120,15 +157,20 @@ def render_summary(rows: list[dict[str, Any]], result: Any) -> str:
             continue
         cost = f"{_cost(r['cost_per_1000']):<8}  " if priced else ""
         unanimous = f"{num(r['unanimous']):<9}  " if repeated else ""
+        answers = f"{r.get('answers') or '-':<{awidth}}  " if awidth else ""
         lines.append(
             head + f"{num(r['accuracy']):<8}  {num(r['ece']):<5}  {num(r['coverage']):<8}  "
-            f"{cost}{unanimous}{_gates(r):<{gwidth}}  {r['regression']}"
+            f"{cost}{unanimous}{answers}{_gates(r):<{gwidth}}  {r['regression']}"
         )
+    for r in rows:
+        for note in r.get("notes") or ():
+            lines.append(f"note     {r['contract']}/{r['target']}: {note}")
     for contract, backend, why in result.skipped:
         lines.append(f"skipped  {contract}/{backend}: {why}")
     for contract, error in result.broken:
         lines.append(f"BROKEN   {contract}: {error}")
-    return "\n".join(lines)
+    # errors may quote what a model server said
+    return printable("\n".join(lines), lines=True)
 
 
 def summarise_production(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:

@@ -13,18 +13,20 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from decguard_pipeline.warehouse import views
+from decguard_pipeline.warehouse.completion import gated, verdict_keys, write_key
 from decguard_pipeline.warehouse.locations import Location
 from decguard_pipeline.warehouse.manifest import (
     COMPACTED_SEED,
     MANIFEST_SEED,
     MANIFESTS,
     SEED,
+    counted_table_files,
     manifest_table,
 )
 from decguard_pipeline.warehouse.schema import SCHEMA_VERSION, TABLES
@@ -34,7 +36,6 @@ if TYPE_CHECKING:
 
 CATALOG = "decguard.duckdb"
 STAMP = "catalog.json"
-_T = TypeVar("_T")
 
 # Object-storage warehouses whose seed files and catalog this process has checked (each check
 # costs requests; what it checks never goes back once true).
@@ -50,22 +51,42 @@ class Catalog:
 
     def connect(self, sql: str | None = None) -> duckdb.DuckDBPyConnection:
         """An in-memory DuckDB connection with every table and ``latest_*`` view defined
-        (with ``sql``: those it names, warehouse/views.py)."""
+        (with ``sql``: those it names, warehouse/views.py), over the files a reader counts
+        when it opens: each table's manifest is chosen, then its folders listed, and the
+        views read exactly those files. Nothing else is opened, not even a file a manifest
+        hides, so a compaction deleting replaced files after its grace period never breaks a
+        query of this connection started within that period (a glob lists, then opens,
+        every file it matches, counted or not). Writes published later are not seen: open
+        another connection for them."""
         if self.remote:
             self.ensure_catalog()  # one GET of its stamp once it is made
         import duckdb
 
         self._seed_empty_tables()
+        only = views.needed(sql)
+        tables = [t for t in TABLES if only is None or t in only]
         con = duckdb.connect()
         self.storage.register(con)
-        for statement in self.view_statements(only=views.needed(sql)):
+        done = verdict_keys(self.root) if any(map(gated, tables)) else set()
+        for table in tables:
+            writes, compacted = counted_table_files(self.root / table)
+            seeds = self.partition_dir(table, "_")
+            lists = [
+                ("writes", [seeds / SEED, *writes]),
+                ("compacted", [seeds / COMPACTED_SEED, *compacted]),
+            ]
+            if gated(table):  # latest_<table> ranks the writes of runs that wrote a verdict
+                completed = [w for w in writes if write_key(w) in done]
+                lists.append(("completed", [seeds / SEED, *completed]))
+            for kind, files in lists:
+                name = views.files_variable(table, kind)
+                con.execute(f"SET VARIABLE {name} = ?", [[str(f) for f in files]])
+        loose = self.loose_tables()
+        for statement in views.pinned_statements(tables, self._hive_partitioning(), loose):
             con.execute(statement)
         return con
 
     def query(self, sql: str, params: list[Any] | None = None) -> pa.Table:
-        return retrying(lambda: self._query(sql, params))
-
-    def _query(self, sql: str, params: list[Any] | None) -> pa.Table:
         with self.connect(sql) as con:
             return con.sql(sql, params=params or None).to_arrow_table()
 
@@ -236,36 +257,28 @@ class Catalog:
             con.close()
 
     def open_catalog(self, sql: str | None = None) -> duckdb.DuckDBPyConnection:
-        """The catalog, read-only (what an analyst or ``decguard-pipeline sql`` opens). An
-        account that may read the warehouse but not write it opens the catalog as it is.
-        On an object store: an in-memory connection with the catalog's views (those ``sql``
-        names), reading the files through the store's client (DuckDB opens no database file
-        there)."""
-        try:
-            self.ensure_catalog()
-        except PermissionError:
-            if not self.storage.exists(self.root / STAMP if self.remote else self.catalog_path):
-                raise
+        """The catalog file, read-only (what an analyst opens with DuckDB; its views list and
+        read the files at each query). On an object store, which holds no catalog file:
+        ``connect``."""
+        self._catalog_for_reading()
         if self.remote:
             return self.connect(sql)
         import duckdb
 
         return duckdb.connect(str(self.catalog_path), read_only=True)
 
+    def read_only(self, sql: str | None = None) -> duckdb.DuckDBPyConnection:
+        """``connect`` for a reader that may not write the warehouse (``decguard-pipeline
+        sql``): an account that may read the warehouse but not write it reads it as it is."""
+        self._catalog_for_reading()
+        return self.connect(sql)
 
-def retrying(query: Callable[[], _T], attempts: int = 3) -> _T:
-    """Run ``query``, again when it listed a file that compaction deleted before the query
-    opened it (a replaced file, no longer counted by the manifest in effect: the next
-    attempt does not list it). Any other error, or a third miss, is raised."""
-    import duckdb
-
-    for attempt in range(attempts):
+    def _catalog_for_reading(self) -> None:
         try:
-            return query()
-        except duckdb.IOException as exc:
-            if "No such file" not in str(exc) or attempt == attempts - 1:
+            self.ensure_catalog()
+        except PermissionError:
+            if not self.storage.exists(self.root / STAMP if self.remote else self.catalog_path):
                 raise
-    raise AssertionError("unreachable")
 
 
 @functools.cache

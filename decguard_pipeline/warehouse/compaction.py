@@ -49,6 +49,7 @@ from decguard_pipeline.warehouse.manifest import (
     manifest_table,
     manifests,
     now_us,
+    partition_folders,
     read_manifest,
     writer_of,
 )
@@ -140,16 +141,6 @@ def _cutoff(settings: Settings, days: float) -> str:
     return (settings.today() - timedelta(days=days)).strftime(_STAMP)
 
 
-def _partitions(table_dir: Location) -> list[Location]:
-    storage = storage_of(table_dir)
-    return [
-        folder
-        for contract in storage.folders(table_dir, "contract=*")
-        for folder in storage.folders(contract, "target=*")
-        if (folder.parent.name, folder.name) != ("contract=_", "target=_")
-    ]
-
-
 def _plan(
     warehouse: Warehouse,
     table: str,
@@ -164,7 +155,7 @@ def _plan(
     keep = None if settings.keep_days is None else _cutoff(settings, settings.keep_days)
     columns = set(TABLES[table].names)
     merges, counted = [], 0
-    for folder in _partitions(table_dir):
+    for folder in partition_folders(table_dir):
         files = counted_files(folder, manifest)
         counted += len(files)
         if table in NOT_COMPACTED or not files:
@@ -234,7 +225,7 @@ def _plan_only(warehouse: Warehouse, table: str, settings: Settings, shown: _Sho
 def _count(warehouse: Warehouse, table: str) -> int:
     table_dir = warehouse.root / table
     manifest = active_manifest(table_dir)
-    return sum(len(counted_files(folder, manifest)) for folder in _partitions(table_dir))
+    return sum(len(counted_files(folder, manifest)) for folder in partition_folders(table_dir))
 
 
 # -- one table ---------------------------------------------------------------------------
@@ -390,7 +381,7 @@ def _clean(warehouse: Warehouse, settings: Settings, result: Result, lease: Leas
         for newer in manifests(table_dir):
             if newer.name > manifest.path.name:
                 pending |= read_manifest(newer).live
-        for folder in _partitions(table_dir):
+        for folder in partition_folders(table_dir):
             prefix = f"{folder.parent.name}/{folder.name}/"
             for path in warehouse.storage.files(folder, COMPACTED):
                 relative = prefix + path.name

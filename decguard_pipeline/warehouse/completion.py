@@ -22,7 +22,13 @@ one partition folder, plus the run ids of its compacted files, if any.
 from __future__ import annotations
 
 from decguard_pipeline.warehouse.locations import Location
-from decguard_pipeline.warehouse.manifest import counted_files, is_compacted, run_part, writer_of
+from decguard_pipeline.warehouse.manifest import (
+    counted_files,
+    counted_table_files,
+    is_compacted,
+    run_part,
+    writer_of,
+)
 from decguard_pipeline.warehouse.schema import EVALUATION, VERDICTS
 from decguard_pipeline.warehouse.storage import storage_of
 
@@ -67,3 +73,16 @@ class Completed:
 def completed(root: Location, contract_folder: str, target_folder: str) -> Completed:
     """The completed runs of the partition ``contract=…/target=…`` (folder names as written)."""
     return Completed(root / VERDICTS / contract_folder / target_folder)
+
+
+def write_key(path: Location) -> str:
+    """``contract=…/target=…/<run part>`` of a write: the same for every table's writes of
+    one run and partition."""
+    return f"{path.parent.parent.name}/{path.parent.name}/{writer_of(path.name)}"
+
+
+def verdict_keys(root: Location) -> set[str]:
+    """The ``write_key`` of every verdicts write a reader counts now, by name (compaction
+    never merges the verdict of a run whose write ``latest_*`` shows)."""
+    writes, _ = counted_table_files(root / VERDICTS)
+    return {write_key(path) for path in writes}

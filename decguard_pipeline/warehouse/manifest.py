@@ -154,6 +154,30 @@ def counted_files(directory: Location, manifest: Manifest | None = None) -> list
     return [p for p in listed if manifest.counts(prefix + p.name)]
 
 
+def partition_folders(table_dir: Location) -> list[Location]:
+    """Every ``contract=…/target=…`` folder of a table but the seed files' ``contract=_/target=_``,
+    in name order."""
+    storage = storage_of(table_dir)
+    return [
+        folder
+        for contract in storage.folders(table_dir, "contract=*")
+        for folder in storage.folders(contract, "target=*")
+        if (folder.parent.name, folder.name) != ("contract=_", "target=_")
+    ]
+
+
+def counted_table_files(table_dir: Location) -> tuple[list[Location], list[Location]]:
+    """The writes and the compacted files of a whole table that a reader starting now counts
+    (the manifest is chosen before the folders are listed, as in ``counted_files``)."""
+    manifest = active_manifest(table_dir)
+    writes: list[Location] = []
+    compacted: list[Location] = []
+    for folder in partition_folders(table_dir):
+        for path in counted_files(folder, manifest):
+            (compacted if is_compacted(path.name) else writes).append(path)
+    return writes, compacted
+
+
 def sql_manifest(table_sql_path: str) -> str:
     """The active manifest's entries, as the SQL of a relation ``(role, path)`` where ``path``
     is the full path DuckDB reports as ``filename``. ``now()`` is the start of the reader's

@@ -21,18 +21,31 @@ Writing, so that a killed run keeps what it was told:
 
 Duplicates (an answer published and still in a journal, or asked by two parallel runs) are
 harmless: a lookup keeps the newest row of a key.
+
+What goes wrong is said, once, and never stops a run (``CacheEvents``):
+
+* a write that fails (a full disk, a file size limit, an unreachable bucket): the table stops
+  writing for the rest of the run, and its journal is left for the next run to publish;
+* a published file that cannot be read as the table's (cut short, overwritten): moved aside
+  as ``.damaged-<name>`` (outside every glob, so no reader trips on it again), its answers
+  asked again;
+* a journal line that is no answer (only the last line may be cut short by a kill; that one
+  is left out silently): skipped, its answer asked again.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import threading
 import time
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import orjson
@@ -43,10 +56,12 @@ from decguard_pipeline.core.cache.answers import Answers, Hits
 from decguard_pipeline.warehouse.locations import Location
 from decguard_pipeline.warehouse.rows.cache import (
     LOOKUP_COLUMNS,
+    LOOKUP_SCHEMA,
     Stored,
     answers_table,
     datetime_us,
     journal_answers,
+    journal_row_problem,
     storable,
 )
 from decguard_pipeline.warehouse.storage import storage_of
@@ -74,11 +89,82 @@ JOURNAL_GLOB = ".journal-*.jsonl"
 NEW_JOURNAL = ".jnew-"  # a journal being created (renamed once locked)
 
 
+DAMAGED = ".damaged-"  # a file moved aside: outside every glob
+# what a file that is not the table's whole Parquet raises when read (cut short, overwritten,
+# another schema); an OSError is a failure to read, not proof of damage
+UNREADABLE = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError)
+
+
+class CacheEvents(Protocol):
+    """Who hears what the table could not do (``core.cache.summary.CacheStats``)."""
+
+    def warn(self, message: str) -> None: ...
+
+    def not_stored(self, lost: int, message: str) -> None:
+        """A write failed: ``lost`` answers kept for publication are not stored."""
+        ...
+
+
+class Unheard:
+    """Events nobody listens to."""
+
+    def warn(self, message: str) -> None:
+        pass
+
+    def not_stored(self, lost: int, message: str) -> None:
+        pass
+
+
 def _read(path: Location) -> pa.Table:
     """The lookup columns of a published file (``ParquetFile``: ``pq.read_table`` would
-    import Arrow's dataset module, and pandas with it); an object is read in one GET."""
+    import Arrow's dataset module, and pandas with it); an object is read in one GET. Raises
+    one of ``UNREADABLE`` when the file is not the table's."""
     source = path if isinstance(path, Path) else pa.BufferReader(storage_of(path).read_bytes(path))
-    return pq.ParquetFile(source).read(columns=LOOKUP_COLUMNS, use_threads=False)
+    table = pq.ParquetFile(source).read(columns=LOOKUP_COLUMNS, use_threads=False)
+    if not table.schema.equals(LOOKUP_SCHEMA, check_metadata=False):
+        table = table.cast(LOOKUP_SCHEMA)  # an older file's types; raises when they cannot be
+    return table
+
+
+def _reason(exc: BaseException) -> str:
+    """An error in a few words (the OS's own for an OSError)."""
+    if isinstance(exc, OSError) and exc.errno:
+        return os.strerror(exc.errno)
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def read_unless_damaged(
+    path: Location, events: CacheEvents, *, move: bool = True
+) -> pa.Table | None:
+    """The lookup columns of a published file; None when it is gone, cannot be read now
+    (said), or is damaged: then it is moved aside (said), so it stops failing readers
+    (``move=False``: left for the next run to move, for a command that only looks)."""
+    try:
+        return _read(path)
+    except FileNotFoundError:  # removed by a concurrent prune
+        return None
+    except UNREADABLE as exc:
+        aside = path.parent / f"{DAMAGED}{path.name}"
+        where = "the next run moves it aside"
+        try:
+            if move:
+                storage_of(path).move(path, aside)
+                where = f"moved aside to {aside.name}"
+        except FileNotFoundError:  # another reader moved it first
+            return None
+        except OSError as error:
+            where = f"left in place ({_reason(error)})"
+        events.warn(
+            f"the response cache's file {path} is damaged ({_reason(exc)}): {where}; "
+            "its answers are asked again"
+        )
+    except OSError as exc:
+        events.warn(
+            f"the response cache's file {path} cannot be read ({_reason(exc)}): skipped; "
+            "its answers are asked again"
+        )
+    return None
 
 
 def _lock(fd: int, *, wait: bool) -> bool:
@@ -92,23 +178,58 @@ def _lock(fd: int, *, wait: bool) -> bool:
     return True
 
 
-def read_journal(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A journal's header and answers; a line cut short by a kill is left out."""
-    data = path.read_bytes()
-    header: dict[str, Any] = {}
-    rows = []
-    for number, line in enumerate(data.split(b"\n")):
+@dataclass
+class Journal:
+    """What a journal holds: its header, its answers, and its lines that are none (line
+    number, from 1, and why)."""
+
+    header: dict[str, Any]
+    rows: list[dict[str, Any]]
+    bad: list[tuple[int, str]] = field(default_factory=list)
+
+    def describe_bad(self, path: Path) -> str:
+        first, why = self.bad[0]
+        more = f" and {len(self.bad) - 1} more line(s)" if len(self.bad) > 1 else ""
+        return (
+            f"the response cache's journal {path} line {first} is not an answer ({why})"
+            f"{more}: skipped; its answer is asked again"
+        )
+
+
+def read_journal(path: Path) -> Journal:
+    """A journal's header, answers and damaged lines. The text after the last newline is a
+    line a kill cut short: left out, and not damage."""
+    lines = path.read_bytes().split(b"\n")
+    lines.pop()  # b"" after a whole last line; else the line cut short
+    out = Journal({}, [])
+    for number, line in enumerate(lines, start=1):
         if not line:
             continue
         try:
             item = orjson.loads(line)
         except orjson.JSONDecodeError:
+            out.bad.append((number, "not JSON"))
             continue
-        if number == 0 and isinstance(item, dict) and "journal" in item:
-            header = item
-        elif isinstance(item, dict) and "key" in item:
-            rows.append(item)
-    return header, rows
+        if number == 1 and isinstance(item, dict) and "journal" in item:
+            out.header = item
+            continue
+        problem = journal_row_problem(item)
+        if problem is None:
+            out.rows.append(item)
+        else:
+            out.bad.append((number, problem))
+    return out
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte is written: a write cut short by a full disk or a size
+    limit is followed by one that raises the reason."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:  # pragma: no cover (a regular file never returns 0 for >0 bytes)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[written:]
 
 
 @dataclass
@@ -135,22 +256,33 @@ class ResponseTable:
         version: str,
         max_age_days: float | None = None,
         publish_every_s: float = PUBLISH_EVERY_S,
+        events: CacheEvents | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.warehouse = warehouse
         self.contract, self.target, self.run_id = contract, target, run_id
         self.backend, self.provider, self.version = backend, provider, version
         self.max_age_days = max_age_days
         self.publish_every_s = publish_every_s
+        self.events: CacheEvents = events or Unheard()
+        self.clock = clock
         self.directory = warehouse.partition_dir(TABLE, contract, target)
         # journals are local files under a flock: on an object store there are none, and a
         # killed run keeps the answers published up to ``publish_every_s`` before the kill
         self.journaled = fcntl is not None and isinstance(self.directory, Path)
         self.recovered = 0  # answers of dead runs' journals this store published
+        self.broken = False  # a write failed: nothing more is written by this run
+        self._why = ""  # what failed, said once
+        self._said = False
+        self._lost = 0  # answers counted as stored that a failed write did not store
+        self._lock = threading.Lock()  # what the run's thread and the writer thread share
+        self._writer: ThreadPoolExecutor | None = None
+        self._writes: list[Future[None]] = []
         self._stored: Stored | None = None  # the partition's answers, read once
         self._index: dict[bytes, int] | None = None  # key -> row of _stored
-        self._recorded_at = now()
         self._pending: list[Answers] = []
-        self._last_publish = time.monotonic()
+        self._pending_n = 0  # storable answers in _pending
+        self._last_publish = clock()
         self._journal: int | None = None  # fd, locked
         self._journal_path: Path | None = None
 
@@ -162,11 +294,11 @@ class ResponseTable:
         self._index = {}
         tables = []
         for path in published_files(self.directory):
-            try:
-                tables.append(_read(path))
-            except FileNotFoundError:  # removed by a concurrent prune
-                continue
+            table = read_unless_damaged(path, self.events)
+            if table is not None:
+                tables.append(table)
         recovered = self._recover_journals(tables)
+        self._settle()  # a journal that could not be published: said
         self.recovered = recovered.published
         tables += recovered.tables
         if tables:
@@ -196,31 +328,28 @@ class ResponseTable:
                 continue
             try:
                 dead = _lock(fd, wait=False)
-                header, rows = read_journal(path)
-                if not rows:
-                    if dead:
-                        path.unlink(missing_ok=True)
+                journal = read_journal(path)
+                if journal.bad:
+                    self.events.warn(journal.describe_bad(path))
+                run_id = str(journal.header.get("run_id") or "recovered")
+                at = now()
+                fresh_tables = []
+                for answers in _by_label_count(journal.rows):
+                    table = self._table(answers, run_id, journal.header, at=at)
+                    out.tables.append(table.select(LOOKUP_COLUMNS))
+                    fresh_tables.append((answers, table))
+                if not dead:
                     continue
-                answers = journal_answers(rows)
-                run_id = str(header.get("run_id") or "recovered")
-                table = self._table(answers, run_id, header)
-                out.tables.append(table.select(LOOKUP_COLUMNS))
-                if dead:
-                    if published is None:
-                        published = {k for t in tables for k in t.column("key").to_pylist()}
+                if published is None:
+                    published = {k for t in tables for k in t.column("key").to_pylist()}
+                for answers, table in fresh_tables:
                     fresh = [i for i, key in enumerate(answers.keys) if key not in published]
-                    if fresh:
-                        self.warehouse.write_built(
-                            TABLE,
-                            table.take(pa.array(fresh, type=pa.int64())),
-                            contract=self.contract,
-                            target=self.target,
-                            run_id=run_id,
-                            recorded_at=self._recorded_at,
-                            compression=COMPRESSION,
-                            **WRITER,
-                        )
-                        out.published += len(fresh)
+                    if fresh and not self._write(
+                        table.take(pa.array(fresh, type=pa.int64())), run_id, at
+                    ):
+                        break  # cannot write: the journal stays for a run that can
+                    out.published += len(fresh)
+                else:
                     path.unlink(missing_ok=True)
             finally:
                 os.close(fd)
@@ -235,13 +364,12 @@ class ResponseTable:
         at: datetime | None = None,
     ) -> pa.Table:
         header = header or {}
-        self._recorded_at = at or now()
         table, _ = answers_table(
             answers,
             contract=self.contract,
             target=self.target,
             run_id=run_id,
-            recorded_at=self._recorded_at,
+            recorded_at=at or now(),
             backend=str(header.get("backend") or self.backend),
             provider=str(header.get("provider") or self.provider),
             keyed_version=str(header.get("keyed_version", self.version)),
@@ -265,76 +393,166 @@ class ResponseTable:
     def keep(self, answers: Answers) -> int:
         """Held until published (a run finds the answers it asked in files of earlier runs,
         not its own: it asks each request once anyway)."""
+        self._settle()
         n = storable(answers)
-        if len(answers):
-            self._pending.append(answers)
+        with self._lock:
+            if self.broken:
+                return 0
+            if len(answers):
+                self._pending.append(answers)
+                self._pending_n += n
         if self.due():
             self.publish()
         return n
 
+    def due_in(self) -> float:
+        return self.publish_every_s - (self.clock() - self._last_publish)
+
     def due(self) -> bool:
-        return bool(self._pending) and (
-            time.monotonic() - self._last_publish >= self.publish_every_s
-        )
+        self._settle()
+        return not self.broken and self.due_in() <= 0
 
     def publish(self) -> None:
-        """Write the kept answers as one file (atomically)."""
-        if self._pending:
-            # a table per batch kept, concatenated without copying
-            self._recorded_at = now()
-            table = pa.concat_tables([self._table(a, self.run_id, at=self._recorded_at)
-                                      for a in self._pending])  # fmt: skip
+        """Hand the kept answers to the writer thread, which writes them as one file
+        (atomically): the run's requests never wait for the storage (an object store's PUT
+        would count in their latencies). The interval starts again."""
+        self._settle()
+        with self._lock:
+            self._last_publish = self.clock()
+            if not self._pending or self.broken:
+                return
+            batch, lost = self._pending, self._pending_n
+            self._pending, self._pending_n = [], 0
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="response-cache")
+        self._writes.append(self._writer.submit(self._write_batch, batch, lost))
+
+    def _write_batch(self, batch: list[Answers], lost: int) -> None:
+        """(The writer thread.) One file of the batches kept, each a table, concatenated
+        without copying."""
+        at = now()
+        table = pa.concat_tables([self._table(a, self.run_id, at=at) for a in batch])
+        self._write(table, self.run_id, at, lost=lost)
+
+    def _write(self, table: pa.Table, run_id: str, at: datetime, *, lost: int = 0) -> bool:
+        """Publish ``table`` as one file; False when the storage refuses (``lost``: the
+        answers counted as stored that it holds)."""
+        if self.broken:
+            self._failed(None, None, lost)
+            return False
+        try:
             self.warehouse.write_built(
                 TABLE,
                 table,
                 contract=self.contract,
                 target=self.target,
-                run_id=self.run_id,
-                recorded_at=self._recorded_at,
+                run_id=run_id,
+                recorded_at=at,
                 compression=COMPRESSION,
                 **WRITER,
             )
-            self._pending = []
-        self._last_publish = time.monotonic()
+        except OSError as exc:
+            self._failed(exc.filename or self.directory, exc, lost)
+            return False
+        return True
 
     def journal(self, row: dict[str, Any]) -> None:
-        if not self.journaled:
+        self._settle()
+        if not self.journaled or self.broken:
             return
         try:
             line = orjson.dumps(row) + b"\n"
         except (orjson.JSONEncodeError, TypeError):  # odd metadata: published with the batch
             return
-        if self._journal is None:
-            self._open_journal()
-        assert self._journal is not None
-        os.write(self._journal, line)
+        try:
+            if self._journal is None:
+                self._open_journal()
+            assert self._journal is not None
+            _write_all(self._journal, line)
+        except OSError as exc:
+            self._failed(self._journal_path or exc.filename or self.directory, exc)
+            self._settle()
 
     def _open_journal(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         name = f"{os.getpid()}-{uuid.uuid4().hex[:12]}.jsonl"
         fresh = self.directory / f"{NEW_JOURNAL}{name}"
         fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
-        _lock(fd, wait=True)
-        header = {
-            "journal": 1,
-            "run_id": self.run_id,
-            "backend": self.backend,
-            "provider": self.provider,
-            "keyed_version": self.version,
-        }
-        os.write(fd, orjson.dumps(header) + b"\n")
-        final = self.directory / f".journal-{name}"
-        os.replace(fresh, final)  # only now can a reader find it: it is already locked
+        try:
+            _lock(fd, wait=True)
+            header = {
+                "journal": 1,
+                "run_id": self.run_id,
+                "backend": self.backend,
+                "provider": self.provider,
+                "keyed_version": self.version,
+            }
+            _write_all(fd, orjson.dumps(header) + b"\n")
+            final = self.directory / f".journal-{name}"
+            os.replace(fresh, final)  # only now can a reader find it: it is already locked
+        except OSError as exc:
+            os.close(fd)
+            fresh.unlink(missing_ok=True)
+            exc.filename = exc.filename or str(fresh)
+            raise
         self._journal, self._journal_path = fd, final
 
-    def flush(self) -> None:
-        """Publish what is kept; the journal's answers are then all in files: delete it."""
-        self.publish()
+    def _failed(self, where: Location | str | None, exc: OSError | None, lost: int = 0) -> None:
+        """A write failed (any thread): nothing more is written in this run; the answers
+        kept and not written are counted, and it is said once (:meth:`_settle`)."""
+        with self._lock:
+            lost += self._pending_n
+            self._pending, self._pending_n = [], 0
+            if exc is not None and not self.broken:
+                self._why = (
+                    f"the response cache cannot write {where}: {_reason(exc)}; this run goes "
+                    "on without storing its answers"
+                )
+            self.broken = True
+            self._lost += lost
+
+    def _settle(self) -> None:
+        """(The run's thread.) Say what failed, once, and close the journal as it is: its
+        whole lines are answers the next run that can write publishes."""
+        if not self.broken:
+            return
+        with self._lock:
+            lost, self._lost = self._lost, 0
         if self._journal is not None:
+            os.close(self._journal)  # the lock goes with it: the journal is a dead run's now
+            self._journal = None
+        if lost or not self._said:
+            self.events.not_stored(lost, self._why)
+            self._said = True
+
+    def written(self) -> None:
+        """Wait until what was published so far is written (or failed, then said)."""
+        writes, self._writes = self._writes, []
+        for write in writes:
+            write.result()  # failures were handled; anything else is a bug: raised here
+        self._settle()
+
+    def flush(self) -> None:
+        """Publish what is kept and wait until it is written; the journal's answers are then
+        all in files: delete it."""
+        self.publish()
+        self.written()
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
+        if self._journal is not None and not self.broken:
             assert self._journal_path is not None
             self._journal_path.unlink(missing_ok=True)  # before the lock goes: nobody adopts it
             os.close(self._journal)
             self._journal = self._journal_path = None
+
+
+def _by_label_count(rows: list[dict[str, Any]]) -> list[Answers]:
+    """A journal's answers, one group per number of labels (one in practice)."""
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(len(row["labels"]), []).append(row)
+    return [journal_answers(group) for group in groups.values()]
 
 
 def _newest_per_key(table: pa.Table) -> pa.Table:

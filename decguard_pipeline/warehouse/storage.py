@@ -125,6 +125,10 @@ class Storage:
         assert isinstance(where, Path)
         return where.read_bytes()
 
+    def size(self, where: Location) -> int:
+        assert isinstance(where, Path)
+        return where.stat().st_size
+
     def read_table(self, where: Location, **options: Any) -> pa.Table:
         return pq.read_table(where, **options)
 
@@ -214,6 +218,11 @@ class Storage:
         footer = int.from_bytes(tail[:4], "little")
         return tail[4:] == PARQUET_MAGIC and 0 < footer <= size - 12
 
+    def move(self, where: Location, to: Location) -> None:
+        """Rename a file within its folder (FileNotFoundError when it is gone)."""
+        assert isinstance(where, Path) and isinstance(to, Path)
+        os.replace(where, to)
+
     def delete(self, where: Location) -> bool:
         """Delete a file; False when it was already gone."""
         assert isinstance(where, Path)
@@ -270,6 +279,9 @@ class ObjectStorage(Storage):
 
     def read_bytes(self, where: Location) -> bytes:
         return bytes(self.fs.cat_file(_key(where)))
+
+    def size(self, where: Location) -> int:
+        return int(self.fs.size(_key(where)))
 
     def read_table(self, where: Location, **options: Any) -> pa.Table:
         # warehouse files are small and immutable: one GET, then read in memory
@@ -341,6 +353,11 @@ class ObjectStorage(Storage):
     def write_bytes(self, where: Location, data: bytes) -> None:
         """Replace an object (one PUT: readers get the old bytes or the new)."""
         self.fs.pipe_file(_key(where), data)
+
+    def move(self, where: Location, to: Location) -> None:
+        """A copy under the new key, then the old one deleted (object stores rename nothing)."""
+        self.fs.copy(_key(where), _key(to))
+        self.fs.rm_file(_key(where))
 
     def delete(self, where: Location) -> bool:
         key = _key(where)

@@ -40,31 +40,46 @@ def needed(sql: str | None) -> frozenset[str] | None:
     return frozenset(names) or None
 
 
+def _options(hive: bool) -> str:
+    return (
+        "hive_partitioning = true, hive_types = {'contract': 'VARCHAR', 'target': 'VARCHAR'}"
+        if hive
+        else "hive_partitioning = false"
+    )
+
+
 def statements(
     base_of: dict[str, tuple[str, str]],
     hive: bool,
     loose: frozenset[str],
     only: frozenset[str] | None = None,
 ) -> list[str]:
-    """The views of the tables in ``only`` (default every table), ``latest_all_checks`` when
-    all its tables are there. ``base_of[table]`` is (the table's folder, its seed folder) as
-    SQL string contents; ``loose`` names the tables read with ``union_by_name``."""
-    options = (
-        "hive_partitioning = true, hive_types = {'contract': 'VARCHAR', 'target': 'VARCHAR'}"
-        if hive
-        else "hive_partitioning = false"
-    )
+    """The catalog file's views of the tables in ``only`` (default every table),
+    ``latest_all_checks`` when all its tables are there: each query lists the table's globs
+    and reads the manifest in effect at its start in SQL. ``base_of[table]`` is (the table's
+    folder, its seed folder) as SQL string contents; ``loose`` names the tables read with
+    ``union_by_name``."""
     out = []
-    verdicts = _verdict_runs(base_of[VERDICTS][0])
+    done = _verdict_runs(base_of[VERDICTS][0])
     for table in TABLES:
         if only is None or table in only:
             base, seeds = base_of[table]
-            done = verdicts if gated(table) else None
-            out += table_views(table, base, seeds, options, union=table in loose, done=done)
-    if only is None or set(CHECK_TABLES) <= only:
-        union = " UNION ALL BY NAME ".join(f"SELECT * FROM latest_{t}" for t in CHECK_TABLES)
-        out.append(f"CREATE OR REPLACE VIEW {ALL_CHECKS} AS {union}")
-    return out
+            options = f"filename = true, {_options(hive)}"
+            options += ", union_by_name = true" if table in loose else ""
+            manifest = f"WITH _manifest AS ({sql_manifest(base)}) "
+            writes = (
+                f"SELECT * EXCLUDE (filename) FROM read_parquet(['{seeds}/{SEED}', "
+                f"'{base}/contract=*/target=*/{WRITES}'], {options}) "
+                "WHERE filename NOT IN (SELECT path FROM _manifest WHERE role = 'hidden')"
+            )
+            compacted = (
+                f"SELECT * EXCLUDE (filename) FROM read_parquet(['{seeds}/{COMPACTED_SEED}', "
+                f"'{base}/contract=*/target=*/{COMPACTED}'], {options}) "
+                "WHERE filename IN (SELECT path FROM _manifest WHERE role = 'live')"
+            )
+            latest = f"{writes} AND {_run_of('filename')} IN ({done})" if gated(table) else None
+            out += table_views(table, manifest, writes, compacted, latest)
+    return out + _all_checks(only)
 
 
 # A write's partition folders and run part, from its path: ``contract=…/target=…/<run part>``
@@ -81,37 +96,53 @@ def _verdict_runs(base: str) -> str:
     (listed, never opened). Writes a manifest hides count too (their rows are verdicts all the
     same); compacted files are not read: compaction never merges the verdict of a run whose
     write a ``latest_*`` view shows (warehouse/compaction.py)."""
-    return f"SELECT {_run_of('file')} AS _run FROM glob('{base}/contract=*/target=*/{WRITES}')"
+    return f"SELECT {_run_of('file')} FROM glob('{base}/contract=*/target=*/{WRITES}')"
+
+
+def files_variable(table: str, kind: str) -> str:
+    """The connection variable holding the files of ``table`` a pinned view reads (``kind``:
+    ``writes``, ``compacted``, or ``completed``: the writes of runs that reached their
+    verdict, which ``latest_<table>`` ranks for the tables an evaluation writes)."""
+    return f"decguard_{kind}_{table}"
+
+
+def pinned_statements(tables: list[str], hive: bool, loose: frozenset[str]) -> list[str]:
+    """Views over fixed lists of files, in the connection variables ``files_variable`` names
+    (set by the caller): every file a query of these views opens is one its manifest counts,
+    so no file compaction deletes after the grace period is ever opened, even listed."""
+    out = []
+    for table in tables:
+        options = _options(hive) + (", union_by_name = true" if table in loose else "")
+        writes, compacted, completed = (
+            f"SELECT * FROM read_parquet(getvariable('{files_variable(table, kind)}'), {options})"
+            for kind in ("writes", "compacted", "completed")
+        )
+        out += table_views(table, "", writes, compacted, completed if gated(table) else None)
+    return out + _all_checks(frozenset(tables))
+
+
+def _all_checks(only: frozenset[str] | None) -> list[str]:
+    if only is not None and not set(CHECK_TABLES) <= only:
+        return []
+    union = " UNION ALL BY NAME ".join(f"SELECT * FROM latest_{t}" for t in CHECK_TABLES)
+    return [f"CREATE OR REPLACE VIEW {ALL_CHECKS} AS {union}"]
 
 
 def table_views(
-    table: str, base: str, seeds: str, hive: str, *, union: bool, done: str | None = None
+    table: str, prefix: str, writes: str, compacted: str, latest: str | None = None
 ) -> list[str]:
     """``<table>``: the writes no compaction replaced plus the live compacted files (see
     warehouse/manifest.py for why a reader never counts a row twice or misses one).
     ``latest_<table>``: per contract and target the rows of the newest write, by
-    ``recorded_at`` then ``run_id``; with ``done`` (the runs that reached their verdict, for
-    the tables an evaluation writes), the newest write of one of those runs. Compaction
-    never merges a partition's newest write nor its newest completed one, so this view reads
-    the writes alone and its cost stays flat as history grows."""
-    options = f"filename = true, {hive}" + (", union_by_name = true" if union else "")
-    manifest = f"WITH _manifest AS ({sql_manifest(base)}) "
-    files = (
-        f"FROM read_parquet(['{seeds}/{SEED}', '{base}/contract=*/target=*/{WRITES}'], "
-        f"{options}) WHERE filename NOT IN (SELECT path FROM _manifest WHERE role = 'hidden')"
-    )
-    writes = f"SELECT * EXCLUDE (filename) {files}"
-    compacted = (
-        f"SELECT * EXCLUDE (filename) FROM read_parquet(['{seeds}/{COMPACTED_SEED}', "
-        f"'{base}/contract=*/target=*/{COMPACTED}'], {options}) "
-        "WHERE filename IN (SELECT path FROM _manifest WHERE role = 'live')"
-    )
-    candidates = writes
-    if done is not None:
-        candidates += f" AND {_run_of('filename')} IN ({done})"
+    ``recorded_at`` then ``run_id``, among ``latest`` (the writes of runs that reached their
+    verdict, for the tables an evaluation writes), else among all writes; compaction never
+    merges a partition's newest write nor the newest of a run that reached its verdict, so
+    this view reads the writes alone and its cost stays flat as history grows. ``prefix`` (a
+    ``WITH`` clause) comes before both."""
     return [
-        f"CREATE OR REPLACE VIEW {table} AS {manifest}{writes} UNION ALL BY NAME {compacted}",
-        f"CREATE OR REPLACE VIEW latest_{table} AS {manifest}SELECT * EXCLUDE (_rank) FROM ("
+        f"CREATE OR REPLACE VIEW {table} AS {prefix}{writes} UNION ALL BY NAME {compacted}",
+        f"CREATE OR REPLACE VIEW latest_{table} AS {prefix}SELECT * EXCLUDE (_rank) FROM ("
         f"SELECT *, dense_rank() OVER (PARTITION BY contract, target "
-        f"ORDER BY recorded_at DESC, run_id DESC) AS _rank FROM ({candidates})) WHERE _rank = 1",
+        f"ORDER BY recorded_at DESC, run_id DESC) AS _rank FROM ({latest or writes})) "
+        "WHERE _rank = 1",
     ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -370,3 +371,243 @@ def test_a_killed_cached_run_resumes_asking_only_what_it_was_not_told(tmp_path, 
     stats = sidecar(tmp_path / "resumed.json")["cache"]
     assert stats["answers_from_cache"] + stats["asked"] == n
     assert stats["answers_from_cache"] >= answered - concurrency
+
+
+# -- --retry-errors checks every setting that keys the cache (issue 26) ---------------------------
+
+
+def test_retry_errors_refuses_a_report_answered_with_other_settings(tmp_path, ours):
+    """Model, base_url, prompt, temperature: each is part of the key, so a report answered
+    with another value is refused before anything is asked, naming the setting (never its
+    value); a change that keys nothing (a gate, a timeout) is not."""
+    down = {"on": True}
+
+    def handle(seen):
+        if down["on"] and "ticket number 3" in seen.body["messages"][-1]["content"]:
+            return 503, {"error": "busy"}, {}
+        return 200, chat_answer("A", model="gpt-test", top_logprobs=[("A", -0.2), ("B", -1.9)]), {}
+
+    with llm_server(handle) as server, llm_server(handle) as other:
+        folder = tmp_path / "route"
+        contract = openai_contract(folder, server.url, 6, max_retries=0)
+        original = json.loads(contract.read_text())
+        first = ours("test", contract, "-o", tmp_path / "first.json")
+        assert first.exit_code in (0, 1), first.stderr
+        assert errored(document(tmp_path / "first.json")) == {"t3"}
+        down["on"] = False
+
+        def retry(**changes: Any):
+            doc = json.loads(json.dumps(original))
+            for name, value in changes.items():
+                if name == "requirements":
+                    doc[name] = value
+                else:
+                    doc["backend"][name] = value
+            contract.write_text(json.dumps(doc))
+            before = len(server.posts()) + len(other.posts())
+            ran = ours("test", contract, "--retry-errors", tmp_path / "first.json")
+            return ran, len(server.posts()) + len(other.posts()) - before
+
+        variants = {
+            "model": {"model": "gpt-other"},
+            "settings.base_url": {"base_url": other.url},
+            "settings.prompt": {"prompt": "Route this: {input}\n{options}\nAnswer with a letter."},
+            "settings.temperature": {"temperature": 0.7},
+            "model, settings.temperature": {"model": "gpt-other", "temperature": 0.2},
+        }
+        for differ, changes in variants.items():
+            ran, asked = retry(**changes)
+            assert ran.exit_code == 2 and ran.stdout == "" and asked == 0, (differ, ran.stderr)
+            assert ran.stderr == (
+                f"error: --retry-errors {tmp_path / 'first.json'}: the report was answered "
+                f"with another {differ} than this run's backend; retrying errors needs the "
+                "answers of the same backend settings: run without --retry-errors\n"
+            )
+            assert other.url not in ran.stderr and "gpt-other" not in ran.stderr
+        # what keys no answer may change: a gate, a timeout
+        ran, asked = retry(requirements={"min_accuracy": 0.1}, timeout_s=5)
+        assert ran.exit_code in (0, 1), ran.stderr
+        assert asked == 1  # the errored case, and only it
+
+        # a report without the record (written by DecGuard, or before it was kept): the
+        # contract must be the very one it names
+        (tmp_path / "first.pipeline.json").unlink()
+        ran, asked = retry(model="gpt-other")
+        assert ran.exit_code == 2 and asked == 0
+        assert "the report does not record the settings it was answered with" in ran.stderr
+        assert "its contract (sha256:" in ran.stderr
+        ran, asked = retry()
+        assert ran.exit_code in (0, 1) and asked == 1, ran.stderr
+
+
+# -- the summary says what was asked (issue 26) ---------------------------------------------------
+
+
+def test_a_run_of_stored_answers_says_the_backend_was_not_asked(tmp_path, ours):
+    """A backend now failing every case: its stored answers still make a report, and the
+    summary says that nothing was asked; with some cases new, that none of them was
+    answered."""
+    with counting_server() as server:
+        contract = http_contract(tmp_path / "urgent", server, 30)
+        lines = (contract.parent / "cases.jsonl").read_text().splitlines()
+        (tmp_path / "first20.jsonl").write_text("\n".join(lines[:20]) + "\n")
+        cache = tmp_path / "cache"
+        ran = ours("test", contract, "--cache", cache, "-d", tmp_path / "first20.jsonl")
+        assert "backend reached: 20 of 20 requests answered" in ran.stdout
+        server.state.fail = {f"case-{i:05d}" for i in range(30)}
+        server.state.reset()
+        ran = ours("test", contract, "--cache", cache, "-d", tmp_path / "first20.jsonl",
+                   "-o", tmp_path / "r.json")  # fmt: skip
+        assert ran.exit_code in (0, 1), ran.stderr
+        assert server.state.total == 0
+        assert (
+            "  Cache        20 from cache · 0 asked · 0 stored\n"
+            "               backend not asked: every answer is a stored one (its state now is "
+            "unknown)\n"
+        ) in ran.stdout
+        stats = sidecar(tmp_path / "r.json")["cache"]
+        assert (stats["asked"], stats["answered"], stats["backend"]) == (0, 0, "not asked")
+        ran = ours("test", contract, "--cache", cache, "-o", tmp_path / "all.json")
+        assert ran.exit_code in (0, 1), ran.stderr  # 20 decided, 10 errored
+        assert server.state.total == 10
+        assert "20 from cache · 10 asked · 0 stored" in ran.stdout
+        assert "backend failed: none of 10 requests answered" in ran.stdout
+        stats = sidecar(tmp_path / "all.json")["cache"]
+        assert (stats["asked"], stats["answered"], stats["backend"]) == (10, 0, "failed")
+
+
+# -- a cache that cannot be written, or is damaged (issue 26) -------------------------------------
+
+
+def _limit_file_size(limit: int):
+    def apply() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+@pytest.mark.slow
+def test_a_cache_write_failure_is_said_once_and_the_run_goes_on(tmp_path):
+    """A file system that refuses the cache's writes (here: a file size limit, the way a
+    full disk refuses them, with the operating system's own error): one warning naming the
+    file and the error, every case still asked once, and the report made."""
+    n = 300
+    with counting_server() as server:
+        contract = http_contract(tmp_path / "urgent", server, n)
+        cache = tmp_path / "cache"
+        cache.mkdir()
+        command = [sys.executable, "-m", "decguard_pipeline", "test", str(contract),
+                   "--cache", str(cache)]  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if k != "DECGUARD_CACHE"}
+        ran = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300,
+                             preexec_fn=_limit_file_size(16_000))  # fmt: skip
+        assert ran.returncode in (0, 1), ran.stderr
+        assert server.state.total == n and set(server.state.received.values()) == {1}
+        warnings = [line for line in ran.stderr.splitlines() if line.startswith("warning:")]
+        assert len(warnings) == 1, ran.stderr
+        found = re.fullmatch(
+            r"warning: the response cache cannot write (\S+): File too large; this run goes "
+            r"on without storing its answers",
+            warnings[0],
+        )
+        assert found, warnings
+        assert Path(found.group(1)).is_relative_to(cache)
+        assert "Traceback" not in ran.stderr
+        assert f"Cases        {n} total · {n} decided · 0 errored" in ran.stdout
+        assert f"               {warnings[0]}" in ran.stdout  # in the cache block too
+
+        # what was written before the failure is whole, and the next run uses it
+        server.state.reset()
+        again = subprocess.run([*command, "-o", str(tmp_path / "again.json")], env=env,
+                               capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert again.returncode in (0, 1), again.stderr
+        assert "warning" not in again.stderr
+        stats = sidecar(tmp_path / "again.json")["cache"]
+        assert stats["answers_from_cache"] > 0
+        assert stats["asked"] == server.state.total == n - stats["answers_from_cache"]
+
+
+JOURNAL_WRITER = """
+import json, os, signal, sys
+from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline.warehouse.responses import ResponseTable
+root, target, rows = sys.argv[1], sys.argv[2], json.load(sys.stdin)
+table = ResponseTable(Warehouse(root), contract="urgent", target=target, run_id="killed",
+                      backend="default", provider="http", version="model-v1",
+                      publish_every_s=3600)
+for row in rows:
+    table.journal(row)
+os.kill(os.getpid(), signal.SIGKILL)  # a writer killed before it published anything
+"""
+
+
+def test_a_truncated_cache_file_and_a_garbage_journal_line_are_named_and_heal(tmp_path, ours):
+    """A published file cut short and a journal line that is no answer: each is named (the
+    file; the journal and its line), left out, its answers asked again, and the next run
+    finds nothing wrong."""
+    with counting_server() as server:
+        contract = http_contract(tmp_path / "urgent", server, 40)
+        cache = tmp_path / "cache"
+        args = ["test", contract, "--cache", cache]
+        half = tmp_path / "half.jsonl"
+        lines = (contract.parent / "cases.jsonl").read_text().splitlines()
+        half.write_text("\n".join(lines[:20]) + "\n")
+        assert ours(*args, "-d", half).exit_code in (0, 1)
+        folder = cache / "responses" / "contract=urgent" / "target=default@model-v1"
+        (damaged,) = sorted(folder.glob("[0-9]*.parquet"))
+        data = damaged.read_bytes()
+        damaged.write_bytes(data[: len(data) // 2])  # cut short, as a failing disk leaves it
+
+        server.state.reset()
+        ran = ours(*args, "-d", half)
+        assert ran.exit_code in (0, 1), ran.stderr
+        assert ran.stderr.count("warning:") == 1
+        assert (
+            f"warning: the response cache's file {damaged} is damaged (" in ran.stderr
+            and f"moved aside to .damaged-{damaged.name}; its answers are asked again" in ran.stderr
+        )
+        assert server.state.total == 20  # its answers, asked again
+        assert (folder / f".damaged-{damaged.name}").exists() and not damaged.exists()
+        assert "Traceback" not in ran.stderr
+
+        # a dead run's journal of the 20 other cases, one of its lines garbage
+        published = pq.read_table(sorted(folder.glob("[0-9]*.parquet"))[-1]).to_pylist()
+        assert {r["case_id"] for r in published} == {f"case-{i:05d}" for i in range(20)}
+        rows = [
+            {"key": row["key"].hex(), "case_id": row["case_id"], "labels": row["labels"],
+             "probabilities": row["probabilities"], "model": row["model"],
+             "model_version": row["model_version"], "latency_ms": row["latency_ms"],
+             "prompt_tokens": None, "completion_tokens": None, "metadata": {},
+             "answered_at": time.time()}
+            for row in published
+        ]  # fmt: skip
+        for path in folder.glob("[0-9]*.parquet"):  # their answers only in the journal now
+            path.unlink()
+        child = subprocess.run([sys.executable, "-c", JOURNAL_WRITER, str(cache),
+                                "default@model-v1"], input=json.dumps(rows), text=True,
+                               capture_output=True, timeout=60)  # fmt: skip
+        assert child.returncode == -signal.SIGKILL, child.stderr
+        (journal,) = folder.glob(".journal-*.jsonl")
+        text = journal.read_bytes().split(b"\n")
+        assert len(text) == 22 and text[-1] == b""  # header, 20 answers
+        text[5] = b'{"key": "\x00\xff garbage'  # line 6: the 5th answer's
+        journal.write_bytes(b"\n".join(text))
+
+        server.state.reset()
+        ran = ours(*args, "-d", half)
+        assert ran.exit_code in (0, 1), ran.stderr
+        assert ran.stderr.count("warning:") == 1
+        assert (
+            f"warning: the response cache's journal {journal} line 6 is not an answer (not "
+            "JSON): skipped; its answer is asked again"
+        ) in ran.stderr
+        assert dict(server.state.received) == {rows[4]["case_id"]: 1}
+        assert not journal.exists()  # published without the line, then deleted
+
+        server.state.reset()
+        ran = ours(*args)  # healed: every earlier answer found, only the 20 new cases asked
+        assert ran.exit_code in (0, 1) and "warning" not in ran.stderr, ran.stderr
+        assert server.state.total == 20
+        assert sorted(server.state.received) == [f"case-{i:05d}" for i in range(20, 40)]

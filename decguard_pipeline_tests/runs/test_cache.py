@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from decguard_pipeline.backends.base import Backend
@@ -135,3 +137,44 @@ def test_cache_stats_and_prune_on_the_command_line(tmp_path, ours, monkeypatch):
         == 0
     )
     assert ours("cache", "prune", "--cache", cache).exit_code == 2  # --older-than is required
+
+
+def test_answers_are_stored_on_time_while_the_server_stalls(tmp_path):
+    """Answers received are published every ``publish_every_s`` even when no more arrive (a
+    stalled server): a run killed then keeps them on an object store, which has no journal
+    (here a local folder with a short interval; only published files are counted)."""
+    from decguard_pipeline.warehouse import Warehouse
+    from decguard_pipeline.warehouse.rows.cache import LOOKUP_COLUMNS
+    from decguard_pipeline.warehouse.store import published_files
+    from decguard_pipeline_tests.cli.test_cache import http_contract
+    from decguard_pipeline_tests.support.counting_server import counting_server
+
+    n, held = 60, 25
+    with counting_server() as server:
+        contract = http_contract(tmp_path / "urgent", server, n, concurrency=4)
+        server.state.hold_after = held
+        options = CacheOptions(tmp_path / "cache", "urgent", publish_every_s=0.2)
+        folder = Warehouse(tmp_path / "cache").partition_dir("responses", "urgent",
+                                                             "default@model-v1")  # fmt: skip
+        done: dict[str, Any] = {}
+
+        def run() -> None:
+            done["report"] = run_test(contract, cache=options)
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        try:
+            deadline = time.monotonic() + 60
+            stored = 0
+            while stored < held:
+                assert time.monotonic() < deadline, f"{stored} of {held} answers stored"
+                time.sleep(0.05)
+                files = published_files(folder)
+                stored = sum(pq.ParquetFile(p).read(columns=LOOKUP_COLUMNS[:1]).num_rows
+                             for p in files)  # fmt: skip
+            assert stored == held and worker.is_alive()  # stored while the run waits
+        finally:
+            server.state.hold_after = None
+            worker.join(60)
+    assert done["report"].results.ok.all()
+    assert options.stats.stored == n

@@ -91,3 +91,38 @@ def test_evaluate_asks_only_what_an_unchanged_model_was_not_asked(tmp_path, monk
         {"target": "default@model-v1", "n": 2 * N, "keys": 2 * N},
         {"target": "default@model-v2", "n": 2 * N, "keys": 2 * N},
     ]
+
+
+@pytest.mark.slow
+def test_evaluate_says_what_was_asked_and_whether_the_backend_answered(tmp_path, monkeypatch, ours):
+    """A backend now failing every case: the evaluation replays its stored answers and
+    passes, and its summary row says that nothing was asked (issue 26)."""
+    wh = Warehouse(tmp_path / "wh")
+    for name, value in {
+        "DAGSTER_HOME": tmp_path / "home",
+        "DECGUARD_WAREHOUSE": wh.root,
+        "DECGUARD_CONTRACTS": tmp_path / "contracts",
+        "DECGUARD_PRODUCTION": tmp_path / "production",
+    }.items():
+        monkeypatch.setenv(name, str(value))
+    with counting_server() as server:
+        write_contract(tmp_path / "contracts" / "tiny", server)
+        first = ours("evaluate")
+        assert first.exit_code == 0, first.stdout + first.stderr
+        header = first.stdout.splitlines()[0].split()
+        assert header[5] == "answers"
+        row = next(x for x in first.stdout.splitlines() if "default@model-v1" in x)
+        assert f"0 cached · {N} asked, all answered" in row
+
+        server.state.fail = {f"c{i}" for i in range(N)}  # every golden case: HTTP 503
+        server.state.reset()
+        second = ours("evaluate")
+        assert second.exit_code == 0, second.stdout + second.stderr
+        assert server.state.total == 0
+        row = next(x for x in second.stdout.splitlines() if "default@model-v1" in x)
+        assert f"{N} cached · backend not asked" in row
+    (run,) = wh.query("SELECT cache_json FROM latest_runs WHERE contract = 'tiny'").to_pylist()
+    section = json.loads(run["cache_json"])
+    assert (section["answers_from_cache"], section["asked"], section["backend"]) == (
+        N, 0, "not asked",
+    )  # fmt: skip

@@ -5,7 +5,9 @@ a test can change between runs.
 It answers a deterministic distribution per (model version, input): the same model gives the
 same answer every time, a new version another one. ``fail`` holds case ids answered with HTTP
 503 (until a test clears it); the health answer names the model version, as a real serving
-stack's does, so the backend knows its version without deciding anything.
+stack's does, so the backend knows its version without deciding anything. ``hold_after``
+(when set) answers that many requests, then holds every later one until a test sets it back
+to None: a server that stalls in the middle of a run.
 
     with counting_server(delay_ms=5) as server: server.url, server.health_url
 """
@@ -44,7 +46,19 @@ class Counting:
     fail: set[str] = field(default_factory=set)
     received: Counter[str] = field(default_factory=Counter)
     answered: int = 0  # 200 answers completed
+    hold_after: int | None = None  # answer this many, then hold the rest until None
+    admitted: int = 0  # requests let through while holding
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def admit(self) -> bool:
+        """Whether a request may be answered now (False: held)."""
+        with self.lock:
+            if self.hold_after is None:
+                return True
+            if self.admitted < self.hold_after:
+                self.admitted += 1
+                return True
+            return False
 
     @property
     def total(self) -> int:
@@ -63,6 +77,8 @@ def make_app(state: Counting) -> web.Application:
         case_id = str(body["case_id"])
         with state.lock:
             state.received[case_id] += 1
+        while not state.admit():
+            await asyncio.sleep(0.02)
         if state.delay_s:
             await asyncio.sleep(state.delay_s)
         if case_id in state.fail:

@@ -90,9 +90,11 @@ def test_kept_answers_are_found_again_exactly(tmp_path):
 def test_answers_are_published_every_few_seconds_not_only_at_the_end(tmp_path):
     table = store(tmp_path, publish_every_s=0.0)
     table.keep(answers(5))
+    table.written()  # by the writer thread
     assert len(published_files(table.directory)) == 1  # due at once: published by keep
     slow = store(tmp_path, run_id="run-2", publish_every_s=3600)
     slow.keep(answers(5, start=5))
+    slow.written()
     assert len(published_files(table.directory)) == 1  # not due: held until flush
     slow.flush()
     assert len(published_files(table.directory)) == 2
@@ -172,14 +174,34 @@ def test_a_live_writers_journal_is_read_but_left_to_it(tmp_path):
     assert len(published_files(store(tmp_path).directory)) == 1
 
 
-def test_journal_reader_ignores_a_torn_tail(tmp_path):
+def journal_line(i: int) -> dict:
+    return {"key": key(i).hex(), "case_id": f"c{i}", "labels": ["yes", "no"],
+            "probabilities": [0.25, 0.75], "model": "m", "model_version": "v1",
+            "latency_ms": 12.5, "prompt_tokens": 7, "completion_tokens": None,
+            "metadata": {}, "answered_at": 1.7e9}  # fmt: skip
+
+
+def test_journal_reader_leaves_out_a_torn_tail_and_names_damaged_lines(tmp_path):
     path = tmp_path / ".journal-x.jsonl"
-    rows = [{"key": f"k{i}", "probabilities": [1.0]} for i in range(3)]
-    text = json.dumps({"journal": 1, "run_id": "r"}) + "\n"
-    text += "".join(json.dumps(r) + "\n" for r in rows) + '{"key": "k3", "prob'
-    path.write_text(text)
-    header, found = read_journal(path)
-    assert header["run_id"] == "r" and [r["key"] for r in found] == ["k0", "k1", "k2"]
+    lines = [json.dumps({"journal": 1, "run_id": "r"})]
+    lines += [json.dumps(journal_line(i)) for i in range(3)]
+    lines.insert(2, "\x00\x00 not json {")  # line 3
+    lines.append(json.dumps({**journal_line(3), "probabilities": [0.5]}))  # line 6
+    lines.append(json.dumps({**journal_line(4), "key": "k4"}))  # line 7
+    lines.append(json.dumps(journal_line(5)))
+    path.write_text("\n".join(lines) + "\n" + '{"key": "k9", "prob')  # cut short by a kill
+    journal = read_journal(path)
+    assert journal.header["run_id"] == "r"
+    assert [r["case_id"] for r in journal.rows] == ["c0", "c1", "c2", "c5"]
+    assert journal.bad == [
+        (3, "not JSON"),
+        (6, "field 'probabilities' is not one number per label"),
+        (7, "field 'key' is not 32 hexadecimal digits"),
+    ]
+    assert journal.describe_bad(path) == (
+        f"the response cache's journal {path} line 3 is not an answer (not JSON) and 2 more "
+        "line(s): skipped; its answer is asked again"
+    )
 
 
 def test_prune_drops_old_answers_and_duplicates_and_keeps_the_rest(tmp_path):

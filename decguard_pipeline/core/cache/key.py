@@ -29,12 +29,14 @@ import orjson
 
 from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.decision import DecisionInput, DecisionRequest
-from decguard_pipeline.core.validation import redact
+from decguard_pipeline.core.validation import is_secret_name, redact
 
 # Bump when the meaning of a key changes (what is hashed, or how a provider renders requests
 # from the same settings): every earlier answer then stops matching.
 KEY_VERSION = 1
 DIGEST_BYTES = 16
+# the sidecar section recording the fingerprint of the backend that answered a report
+ANSWERED_WITH = "answered_with"
 # Settings that change how a server is reached, waited for or priced, never what it answers.
 # (Limits on answer size are rechecked when an answer is replayed, so they are left out too.)
 NOT_IN_KEY = frozenset(
@@ -43,6 +45,7 @@ NOT_IN_KEY = frozenset(
         "max_retries",
         "retry_backoff_s",
         "max_retry_wait_s",
+        "max_pacing_wait_s",
         "requests_per_minute",
         "tokens_per_minute",
         "pricing",
@@ -56,9 +59,17 @@ NOT_IN_KEY = frozenset(
 def key_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """``settings`` as they enter a key: without :data:`NOT_IN_KEY`, values under
     secret-looking names replaced, every registered secret value replaced. Names of
-    environment variables (``api_key_env: OPENAI_API_KEY``) stay: they are not secrets."""
+    environment variables (``api_key_env: OPENAI_API_KEY``) stay: they are not secrets.
+
+    A text setting that held a registered secret (a URL expanded from a declared
+    variable) keeps a digest of its value beside the mark: two servers behind the same
+    variable are two keys, and the value itself is never stored."""
     kept = {name: value for name, value in settings.items() if name not in NOT_IN_KEY}
-    return redact(kept)
+    keyed = redact(kept)
+    for name, value in kept.items():
+        if isinstance(value, str) and not is_secret_name(name) and keyed[name] != value:
+            keyed[name] = f"{keyed[name]}#{hashlib.sha256(value.encode()).hexdigest()[:16]}"
+    return keyed
 
 
 def nondeterministic(settings: Mapping[str, Any]) -> bool:
@@ -99,21 +110,54 @@ class Identity:
     def nondeterministic(self) -> bool:
         return nondeterministic(self.settings)
 
-    def digest(self) -> bytes:
+    def parts(self) -> dict[str, Any]:
+        """What identifies the backend's answers, part by part (what :meth:`digest` hashes)."""
         spec = self.decision
-        return hashlib.blake2b(
-            _canonical(
-                {
-                    "key_version": KEY_VERSION,
-                    "provider": self.provider,
-                    "model": self.model,
-                    "settings": self.settings,
-                    "version": self.version,
-                    "decision": [spec.name, spec.type, list(spec.labels), spec.description],
-                }
-            ),
-            digest_size=DIGEST_BYTES,
-        ).digest()
+        return {
+            "key_version": KEY_VERSION,
+            "provider": self.provider,
+            "model": self.model,
+            "settings": self.settings,
+            "version": self.version,
+            "decision": [spec.name, spec.type, list(spec.labels), spec.description],
+        }
+
+    def digest(self) -> bytes:
+        return hashlib.blake2b(_canonical(self.parts()), digest_size=DIGEST_BYTES).digest()
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The parts of the key but the model version, each as a short digest (``settings``
+        setting by setting): what a report records of the backend that answered it, so that
+        a later run can tell which part changed without any value being written."""
+        parts = self.parts()
+        del parts["version"]  # learnt from the answers; a report keeps it per result
+        out: dict[str, Any] = {"key_version": parts.pop("key_version")}
+        for name, value in parts.items():
+            if name == "settings":
+                out[name] = {k: _short(v) for k, v in sorted(value.items())}
+            else:
+                out[name] = _short(value)
+        return out
+
+
+def _short(value: Any) -> str:
+    return hashlib.blake2b(_canonical(value), digest_size=8).hexdigest()
+
+
+def fingerprint_differences(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """The parts two fingerprints differ in (``settings.<name>`` for a setting); a fingerprint
+    of another key version differs in ``key_version`` alone (its parts are not comparable)."""
+    if recorded.get("key_version") != current["key_version"]:
+        return ["key_version"]
+    names = [
+        part for part in ("provider", "model", "decision") if recorded.get(part) != current[part]
+    ]
+    old, new = recorded.get("settings"), current["settings"]
+    old = old if isinstance(old, Mapping) else {}
+    names += [
+        f"settings.{name}" for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)
+    ]
+    return names
 
 
 def input_bytes(value: DecisionInput) -> bytes:

@@ -17,7 +17,12 @@ import pyarrow as pa
 
 from decguard_pipeline.core.contract import LoadedContract, load_contract
 from decguard_pipeline.core.errors import ReportError
-from decguard_pipeline.core.json_limits import first_significant, max_bytes, too_deep
+from decguard_pipeline.core.json_limits import (
+    first_significant,
+    open_regular,
+    read_bounded,
+    too_deep,
+)
 from decguard_pipeline.core.production.loader import (
     RecordSet,
     RecordSink,
@@ -32,24 +37,31 @@ from decguard_pipeline.core.production.verify import load_production_report, rec
 def looks_like_report(path: Path) -> bool:
     """DecGuard's test: a ``.json`` file holding an object with a ``check_version`` key.
     Decided without parsing when it can be: a records array is not a report; an object too
-    large or too deep to parse is one (the report loader then says why it cannot be read)."""
+    large or too deep to parse is one, and so is a ``.json`` path that is not a regular file
+    (the report loader then says why it cannot be read)."""
     if path.suffix.lower() != ".json":
         return False
     try:
-        with path.open("rb") as stream:
-            head = stream.read(1 << 16)
-        size = path.stat().st_size
+        stream = open_regular(path, "production report")
+    except ReportError:
+        return True
     except OSError:
         return False
-    first = first_significant(head)
-    if first is not None and first != ord("{"):
-        return False
-    if size > max_bytes():
-        return True
+    with stream:
+        head = stream.read(1 << 16)
+        first = first_significant(head)
+        if first is not None and first != ord("{"):
+            return False
+        try:
+            stream.seek(0)
+            raw = read_bounded(stream, path, "production report")
+        except ReportError:
+            return True
+        except OSError:
+            return False
     try:
-        raw = path.read_bytes()
         raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+    except UnicodeDecodeError:
         return False
     if too_deep(raw) is not None:
         return True

@@ -21,6 +21,7 @@ from decguard_pipeline.core.html.blocks import COMPARISONS, checks_table, safely
 from decguard_pipeline.core.html.markup import Html, el, rounded_array, sig
 from decguard_pipeline.core.html.page import Page, Section, write_html
 from decguard_pipeline.core.html.tables import Column, DataTable, Filter, as_text, clip
+from decguard_pipeline.core.label_fold import TOP_LABELS, top_probabilities, used_labels
 from decguard_pipeline.core.properties.html import properties_section
 from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.report.html_sections import (
@@ -64,7 +65,7 @@ def render_report_html(
         doc,
         VERDICTS,
         kind=f"DecGuard report · {MODES.get(doc['mode'], doc['mode'])}",
-        subtitle=f"{contract['type']} · labels: {', '.join(contract['labels'])}",
+        subtitle=f"{contract['type']} · labels: {label_list(contract['labels'])}",
         facts=_facts(doc),
         source=source,
     )
@@ -96,6 +97,13 @@ def render_report_html(
     sections.append(Section("cases", "Cases", mount, _cases_note(doc)))
     page.blocks.append(block)
     return page.render()
+
+
+def label_list(labels: list[str]) -> str:
+    """The labels for a heading: all of them, or the first ``TOP_LABELS`` and how many more."""
+    if len(labels) <= TOP_LABELS:
+        return ", ".join(labels)
+    return ", ".join(labels[:TOP_LABELS]) + f" … ({len(labels):,} labels)"
 
 
 def write_report_html(
@@ -282,7 +290,13 @@ def case_table(report: Report) -> DataTable:
     outcome = np.where(~ok, 2, np.where(unlabeled, 3, np.where(mismatch, 1, 0)))
     confidence = rounded_array(results.confidence)
     latency = rounded_array(results.latency_ms)
-    probs = rounded_array(results.probs)  # rows of NaN (null) for errored cases
+    probs, probs_kind = _probabilities(results.probs, len(labels))
+    vocab = labels
+    if probs_kind == "topprobs":  # the rows name a few of many labels: only those go in
+        named = [index for case in probs if case for index, _ in case]
+        vocab, place = used_labels(labels, expected, selected, np.array(named, dtype=np.int64))
+        expected, selected = place[expected], place[selected]
+        probs = [case and [[int(place[i]), p] for i, p in case] for case in probs]
     errors = [
         None if kind is None else clip(f"{kind}: {message}")
         for kind, message in zip(results.error_kind, results.error_message, strict=True)
@@ -306,12 +320,12 @@ def case_table(report: Report) -> DataTable:
             Column("id", "case", "mono", width="9rem"),
             Column("outcome", "outcome", "status", vocab=OUTCOMES, width="7rem"),
             Column("input", "input"),
-            Column("expected", "expected", "label", vocab=labels, width="8rem"),
-            Column("selected", "selected", "label", vocab=labels, width="8rem"),
+            Column("expected", "expected", "label", vocab=vocab, width="8rem"),
+            Column("selected", "selected", "label", vocab=vocab, width="8rem"),
             Column("confidence", "confidence", "conf", width="9rem"),
         ],
         details=[
-            Column("probs", "probabilities", "probs"),
+            Column("probs", "probabilities", probs_kind),
             Column("error", "error"),
             Column("latency", "latency (ms)", "num"),
             Column("metadata", "metadata"),
@@ -326,7 +340,25 @@ def case_table(report: Report) -> DataTable:
             Filter(f"low confidence (< {sig(threshold)})", LOW),
         ],
         search=["id", "input", "expected", "selected", "error", "metadata"],
-        labels=labels,
+        labels=vocab,
+        label_count=None if vocab is labels else len(labels),
         search_hint="search id, input, label, error, metadata",
         empty="no case matches",
     )
+
+
+def _probabilities(probs: np.ndarray, n_labels: int) -> tuple[list[Any], str]:
+    """Each case's probabilities for its details: every label's (``probs``, rows of NaN
+    for errored cases), or with more than ``TOP_LABELS`` labels the largest ones and the
+    others' sum (``topprobs``), so the page does not grow with cases times labels."""
+    if n_labels <= TOP_LABELS:
+        return rounded_array(probs), "probs"
+    index, shown, rest, missing = top_probabilities(probs)
+    values, rests = rounded_array(shown), rounded_array(rest)
+    rows: list[Any] = []
+    for i, label_index in enumerate(index.tolist()):
+        if missing[i]:
+            rows.append(None)
+            continue
+        rows.append([*map(list, zip(label_index, values[i], strict=True)), [-1, rests[i]]])
+    return rows, "topprobs"

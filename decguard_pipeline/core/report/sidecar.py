@@ -14,8 +14,9 @@ from typing import Any
 
 import orjson
 
+from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
-from decguard_pipeline.core.json_limits import max_bytes
+from decguard_pipeline.core.json_limits import open_regular, read_bounded
 from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.report.jsonio import write_document
 
@@ -37,10 +38,10 @@ def contract_summary(report: dict[str, Any]) -> dict[str, Any]:
 
 def _same_run(path: Path, report_name: str, created_at: str) -> dict[str, Any] | None:
     try:
-        if path.stat().st_size > max_bytes():  # not one this process could have written
-            return None
-        existing = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        # bounded, and regular files only: not one this process could have written otherwise
+        with open_regular(path, "sidecar") as stream:
+            existing = orjson.loads(read_bounded(stream, path, "sidecar"))
+    except (OSError, ReportError, orjson.JSONDecodeError):
         return None
     if (
         isinstance(existing, dict)

@@ -9,6 +9,7 @@ in a fraction of that). Metadata is stored as JSON text, ``{}`` for the usual em
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -277,8 +278,54 @@ def _subset(answers: Answers, keep: list[int]) -> Answers:
     )
 
 
+LOOKUP_SCHEMA = pa.schema([RESPONSES.field(name) for name in LOOKUP_COLUMNS])
+_INT64 = (-(2**63), 2**63 - 1)
+_HEX = frozenset("0123456789abcdef")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _tokens(value: Any) -> bool:
+    return value is None or (
+        isinstance(value, int) and not isinstance(value, bool) and _INT64[0] <= value <= _INT64[1]
+    )
+
+
+def journal_row_problem(item: Any) -> str | None:
+    """Why a journal line cannot be an answer (None: it can), naming the field: a journal
+    damaged by anything but a kill (which only cuts its last line short) must not stop the
+    run that reads it."""
+    if not isinstance(item, dict):
+        return "not an answer object"
+    key = item.get("key")
+    if not (isinstance(key, str) and len(key) == 32 and set(key) <= _HEX):
+        return "field 'key' is not 32 hexadecimal digits"
+    labels, probs = item.get("labels"), item.get("probabilities")
+    if not (isinstance(labels, list) and labels and all(isinstance(x, str) for x in labels)):
+        return "field 'labels' is not a list of labels"
+    if not (isinstance(probs, list) and len(probs) == len(labels) and all(map(_number, probs))):
+        return "field 'probabilities' is not one number per label"
+    if not isinstance(item.get("case_id"), str):
+        return "field 'case_id' is not a string"
+    for name in ("model", "model_version"):
+        if not (item.get(name) is None or isinstance(item[name], str)):
+            return f"field {name!r} is not a string"
+    for name in ("latency_ms", "answered_at"):
+        if not _number(item.get(name)):
+            return f"field {name!r} is not a number"
+    for name in ("prompt_tokens", "completion_tokens"):
+        if not _tokens(item.get(name)):
+            return f"field {name!r} is not a token count"
+    if not (item.get("metadata") is None or isinstance(item["metadata"], dict)):
+        return "field 'metadata' is not an object"
+    return None
+
+
 def journal_answers(rows: list[dict[str, Any]]) -> Answers:
-    """Rows of a journal (``warehouse/responses.py``) as answers."""
+    """Rows of a journal (``warehouse/responses.py``), each checked by
+    :func:`journal_row_problem` and all with the same number of labels, as answers."""
     nan = float("nan")
     return Answers(
         keys=[bytes.fromhex(r["key"]) for r in rows],

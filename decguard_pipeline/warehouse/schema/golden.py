@@ -93,6 +93,9 @@ TABLES: dict[str, pa.Schema] = {
                 ("usage_json", STRING),
                 # pipeline.repeats: the sidecar's consistency section (null without)
                 ("consistency_json", STRING),
+                # the response cache (pipeline.cache): its section, answers replayed and
+                # asked, whether the backend answered (null with the cache off)
+                ("cache_json", STRING),
             ]
         )
     ),
