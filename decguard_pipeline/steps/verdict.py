@@ -86,7 +86,8 @@ def decide_target(entry: ContractEntry, target: str, step: Step) -> TargetVerdic
     wh = step.warehouse
     evaluated = load_evaluated(entry, target, wh, step.run_id)
     checks = stored_checks(entry, target, wh, step.run_id)
-    verdict = decide(checks)
+    regression = _last(wh, "diffs", entry, target, step.run_id)
+    verdict = decide(checks, baseline=None if regression is None else regression["baseline_target"])
     metrics = {
         r["metric"]: r["value"]
         for r in run_rows(wh, "metrics", entry.key, target, step.run_id) or []
@@ -103,12 +104,22 @@ def decide_target(entry: ContractEntry, target: str, step: Step) -> TargetVerdic
         evaluated.run,
         verdict,
         numbers,
-        regression=_last(wh, "diffs", entry, target, step.run_id),
+        regression=regression,
         report_path=report_path,
         report_html=str(html) if html is not None and html.is_file() else None,
+        diff_html=_diff_html(regression),
     )
     wh.write("verdicts", [row], **step.keys(entry.key, target))
     return TargetVerdict(target, verdict, row, checks)
+
+
+def _diff_html(regression: dict[str, Any] | None) -> str | None:
+    """The page of the regression diff (``<stem>.diff.html`` next to its JSON), when written."""
+    path = None if regression is None else regression.get("diff_path")
+    if not path:
+        return None
+    html = Path(path).with_name(Path(path).name.removesuffix(".json") + ".html")
+    return str(html) if html.is_file() else None
 
 
 def latest_verdicts(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]:

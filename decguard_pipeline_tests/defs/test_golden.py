@@ -252,7 +252,8 @@ def test_failing_requirement_is_a_verdict_not_a_crash(contracts, tmp_path):
     [verdict] = wh.read_latest("verdicts", "refund", target).to_pylist()
     assert (verdict["status"], verdict["approved"]) == ("fail", False)
     # every failing requirement, the golden one and the example's order property
-    assert verdict["failing"] == ["max_ece", "option_order.max_violation_rate"]
+    assert verdict["failing"] == ["golden.max_ece", "option_order.max_violation_rate"]
+    assert verdict["headline"] == "FAIL — golden.max_ece, option_order.max_violation_rate"
     # the scoreboard's row for the target, and the numbers of golden_metrics are numbers
     [board] = [
         e.materialization.metadata

@@ -279,7 +279,7 @@ def test_a_failing_extension_requirement_blocks_the_approval(tmp_path, ours):
     assert (verdict["status"], verdict["approved"], verdict["guard_status"]) == (
         "fail", False, "fail"
     )  # fmt: skip
-    assert verdict["failing"] == ["guard min_auroc (adversarial)"]
+    assert verdict["failing"] == ["adversarial.min_auroc"]
     failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
     errors = [(e.check_name, e.description) for e in failed
               if e.severity == dg.AssetCheckSeverity.ERROR]  # fmt: skip

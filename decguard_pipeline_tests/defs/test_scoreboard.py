@@ -86,25 +86,45 @@ def test_regression_text():
 
 def test_verdict_over_every_kind():
     checks = {
-        "golden": [{"gate": "max_ece", "status": "fail"}, {"gate": "min_accuracy",
-                                                           "status": "pass"}],
-        "properties": [{"gate": "option_order.max_violation_rate", "status": "warn"}],
-        "regression": [{"gate": "max_accuracy_drop", "status": "fail"}],
-        "guard": [{"gate": "min_auroc", "status": "fail", "suite": "adversarial"}],
+        "golden": [
+            {"gate": "max_ece", "status": "fail", "source": "golden", "level": "requirement",
+             "value": 0.17514, "threshold": 0.15, "comparison": "<="},
+            {"gate": "min_accuracy", "status": "pass", "source": "golden"},
+            {"gate": "max_cost_per_1000", "status": "warn", "source": "cost", "level": "warning",
+             "value": float("nan"), "threshold": 0.15, "comparison": "<="},
+        ],
+        "properties": [{"gate": "option_order.max_violation_rate", "status": "warn",
+                        "property": "option_order", "level": "warning"}],
+        "regression": [{"gate": "max_accuracy_drop", "status": "fail", "level": "requirement",
+                        "value": 0.5, "threshold": 0.02, "comparison": "<=",
+                        "baseline_target": "a@v1"}],
+        "guard": [{"gate": "min_auroc", "status": "fail", "suite": "adversarial",
+                   "level": "requirement", "value": 0.52, "threshold": 0.8, "comparison": ">="}],
     }  # fmt: skip
     verdict = decide(checks)
     assert (verdict.status, verdict.approved) == ("fail", False)
-    assert verdict.failing == ["max_ece", "guard min_auroc (adversarial)",
-                               "regression max_accuracy_drop"]  # fmt: skip
-    assert verdict.warned == ["option_order.max_violation_rate"]
+    assert verdict.failing == ["golden.max_ece", "adversarial.min_auroc",
+                               "regression.max_accuracy_drop"]  # fmt: skip
+    assert verdict.warned == ["cost.max_cost_per_1000", "option_order.max_violation_rate"]
     assert verdict.statuses == {"golden": "fail", "properties": "warn", "guard": "fail",
                                 "regression": "fail"}  # fmt: skip
+    assert verdict.headline() == (
+        "FAIL — golden.max_ece, adversarial.min_auroc, regression vs a@v1 (max_accuracy_drop)"
+    )
+    assert verdict.gate_texts() == [
+        "golden.max_ece 0.1751 > 0.15", "adversarial.min_auroc 0.52 < 0.8",
+        "regression.max_accuracy_drop 0.5 > 0.02",
+        "cost.max_cost_per_1000 n/a (<= 0.15) (warning)",
+        "option_order.max_violation_rate n/a (warning)",
+    ]  # fmt: skip
     # warnings alone: WARN and still approved
     only_warned = decide({"properties": checks["properties"]})
     assert (only_warned.status, only_warned.approved) == ("warn", True)
+    assert only_warned.headline() == "WARN — option_order.max_violation_rate"
+    assert decide({"golden": checks["golden"][1:2]}).headline() == "PASS — every gate holds"
     text = verdict_markdown(row("b", "fail", failing=verdict.failing, approved=False))
     assert text.startswith("**FAIL** · **not approved** as a baseline")
-    assert "`regression max_accuracy_drop`" in text
+    assert "`regression.max_accuracy_drop`" in text
 
 
 def test_markdown_stays_under_the_in_place_limit():
