@@ -162,7 +162,7 @@ def _report(result: Any, wh: Any, home: str, fail_on_gate: bool) -> int:
         click.echo(f"error: {where}: {error}", err=True)
     if errors:
         return EXIT_ERROR
-    failing = [r for r in rows if r["status"] == "fail" or r["regression"].startswith("FAIL")]
+    failing = [r for r in rows if r["verdict"] == "fail"]
     failing += [d for d in days if d["status"] == "fail"]
     return EXIT_GATE_FAILED if fail_on_gate and failing else EXIT_PASS
 

@@ -57,12 +57,13 @@ def test_evaluate_shows_four_calibrations_and_their_costs(tmp_path, monkeypatch,
     ran = ours("evaluate")
     assert ran.exit_code == 0, ran.stdout + ran.stderr
     header = ran.stdout.splitlines()[0].split()
-    assert header[:6] == ["contract", "target", "accuracy", "ECE", "coverage", "cost/1k"]
+    assert header[:7] == ["verdict", "contract", "target", "accuracy", "ECE", "coverage",
+                          "cost/1k"]  # fmt: skip
     rows = {}
     for backend in BACKENDS:
         cells = summary_line(ran.stdout, f"tickets   {backend}@").split()
-        rows[backend] = {"ece": float(cells[3]), "coverage": float(cells[4]), "cost": cells[5]}
-    assert [summary_line(ran.stdout, f"{b}@").split()[1] for b in BACKENDS] == [
+        rows[backend] = {"ece": float(cells[4]), "coverage": float(cells[5]), "cost": cells[6]}
+    assert [summary_line(ran.stdout, f"{b}@").split()[2] for b in BACKENDS] == [
         "default@tickets-calibrated-2026-01-15",
         "structured@tickets-onehot-2026-01-15",
         "sampled@tickets-overconfident-2026-01-15",

@@ -91,7 +91,7 @@ def test_the_response_cache_on_an_s3_warehouse(s3_server, s3_bucket, tmp_path, l
             env=env, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
-        assert summary_line(done.stdout, "default@tiny-v1").split()[2:4] == ["0.750", "0.110"]
+        assert summary_line(done.stdout, "default@tiny-v1").split()[3:5] == ["0.750", "0.110"]
         now = len([r for r in server.behaviour.requests if r.get("case_id") != "canary"])
         asked.append(now - before)
     assert asked == [4, 0]
