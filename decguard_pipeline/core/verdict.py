@@ -53,7 +53,7 @@ class Gate:
         the value could not be computed."""
         value = _number(self.value)
         if self.threshold is None or self.comparison is None:
-            return f"{self.name} {sig(value)}"
+            return self.name if value is None else f"{self.name} {sig(value)}"
         limit = sig(self.threshold)
         if value is None:
             return f"{self.name} n/a ({self.comparison} {limit})"
@@ -184,9 +184,17 @@ def decide(
     return Verdict(status, not failing, failing, warned, statuses, gates, baseline)
 
 
+def _named(name: str, status: str) -> Gate:
+    level = "requirement" if status == FAIL else "warning"
+    return Gate(name, "", "", name, level, status, None, None, None)
+
+
 def from_row(row: Mapping[str, Any]) -> Verdict:
     """The verdict a ``verdicts`` row holds (what every surface reading the warehouse shows)."""
     gates = [Gate(**g) for g in row.get("gates") or []]
+    if not gates:  # a row written before the gates were stored: their names alone
+        gates = [_named(name, FAIL) for name in row.get("failing") or []]
+        gates += [_named(name, WARN) for name in row.get("warned") or []]
     statuses = {k: row[f"{k}_status"] for k in KINDS if row.get(f"{k}_status")}
     return Verdict(
         status=row["status"],

@@ -113,6 +113,14 @@ def decide_target(entry: ContractEntry, target: str, step: Step) -> TargetVerdic
     return TargetVerdict(target, verdict, row, checks)
 
 
+def stored_verdict(
+    entry: ContractEntry, target: str, warehouse: Warehouse, run_id: str | None
+) -> dict[str, dict[str, Any]]:
+    """The ``verdicts`` row of run ``run_id`` (else the newest) as the verdict check's row."""
+    rows = run_rows(warehouse, "verdicts", entry.key, target, run_id)
+    return {"verdict": rows[-1]} if rows else {}
+
+
 def _diff_html(regression: dict[str, Any] | None) -> str | None:
     """The page of the regression diff (``<stem>.diff.html`` next to its JSON), when written."""
     path = None if regression is None else regression.get("diff_path")

@@ -261,7 +261,14 @@ def test_failing_requirement_is_a_verdict_not_a_crash(contracts, tmp_path):
         if e.asset_key.to_user_string() == "refund/scoreboard"
     ]
     rows = {r.data["target"]: r.data for r in board["scoreboard"].records}
-    assert rows[target]["verdict"] == "FAIL" and rows[target]["approved"] is False
+    assert rows[target]["verdict"] == "FAIL"
+    assert board[target].value.startswith(
+        "**FAIL** · golden.max_ece 0.1751 > 0.15, option_order.max_violation_rate 0.8182 > 0"
+    )
+    # the verdict's own check is red, and says why
+    [judged] = [e for e in result.get_asset_check_evaluations() if e.check_name == "verdict"]
+    assert (judged.passed, judged.severity) == (False, dg.AssetCheckSeverity.ERROR)
+    assert judged.description == verdict["headline"]
     [golden] = [
         e.materialization.metadata
         for e in result.get_asset_materialization_events()
@@ -282,6 +289,8 @@ def test_failing_requirement_is_a_verdict_not_a_crash(contracts, tmp_path):
     ]
     assert "ece 0.1751 violates <= 0.15" in failed[0].description
     assert failed[0].metadata["threshold"].value == 0.15
+    # rounded as every number the UI shows (the sum is 0.17510000000000003)
+    assert failed[0].metadata["value"].value == 0.1751
 
 
 def test_failing_warning_does_not_stop_the_report(contracts, tmp_path):
@@ -291,7 +300,8 @@ def test_failing_warning_does_not_stop_the_report(contracts, tmp_path):
     assert result.success
     warned = [e for e in result.get_asset_check_evaluations() if not e.passed]
     assert [(e.check_name, e.severity) for e in warned] == [
-        ("min_accuracy_warning", dg.AssetCheckSeverity.WARN)
+        ("min_accuracy_warning", dg.AssetCheckSeverity.WARN),
+        ("verdict", dg.AssetCheckSeverity.WARN),  # the verdict WARN: yellow, not red
     ]
     report = Warehouse(tmp_path / "wh").read_latest("reports", "spam", "default@spam-mock-v1")
     assert report.to_pylist()[0]["status"] == "warn"
