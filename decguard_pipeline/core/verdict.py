@@ -205,3 +205,28 @@ def from_row(row: Mapping[str, Any]) -> Verdict:
         gates=gates,
         baseline=row.get("baseline_target"),
     )
+
+
+def run_checks(report: Any, guarded: Any = None) -> dict[str, list[dict[str, Any]]]:
+    """The checks of one run of ``test``, ``fuzz`` or ``report`` by kind, as the pipeline
+    stores them: DecGuard's gates of the report (its property gates, ``<property>.<gate>``,
+    as properties), the cost and calibration gates of its extension sections, and with the
+    guard extension (``guarded``, a ``core.guard.evaluation.GuardedRun``) every suite's guard
+    gates and the other suites' DecGuard gates."""
+    golden: list[dict[str, Any]] = []
+    properties: list[dict[str, Any]] = []
+    for check in report.document["checks"]:
+        (properties if "." in str(check["gate"]) else golden).append(check)
+    extensions = report.extensions
+    for source, name in (("cost", "usage"), ("calibration", "calibration")):
+        section = extensions.get(name) or {}
+        golden += [{**c, "source": source} for c in section.get("checks") or []]
+    out = {GOLDEN: golden, PROPERTIES: properties}
+    if guarded is not None:
+        guard: list[dict[str, Any]] = []
+        for index, run in enumerate(guarded.runs):
+            guard += [{**c, "suite": run.label} for c in run.checks]
+            if index:  # the main evaluation's DecGuard gates are the golden ones
+                guard += [{**c, "suite": run.label} for c in run.report.document["checks"]]
+        out[GUARD] = guard
+    return out

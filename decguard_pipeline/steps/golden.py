@@ -33,6 +33,7 @@ from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.report.sidecar import write_section
 from decguard_pipeline.core.report.verify import load_report
 from decguard_pipeline.core.usage import USAGE, usage_extension
+from decguard_pipeline.core.verdict import Verdict
 from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.targets import Target, backend_of
@@ -339,6 +340,29 @@ class WrittenReport:
         return iter((self.path, self.report))
 
 
+def write_page(
+    entry: ContractEntry,
+    target: str,
+    step: Step,
+    report: Report,
+    path: Path,
+    *,
+    verdict: Verdict | None = None,
+    diff_href: str | None = None,
+) -> Path:
+    """The HTML page of the report file at ``path`` (``<report>.html``), with its extension
+    sections and the intervals this run stored; with the pipeline's ``verdict`` (the verdict
+    step writes the page again with it: its banner) and the link to the diff's page."""
+    sidecar = dict(report.extensions)
+    intervals = step.warehouse.read_run("metric_intervals", entry.key, target, step.run_id)
+    if intervals is not None and intervals.num_rows:  # golden_metrics of this run stored them
+        sidecar["statistics"] = intervals_section(intervals.to_pylist())
+    return write_report_html(
+        path.with_suffix(".html"), report, sidecar or None, source=path.name, verdict=verdict,
+        diff_href=diff_href,
+    )  # fmt: skip
+
+
 def write_report(entry: ContractEntry, target: str, step: Step) -> WrittenReport:
     """Write the report file (verified by loading it back), its sidecar sections, its HTML
     page (``<report>.html``, with the intervals this run stored) and its ``reports`` row."""
@@ -355,11 +379,7 @@ def write_report(entry: ContractEntry, target: str, step: Step) -> WrittenReport
     for name, section in report.extensions.items():  # <stem>.pipeline.json, as -o writes
         status = section["status"] if name == CALIBRATION else None  # its gates' verdict
         write_section(path, report.document, name, section, status=status)
-    sidecar = dict(report.extensions)
-    intervals = wh.read_run("metric_intervals", entry.key, target, step.run_id)
-    if intervals is not None and intervals.num_rows:  # golden_metrics of this run stored them
-        sidecar["statistics"] = intervals_section(intervals.to_pylist())
-    html = write_report_html(path.with_suffix(".html"), report, sidecar or None, source=path.name)
+    html = write_page(entry, target, step, report, path)
     keys = step.keys(entry.key, target)
     wh.write("reports", [report_row(keys, report.document, path)], **keys)
     return WrittenReport(path, html, report)

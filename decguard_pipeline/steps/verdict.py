@@ -22,9 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from decguard_pipeline.core.guard.curves import calibration_of
+from decguard_pipeline.core.report.html import read_sidecar
+from decguard_pipeline.core.report.sidecar import sections_of
+from decguard_pipeline.core.report.verify import load_report
 from decguard_pipeline.core.verdict import GOLDEN, GUARD, PROPERTIES, REGRESSION, Verdict, decide
 from decguard_pipeline.steps.base import Step, load_evaluated, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.golden import write_page
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.verdict import verdict_row
 
@@ -99,6 +103,9 @@ def decide_target(entry: ContractEntry, target: str, step: Step) -> TargetVerdic
     report = _last(wh, "reports", entry, target, step.run_id)
     report_path = None if report is None else report["path"]
     html = None if report_path is None else Path(report_path).with_suffix(".html")
+    diff_html = _diff_html(regression)
+    if html is not None and html.is_file():  # the page says the verdict, as every surface
+        judged_page(entry, target, step, verdict, Path(report_path), diff_html)
     row = verdict_row(
         step.keys(entry.key, target),
         evaluated.run,
@@ -107,10 +114,33 @@ def decide_target(entry: ContractEntry, target: str, step: Step) -> TargetVerdic
         regression=regression,
         report_path=report_path,
         report_html=str(html) if html is not None and html.is_file() else None,
-        diff_html=_diff_html(regression),
+        diff_html=diff_html,
     )
     wh.write("verdicts", [row], **step.keys(entry.key, target))
     return TargetVerdict(target, verdict, row, checks)
+
+
+def judged_page(
+    entry: ContractEntry,
+    target: str,
+    step: Step,
+    verdict: Verdict,
+    report_path: Path,
+    diff_html: str | None,
+) -> Path:
+    """Write the report's page again (atomically, same file) with the pipeline's verdict in
+    its banner and the link to the diff's page: the report written before the diff and the
+    verdict showed DecGuard's verdict alone. Read back from the report file and its sidecar
+    (milliseconds), so a verdict materialised alone writes it too."""
+    report = load_report(report_path)
+    stored = read_sidecar(report_path, report)
+    if stored is not None:
+        report.extensions.update(sections_of(stored))
+    diff_href = None
+    if diff_html is not None and Path(diff_html).parent == report_path.parent:
+        diff_href = Path(diff_html).name  # next to the page: a link that works anywhere
+    return write_page(entry, target, step, report, report_path, verdict=verdict,
+                      diff_href=diff_href)  # fmt: skip
 
 
 def stored_verdict(

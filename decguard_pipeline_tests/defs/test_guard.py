@@ -397,6 +397,7 @@ def test_the_injection_example_holds_its_requirements(ours):
     ran = ours("test", contract)
     assert ran.exit_code == 0
     assert ran.stdout.rstrip().endswith(
-        "WARN: requirements hold; some warning gates or run flags do not"
+        "Pipeline verdict: WARN — clear.max_confidence_gap, adversarial.max_fnr, "
+        "adversarial.max_confidence_gap, adversarial.min_accuracy"
     )
     assert "Suite adversarial" in ran.stdout
