@@ -74,8 +74,7 @@ def model_versions_sensor(
                         job_name=job_name(entry),
                         partition_key=target.key,
                         run_key=run_key(entry, target.key),
-                        tags={
-                            "decguard/target": target.key,
+                        tags={  # the target is the run's partition tag
                             "decguard/trigger": "sensor",
                             **backend_tags(entry, target.key),
                         },

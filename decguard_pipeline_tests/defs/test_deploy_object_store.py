@@ -132,7 +132,7 @@ def test_two_machines_one_postgres_instance_one_s3_warehouse(
         monkeypatch.setenv("DAGSTER_PG_URL", pg_url)
         with dg.DagsterInstance.from_config(str(place.home)) as instance:
             runs = instance.get_runs()
-            seen.append({(r.job_name, r.tags["decguard/target"], r.run_id) for r in runs})
+            seen.append({(r.job_name, r.tags["dagster/partition"], r.run_id) for r in runs})
             assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
     assert seen[0] == seen[1]
     assert {(job, target) for job, target, _ in seen[0]} == {

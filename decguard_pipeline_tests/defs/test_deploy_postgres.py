@@ -242,7 +242,7 @@ def test_two_homes_share_one_postgres_instance(
     for place in (a, b):
         with open_home(place.home, monkeypatch, {"DAGSTER_PG_URL": pg_url}) as instance:
             runs = instance.get_runs()
-            seen.append({(r.job_name, r.tags["decguard/target"], r.run_id) for r in runs})
+            seen.append({(r.job_name, r.tags["dagster/partition"], r.run_id) for r in runs})
             assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
     assert seen[0] == seen[1]
     assert {(job, target) for job, target, _ in seen[0]} == {

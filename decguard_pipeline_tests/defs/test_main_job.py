@@ -172,18 +172,27 @@ def test_generated_instance_monitors_runs_and_ours_is_upgraded(tmp_path, monkeyp
 
 
 def test_process_liveness_of_a_run(tmp_path):
-    from decguard_pipeline.defs.instance import STARTED_TAG, owner_tags, process_gone
+    from decguard_pipeline.defs.instance import PROCESS_TAG, owner_tags, process_gone
 
     mine = owner_tags()
+    assert list(mine) == [PROCESS_TAG]  # one tag: the run's verdict tag stays in sight
     assert not process_gone(mine)
+    pid, _, rest = mine[PROCESS_TAG].partition("@")
+    assert pid == str(os.getpid())
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
-    assert process_gone({**mine, "decguard/pid": str(child.pid)})
-    if STARTED_TAG in mine:  # same pid, other start time: the pid was reused
-        assert process_gone({**mine, STARTED_TAG: str(int(mine[STARTED_TAG]) + 1)})
+    assert process_gone({PROCESS_TAG: f"{child.pid}@{rest}"})
+    if " started " in rest:  # same pid, other start time: the pid was reused
+        host, started = rest.split(" started ")
+        assert process_gone({PROCESS_TAG: f"{pid}@{host} started {int(started) + 1}"})
     # a process of another host cannot be judged from here
-    assert not process_gone({**mine, "decguard/pid": str(child.pid), "decguard/host": "elsewhere"})
+    assert not process_gone({PROCESS_TAG: f"{child.pid}@elsewhere"})
     assert not process_gone({})  # a run not started by `evaluate`
+    assert not process_gone({PROCESS_TAG: "not a process"})
+    # the three tags of older versions are still read
+    host = rest.split(" started ")[0]
+    assert process_gone({"decguard/pid": str(child.pid), "decguard/host": host})
+    assert not process_gone({"decguard/pid": str(os.getpid()), "decguard/host": host})
 
 
 # -- crashes -----------------------------------------------------------------------------------

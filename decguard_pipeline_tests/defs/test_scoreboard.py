@@ -95,13 +95,15 @@ def test_one_entry_per_target_newest_first_with_gates_and_links():
 def test_the_numbers_are_a_table_of_their_own_and_rounded():
     meta = scoreboard_metadata([row("a@v1", "warn", cost_per_1000=1.23456)])
     [record] = meta["scoreboard"].records
-    assert record.data["accuracy"] == 0.48 and record.data["macro_f1"] == 0.2222
-    assert record.data["verdict"] == "WARN" and record.data["cost_per_1000"] == "1.235"
+    assert record.data["accuracy"] == 0.48 and record.data["ECE"] == 0.1751
+    assert record.data["cost / 1k"] == "1.235"
     assert [c.name for c in meta["scoreboard"].schema.columns] == [
-        "target", "verdict", "accuracy", "macro_f1", "ece", "ece_equal_mass", "coverage",
-        "cost_per_1000",
+        "target", "accuracy", "ECE", "coverage", "cost / 1k"
     ]  # fmt: skip
     assert meta["dagster/row_count"] == 1
+    # no cost known: no cost column
+    plain = scoreboard_metadata([row("a@v1", "pass")])["scoreboard"]
+    assert [c.name for c in plain.schema.columns] == ["target", "accuracy", "ECE", "coverage"]
 
 
 def test_every_entry_is_drawn_in_place_and_keeps_its_links():

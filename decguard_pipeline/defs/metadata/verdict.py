@@ -24,25 +24,23 @@ from decguard_pipeline.warehouse.schema.verdict import NUMBERS
 
 NONE = "–"  # a number nobody measured (e.g. the cost of a backend that reports no usage)
 INLINE_MARKDOWN = 1000  # the UI draws shorter markdown in place
-# the scoreboard's numbers, one row per target (the verdict and the gates are the entries)
+# the scoreboard's numbers, one row per target (the verdict and the gates are the entries;
+# macro-F1, the equal-mass ECE and the rest are on each target's ``verdict``): few columns,
+# so that the table fits the asset page's metadata column on a 1,600-pixel screen
 SCOREBOARD = [
     ("target", "string"),
-    ("verdict", "string"),
     ("accuracy", "float"),
-    ("macro_f1", "float"),
-    ("ece", "float"),
-    ("ece_equal_mass", "float"),
+    ("ECE", "float"),
     ("coverage", "float"),
-    ("cost_per_1000", "string"),
 ]
+COST = ("cost / 1k", "string")  # when some target's cost is known
+# every gate not holding, narrow enough for the metadata column (the messages are in the
+# ``verdict`` markdown above it)
 GATES = [
     ("gate", "string"),
     ("status", "string"),
-    ("level", "string"),
     ("value", "float"),
-    ("comparison", "string"),
-    ("threshold", "float"),
-    ("message", "string"),
+    ("must be", "string"),
 ]
 
 
@@ -134,7 +132,17 @@ def verdict_metadata(done: TargetVerdict) -> dict[str, Any]:
 
 
 def _gate_rows(row: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [{**gate, "gate": gate["name"]} for gate in row.get("gates") or []]
+    return [
+        {
+            "gate": gate["name"],
+            "status": gate["status"].upper(),
+            "value": gate["value"],
+            "must be": None
+            if gate["threshold"] is None
+            else f"{gate['comparison']} {sig(gate['threshold'])}",
+        }
+        for gate in row.get("gates") or []
+    ]
 
 
 def verdict_check_result(
@@ -175,12 +183,20 @@ def approved_metadata(done: TargetVerdict) -> dict[str, Any]:
 def scoreboard_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [
         {
-            **row,
-            "verdict": row["status"].upper(),
-            "cost_per_1000": cost_text(row["cost_per_1000"]),
+            "target": row["target"],
+            "accuracy": row["accuracy"],
+            "ECE": row["ece"],
+            "coverage": row["coverage"],
+            "cost / 1k": cost_text(row["cost_per_1000"]),
         }
         for row in rows
     ]
+
+
+def scoreboard_table(rows: Sequence[Mapping[str, Any]]) -> dg.MetadataValue:
+    """The numbers of every target (the cost column when some target's cost is known)."""
+    costs = any(row["cost_per_1000"] is not None for row in rows)
+    return table(scoreboard_rows(rows), [*SCOREBOARD, *[COST] * costs], limit=10_000)
 
 
 def summary_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -205,6 +221,6 @@ def scoreboard_metadata(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "summary": dg.MetadataValue.md(summary_markdown(rows)),
         # one entry per target, newest first (targets always hold an "@": no clash)
         **{row["target"]: dg.MetadataValue.md(target_markdown(row)) for row in rows},
-        "scoreboard": table(scoreboard_rows(rows), SCOREBOARD, limit=10_000),
+        "scoreboard": scoreboard_table(rows),
         "dagster/row_count": len(rows),
     }
