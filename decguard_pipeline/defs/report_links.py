@@ -1,5 +1,4 @@
-"""Links from the Dagster UI to the report files (HTML pages, JSON reports, diffs) and to the
-evaluation site.
+"""Links from the Dagster UI to the report files (HTML pages, JSON reports, diffs).
 
 A web page cannot open ``file://`` links (browsers refuse them from an ``http://`` page), so a
 path in the UI is only something to copy. ``decguard-pipeline ui`` therefore serves the
@@ -7,9 +6,6 @@ warehouse's ``report_files`` folder read-only on localhost (``REPORTS_PORT``), a
 that writes a page links it as a URL under ``$DECGUARD_REPORTS_URL`` (default that server) next
 to its path. A deployment that serves the folder elsewhere (a static file server, a bucket)
 sets ``DECGUARD_REPORTS_URL`` to its address; an empty value leaves the paths only.
-
-Every asset page also links its page of the evaluation site (``site_url``: the URL scheme of
-docs/ui.md, under ``$DECGUARD_SITE_URL``, default the site ``decguard-pipeline ui`` serves).
 See docs/ui.md.
 """
 
@@ -25,8 +21,6 @@ import dagster as dg
 REPORTS_URL = "DECGUARD_REPORTS_URL"
 REPORTS_PORT = 3001  # where `decguard-pipeline ui` serves report_files (next to the UI's 3000)
 FOLDER = "report_files"  # the warehouse folder the report files are written under
-SITE_URL = "DECGUARD_SITE_URL"
-SITE_PORT = 3002  # where `decguard-pipeline ui` serves the evaluation site
 
 
 def reports_base() -> str:
@@ -51,32 +45,3 @@ def file_links(name: str, path: str | Path) -> dict[str, Any]:
     links: dict[str, Any] = {} if url is None else {name: dg.MetadataValue.url(url)}
     links[f"{name}_path"] = dg.MetadataValue.path(str(path))
     return links
-
-
-def site_base() -> str:
-    """The URL the evaluation site is served at ('' for none)."""
-    return os.environ.get(SITE_URL, f"http://localhost:{SITE_PORT}").rstrip("/")
-
-
-def site_url(contract: str, *, target: str | None = None, day: str | None = None) -> str | None:
-    """The site's page of a contract, of one of its targets (a version) or of one of its
-    production days (docs/ui.md); None when no site is configured."""
-    base = site_base()
-    if not base:
-        return None
-    parts = ["contracts", contract]
-    if target is not None:
-        parts += ["versions", f"{target}.html"]
-    elif day is not None:
-        parts += ["production", f"{day}.html"]
-    else:
-        parts.append("index.html")
-    return base + "/" + "/".join(quote(part, safe="@") for part in parts)
-
-
-def site_links(
-    contract: str, *, target: str | None = None, day: str | None = None
-) -> dict[str, Any]:
-    """The ``site`` metadata entry of an asset (nothing when no site is configured)."""
-    url = site_url(contract, target=target, day=day)
-    return {} if url is None else {"site": dg.MetadataValue.url(url)}

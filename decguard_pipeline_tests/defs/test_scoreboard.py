@@ -1,6 +1,6 @@
 """What the scoreboard and verdict assets show, from hand-written ``verdicts`` rows: one
 markdown entry per target (newest first as given: the verdict, every gate not holding with
-value and threshold, the report, diff and site links, each short enough to be drawn in
+value and threshold, the report and diff links, each short enough to be drawn in
 place), the numbers as a table rounded to 4 significant digits, the verdict's check (red for
 FAIL, yellow for WARN) and the verdict in one paragraph. The whole flow through Dagster:
 defs/test_golden.py, defs/test_verdict_agreement.py and the browser test."""
@@ -72,7 +72,6 @@ def judged(target: str, checks: dict, **extra: object) -> dict[str, object]:
 @pytest.fixture(autouse=True)
 def reports_at(monkeypatch):
     monkeypatch.setenv("DECGUARD_REPORTS_URL", "http://reports.test")
-    monkeypatch.setenv("DECGUARD_SITE_URL", "http://site.test")
 
 
 def test_one_entry_per_target_newest_first_with_gates_and_links():
@@ -84,12 +83,9 @@ def test_one_entry_per_target_newest_first_with_gates_and_links():
     assert meta["b@v2"].value == (
         "**FAIL** · vs a@v1 · golden.max_ece 0.1751 > 0.15, regression.max_mean_tv_distance "
         "0.0508 > 0.03 · [report](http://reports.test/contract=c/target=b@v2/x.html) · "
-        "[diff](http://reports.test/contract=c/target=b@v2/x.diff.html) · "
-        "[site](http://site.test/contracts/c/versions/b@v2.html)"
+        "[diff](http://reports.test/contract=c/target=b@v2/x.diff.html)"
     )
-    assert meta["a@v1"].value == (
-        "**PASS** · every gate holds · [site](http://site.test/contracts/c/versions/a@v1.html)"
-    )
+    assert meta["a@v1"].value == "**PASS** · every gate holds"
 
 
 def test_the_numbers_are_a_table_of_their_own_and_rounded():
@@ -116,7 +112,7 @@ def test_every_entry_is_drawn_in_place_and_keeps_its_links():
     meta = scoreboard_metadata(many)
     for target in (r["target"] for r in many):
         text = meta[target].value
-        assert len(text) < 1000 and "[report](http://reports.test/" in text and "[site](" in text
+        assert len(text) < 1000 and "[report](http://reports.test/" in text
     gates = [{"gate": f"max_gate_number_{i}", "status": "fail", "source": "golden",
               "level": "requirement", "value": 0.5, "threshold": 0.1, "comparison": "<="}
              for i in range(60)]  # fmt: skip

@@ -40,7 +40,6 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "DECGUARD_CONTRACTS": str(tmp / "contracts"),
         "DECGUARD_PRODUCTION": str(tmp / "production"),
         "DECGUARD_REPORTS_URL": "http://reports.test",
-        "DECGUARD_SITE_URL": "http://site.test",
     }
     with pytest.MonkeyPatch.context() as patch:
         for name, value in env.items():

@@ -22,7 +22,6 @@ import dagster as dg
 from decguard_pipeline.defs.assets.base import TargetPart, asset_key, code_version, step_of
 from decguard_pipeline.defs.gate_checks import check_results, check_specs
 from decguard_pipeline.defs.partitions import targets_partitions
-from decguard_pipeline.defs.report_links import site_links
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps.contracts import ContractEntry
 
@@ -149,7 +148,6 @@ def evaluation_asset(entry: ContractEntry, parts: list[TargetPart]) -> dg.Assets
         context: dg.AssetExecutionContext, warehouse: WarehouseResource
     ) -> Iterator[Any]:
         target, run_id = context.partition_key, context.op_execution_context.run_id
-        site = site_links(entry.key, target=target)  # every asset page: its page of the site
         selected = {k.path[-1] for k in context.selected_asset_keys}
         checked = {(k.asset_key.path[-1], k.name) for k in context.selected_asset_check_keys}
         # a derived part needs the part it is derived from, materialised or not
@@ -167,7 +165,7 @@ def evaluation_asset(entry: ContractEntry, parts: list[TargetPart]) -> dg.Assets
                 assert part.run is not None
                 done[part.name] = result = part.run(entry, target, step)
             if part.name in selected:
-                metadata = {**part.metadata(result), **site}
+                metadata = part.metadata(result)
                 yield dg.MaterializeResult(asset_key=keys[part.name], metadata=metadata)
             if part.after is not None:  # also for a part run only for a derived one
                 part.after(context, target, result)

@@ -26,7 +26,6 @@ from decguard_pipeline.defs.metadata.golden import (
     golden_metrics_metadata,
     report_metadata,
 )
-from decguard_pipeline.defs.report_links import site_links
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.golden import (
@@ -109,7 +108,7 @@ def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
             row = record_contract(entry, step_of(context, warehouse))
             yield dg.MaterializeResult(
                 asset_key=contract_key,
-                metadata={**contract_metadata(row), **site_links(entry.key)},
+                metadata=contract_metadata(row),
                 data_version=dg.DataVersion(row["contract_hash"]),
             )
 
@@ -117,7 +116,7 @@ def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
             _, row = record_dataset(entry, step_of(context, warehouse))
             yield dg.MaterializeResult(
                 asset_key=dataset_key,
-                metadata={**dataset_metadata(row), **site_links(entry.key)},
+                metadata=dataset_metadata(row),
                 data_version=dg.DataVersion(row["dataset_hash"]),
             )
 

@@ -47,7 +47,6 @@ from decguard_pipeline.defs.gate_checks import Gate, check_name, check_results
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.metadata import base as md
 from decguard_pipeline.defs.metadata.production import check_metadata, records_metadata
-from decguard_pipeline.defs.report_links import site_links
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import ContractEntry
@@ -230,13 +229,12 @@ def _production_day(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource
     ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
         wanted = context.selected_asset_keys
-        site = site_links(entry.key, day=context.partition_key)
         ingested = None
         if records in wanted:
             ingested = _run_step(context, warehouse, ingest.ingest_day, entry)
             yield dg.MaterializeResult(
                 asset_key=records,
-                metadata={**records_metadata(ingested), **site},
+                metadata=records_metadata(ingested),
                 data_version=dg.DataVersion(ingested.hash),
             )
         rows = None
@@ -244,7 +242,7 @@ def _production_day(
             work = functools.partial(check.check_day, ingested=ingested)
             done = _run_step(context, warehouse, work, entry)
             rows = done.rows["production_checks"]
-            yield dg.MaterializeResult(asset_key=checked, metadata={**check_metadata(done), **site})
+            yield dg.MaterializeResult(asset_key=checked, metadata=check_metadata(done))
             tag_verdict(context, done.status)  # the day's verdict on its run, as a target's
         yield from _gate_results(context, warehouse, entry, checks, checked, rows)
 

@@ -33,7 +33,6 @@ from decguard_pipeline.defs.metadata.verdict import (
     verdict_check_result,
     verdict_metadata,
 )
-from decguard_pipeline.defs.report_links import site_links
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.verdict import (
@@ -119,9 +118,6 @@ def _scoreboard(entry: ContractEntry) -> dg.AssetsDefinition:
         # Dagster stores the materialisation before it resumes this generator: the turn
         # orders the stores of concurrent scoreboards as their reads
         with scoreboard_turn(entry.key, wh):
-            rows = latest_verdicts(entry.key, wh)
-            yield dg.MaterializeResult(
-                metadata={**scoreboard_metadata(rows), **site_links(entry.key)}
-            )
+            yield dg.MaterializeResult(metadata=scoreboard_metadata(latest_verdicts(entry.key, wh)))
 
     return scoreboard

@@ -4,7 +4,7 @@ everywhere.
 
 The scoreboard fits the asset page's metadata column (about 570 pixels of a 1,600-pixel
 screen): one short markdown entry per target, keyed by the target (its verdict, every gate not
-holding with value and threshold, links to its report, diff and site page), each well under
+holding with value and threshold, links to its report and diff), each well under
 the UI's 1,000-character limit for drawing markdown in place, so no link is ever dropped; the
 numbers are a table of their own."""
 
@@ -18,7 +18,7 @@ import dagster as dg
 from decguard_pipeline.core.html.markup import sig
 from decguard_pipeline.core.verdict import from_row
 from decguard_pipeline.defs.metadata.base import numbers, table
-from decguard_pipeline.defs.report_links import file_links, report_url, site_url
+from decguard_pipeline.defs.report_links import file_links, report_url
 from decguard_pipeline.steps.verdict import TargetVerdict
 from decguard_pipeline.warehouse.schema.verdict import NUMBERS
 
@@ -59,15 +59,12 @@ def cost_text(value: float | None) -> str:
 
 
 def _links(row: Mapping[str, Any]) -> list[str]:
-    """Markdown links to the target's HTML report, its diff and its page of the site."""
+    """Markdown links to the target's HTML report and its diff."""
     links = []
     for name, key in (("report", "report_html"), ("diff", "diff_html")):
         url = None if not row.get(key) else report_url(row[key])
         if url is not None:
             links.append(f"[{name}]({url})")
-    site = site_url(row["contract"], target=row["target"]) if row.get("contract") else None
-    if site is not None:
-        links.append(f"[site]({site})")
     return links
 
 
