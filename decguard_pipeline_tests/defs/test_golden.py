@@ -178,7 +178,8 @@ def test_golden_metrics_are_computed_once(contracts, tmp_path, monkeypatch):
 def test_check_names_follow_the_report_checks(contracts, monkeypatch):
     """One Dagster check per golden gate, in the order of the report's checks: requirements
     (the implicit max_error_rate included, or the contract's own), then warnings; then the
-    cost gates, in the order of the run's usage section (the tickets example has one). The
+    calibration gates and the cost gates, in the order of the run's sections (the tickets
+    example has one of each). The
     demo server the tickets example names is started for the test."""
     severity = contracts / "severity" / "decguard.yaml"
     severity.write_text(
@@ -197,11 +198,10 @@ def test_check_names_follow_the_report_checks(contracts, monkeypatch):
             names[entry.key] = [spec.name for spec in specs]
             report = run_test(entry.require(), backend="default")
             usage = report.extensions.get("usage", {}).get("checks", [])
-            in_report = [
-                check_name(c["gate"], c["level"]) for c in [*report.document["checks"], *usage]
-            ]
-            assert names[entry.key] == in_report
-    assert names["tickets"][-1] == "max_cost_per_1000_warning"
+            calibration = report.extensions.get("calibration", {}).get("checks", [])
+            checks = [*report.document["checks"], *calibration, *usage]
+            assert names[entry.key] == [check_name(c["gate"], c["level"]) for c in checks]
+    assert names["tickets"][-2:] == ["max_smece_warning", "max_cost_per_1000_warning"]
     assert names["severity"][-2:] == ["min_accuracy_warning", "max_error_rate_warning"]
     assert "max_error_rate" in names["severity"]  # the implicit requirement
     assert names["spam"].count("max_error_rate") == 1  # the contract's own, not twice
