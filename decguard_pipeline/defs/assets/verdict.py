@@ -109,9 +109,9 @@ def _scoreboard(entry: ContractEntry) -> dg.AssetsDefinition:
         code_version=code_version(entry),
         deps=[asset_key(entry, VERDICT)],
         kinds={"python", "parquet"},
-        description="Every target of the contract, the newest evaluation first: verdict, "
-        "approval, accuracy, macro-F1, ECE (equal-width and equal-mass), coverage, cost, "
-        "regression against its baseline, and a link to its HTML report.",
+        description="Every target of the contract, the newest evaluation first: its verdict, "
+        "every gate that does not hold (value and threshold), links to its HTML report and "
+        "diff; the numbers (accuracy, ECE, coverage, cost) as a table.",
     )
     def scoreboard(warehouse: WarehouseResource) -> Iterator[dg.MaterializeResult]:
         wh = warehouse.get()
