@@ -43,7 +43,11 @@ def emit_report(
     run); nothing else changes with it."""
     from decguard_pipeline.core.report.golden import CHUNKED_LISTS, result_records
     from decguard_pipeline.core.report.jsonio import print_document, write_document
-    from decguard_pipeline.core.report.render import render_report
+    from decguard_pipeline.core.report.run_text import render_run
+    from decguard_pipeline.core.verdict import decide, run_checks
+
+    # the one verdict of the run: what the text ends with, the page shows and the exit says
+    verdict = decide(run_checks(report, guarded))
 
     if output is not None:
         write_document(
@@ -62,45 +66,23 @@ def emit_report(
                 write_section(output, report.document, name, section, status=status)
     if html is not None:
         from decguard_pipeline.core.report.html import write_report_html
+        from decguard_pipeline.core.report.run_text import extension_gated
 
+        # the page shows the pipeline's verdict when gates of ours judge the run too
+        page_verdict = verdict if extension_gated(report, guarded) else None
         if sidecar is None:
             sidecar = run_sidecar(report, guarded, output)
         source = output.name if output is not None else ""
-        write_report_html(html, report, sidecar, source=source)
+        write_report_html(html, report, sidecar, source=source, verdict=page_verdict)
         click.echo(f"HTML report written to {html}", err=True)
     if fmt == "json":
         print_document(report.document, stream_key="results", items=result_records(report.results))
-    else:
-        click.echo(render_report(report.document))
-        if guarded is not None:
-            click.echo("\n" + guarded.render())
-        if "statistics" in report.extensions:
-            from decguard_pipeline.core.golden.statistics import render_golden_statistics
-
-            click.echo("\n" + render_golden_statistics(report.extensions["statistics"]))
-        if "cache" in report.extensions:
-            from decguard_pipeline.core.cache.summary import render_cache
-            from decguard_pipeline.core.formatting import printable
-
-            # it names the model version a server said
-            click.echo("\n" + printable(render_cache(report.extensions["cache"]), lines=True))
-        if "usage" in report.extensions:
-            from decguard_pipeline.core.usage import render_usage
-
-            click.echo("\n" + render_usage(report.extensions["usage"]))
-        if "calibration" in report.extensions:
-            from decguard_pipeline.core.calibration.render import render_calibration
-
-            click.echo("\n" + render_calibration(report.extensions["calibration"]))
-        if "consistency" in report.extensions:
-            from decguard_pipeline.core.consistency.section import render_consistency
-
-            click.echo("\n" + render_consistency(report.extensions["consistency"]))
+    else:  # DecGuard's layout, our sections, then the verdict over every gate
+        click.echo(render_run(report, verdict, guarded))
     from decguard_pipeline.core.collector import leave_to_exit
-    from decguard_pipeline.runs.golden import command_status
 
     leave_to_exit(report, guarded)  # freed by the operating system, all at once
-    _exit_for(command_status(report, None if guarded is None else guarded.status), fail_on_warn)
+    _exit_for(verdict.status, fail_on_warn)
 
 
 def run_sidecar(report: Any, guarded: Any, output: Path | None) -> dict[str, Any] | None:

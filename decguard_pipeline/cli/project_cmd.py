@@ -162,7 +162,7 @@ def _report(result: Any, wh: Any, home: str, fail_on_gate: bool) -> int:
         click.echo(f"error: {where}: {error}", err=True)
     if errors:
         return EXIT_ERROR
-    failing = [r for r in rows if r["status"] == "fail" or r["regression"].startswith("FAIL")]
+    failing = [r for r in rows if r["verdict"] == "fail"]
     failing += [d for d in days if d["status"] == "fail"]
     return EXIT_GATE_FAILED if fail_on_gate and failing else EXIT_PASS
 
@@ -242,13 +242,16 @@ QUIET_DEV = "ignore:Function `dev_command` is superseded:FutureWarning"
 )
 def ui(port: int, log_level: str) -> None:
     """Open the Dagster UI (webserver and daemon) on workspace.yaml, and serve the warehouse's
-    report files (HTML reports, diffs) read-only on localhost so the UI's links open them."""
+    report files (HTML reports, diffs) read-only on localhost so the UI's links open them. A
+    contract naming the bundled demo LLM server (${DECGUARD_DEMO_LLM_URL}, unset) gets one on
+    a free loopback port while the UI runs, as with `evaluate`."""
     with handled():
         import subprocess
 
         from decguard_pipeline.cli.report_server import serve_reports
         from decguard_pipeline.defs.instance import fail_dead_runs, open_instance
         from decguard_pipeline.defs.report_links import FOLDER, REPORTS_PORT, REPORTS_URL
+        from decguard_pipeline.demo.autostart import demo_server_for
         from decguard_pipeline.steps.contracts import project_root
         from decguard_pipeline.warehouse import Warehouse
 
@@ -266,12 +269,27 @@ def ui(port: int, log_level: str) -> None:
         warnings = ",".join(w for w in (os.environ.get("PYTHONWARNINGS"), QUIET_DEV) if w)
         command = [str(dagster), "dev", "-w", str(workspace), "-p", str(port)]
         command += ["--log-level", log_level]
-        child = subprocess.Popen(command, env={**os.environ, "PYTHONWARNINGS": warnings})
+        # the demo LLM server, as `evaluate` starts it: the code server, the sensor and the
+        # runs the UI launches inherit its address (without it they could not reach it)
+        demo = ExitStack()
+        url = demo.enter_context(demo_server_for(_contracts(), own_process=True))
+        if url is not None:
+            click.echo(f"demo LLM server on {url}/", err=True)
         try:
-            code = child.wait()
-        except KeyboardInterrupt:  # Ctrl-C reached dagster dev too: let it shut down
-            code = child.wait()
+            child = subprocess.Popen(command, env={**os.environ, "PYTHONWARNINGS": warnings})
+            try:
+                code = child.wait()
+            except KeyboardInterrupt:  # Ctrl-C reached dagster dev too: let it shut down
+                code = child.wait()
         finally:
+            demo.close()
             if server is not None:
                 server.shutdown()
         raise SystemExit(code)
+
+
+def _contracts() -> list[Any]:
+    """The contracts the UI shows (a broken one is the UI's to report, not ours)."""
+    from decguard_pipeline.steps.contracts import discover_contracts
+
+    return [e.loaded.contract for e in discover_contracts() if e.loaded is not None]

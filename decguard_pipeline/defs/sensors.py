@@ -21,7 +21,8 @@ INTERVAL_S = int(os.environ.get("DECGUARD_SENSOR_INTERVAL_S", "300"))
 # (killed, or broken before the verdict) after which the sensor stops asking; the nightly
 # schedule still does.
 MAX_FAILED = 3
-TARGET_TAG = "decguard/target"
+# Dagster tags every run of a partition with it: a run of the target carries its key.
+PARTITION_TAG = "dagster/partition"
 # A run not yet started (NOT_STARTED) is not in progress: the daemon launches it when the
 # sensor requests its key again.
 IN_PROGRESS = [
@@ -51,7 +52,7 @@ def in_progress(instance: dg.DagsterInstance, entry: ContractEntry, target: str)
     is gone: the dead_runs sensor marks those failed)."""
     runs = instance.get_runs(
         filters=dg.RunsFilter(
-            job_name=job_name(entry), tags={TARGET_TAG: target}, statuses=IN_PROGRESS
+            job_name=job_name(entry), tags={PARTITION_TAG: target}, statuses=IN_PROGRESS
         )
     )
     return any(not process_gone(dict(run.tags)) for run in runs)
@@ -111,8 +112,7 @@ def model_versions_sensor(
                         job_name=job_name(entry),
                         partition_key=target,
                         run_key=run_key(entry, target, state.failed),
-                        tags={
-                            TARGET_TAG: target,
+                        tags={  # the target is the run's partition tag
                             "decguard/trigger": "sensor",
                             **backend_tags(entry, target),
                         },

@@ -203,17 +203,3 @@ def add_calibration(loaded: LoadedContract, report: Report) -> None:
     section = calibration_extension(report.results, loaded.contract)
     if section is not None:
         report.extensions[SECTION] = section
-
-
-def command_status(report: Report, status: str | None = None) -> str:
-    """What a run exits with: ``status`` (DecGuard's or the guard extension's verdict, the
-    report's own by default) made worse by a failing calibration section or cost gate."""
-    from decguard_pipeline.core.gates import overall_status
-    from decguard_pipeline.core.usage import usage_status
-
-    statuses = [report.status if status is None else status]
-    calibration = report.extensions.get("calibration")
-    if calibration is not None:
-        statuses.append(calibration["status"])
-    statuses += [s for s in [usage_status(report.extensions)] if s is not None]
-    return overall_status([{"status": s} for s in statuses])

@@ -204,9 +204,15 @@ def diff_target(entry: ContractEntry, target: str, step: Step) -> DiffOutcome:
         baseline = load_evaluated(entry, baseline_target, wh)
         outcome.diff = diff_reports(
             as_evaluated(
-                golden_report(entry, baseline_target, wh, evaluated=baseline).report, baseline
+                golden_report(
+                    entry, baseline_target, wh, evaluated=baseline, measures=False
+                ).report,
+                baseline,
             ),
-            as_evaluated(golden_report(entry, target, wh, evaluated=evaluated).report, evaluated),
+            as_evaluated(
+                golden_report(entry, target, wh, evaluated=evaluated, measures=False).report,
+                evaluated,
+            ),
             contract=loaded,
             baseline_path=evaluation_ref(entry.key, baseline_target, baseline.run["run_id"]),
             candidate_path=evaluation_ref(entry.key, target, evaluated.run["run_id"]),

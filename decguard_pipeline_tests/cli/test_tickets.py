@@ -81,12 +81,13 @@ def test_evaluate_shows_four_calibrations_and_their_costs(tmp_path, monkeypatch,
     ran = ours("evaluate")
     assert ran.exit_code == 0, ran.stdout + ran.stderr
     header = ran.stdout.splitlines()[0].split()
-    assert header[:6] == ["contract", "target", "accuracy", "ECE", "coverage", "cost/1k"]
+    assert header[:7] == ["verdict", "contract", "target", "accuracy", "ECE", "coverage",
+                          "cost/1k"]  # fmt: skip
     rows = {}
     for backend in BACKENDS:
         cells = summary_line(ran.stdout, f"tickets   {backend}@").split()
-        rows[backend] = {"ece": float(cells[3]), "coverage": float(cells[4]), "cost": cells[5]}
-    assert [summary_line(ran.stdout, f"{b}@").split()[1] for b in BACKENDS] == [
+        rows[backend] = {"ece": float(cells[4]), "coverage": float(cells[5]), "cost": cells[6]}
+    assert [summary_line(ran.stdout, f"{b}@").split()[2] for b in BACKENDS] == [
         "default@tickets-calibrated-2026-01-15",
         "structured@tickets-onehot-2026-01-15",
         "sampled@tickets-overconfident-2026-01-15",
@@ -115,7 +116,9 @@ def test_evaluate_shows_four_calibrations_and_their_costs(tmp_path, monkeypatch,
     assert DEMO_URL_VARIABLE not in os.environ
 
 
-def test_the_cache_finds_the_demo_servers_answers_on_its_next_port(tmp_path, ours, monkeypatch):
+def test_the_cache_finds_the_demo_servers_answers_on_its_next_port(
+    tmp_path, ours, monkeypatch, started
+):
     """Each command starts the demo server on another free port; the response cache keys it by
     what it is, so the next command replays its answers. A server the variable names is
     keyed by its address: another server, other answers."""
@@ -135,10 +138,12 @@ def test_the_cache_finds_the_demo_servers_answers_on_its_next_port(tmp_path, our
         # the address comes from a declared url_env variable: reports name it redacted
         assert json.loads(report.read_text())["backend"]["details"]["url"] == "[REDACTED]/v1"
         stats.append(json.loads((tmp_path / f"{name}.pipeline.json").read_text())["cache"])
-    assert (stats[0]["asked"], stats[1]["asked"]) == (30, 1)  # then the version probe only
-    assert stats[1]["answers_from_cache"] == 29
+    assert started[0] != started[1]  # two ports
+    # three asks of each case (pipeline.repeats), then the version probe only
+    assert (stats[0]["asked"], stats[1]["asked"]) == (90, 1)
+    assert stats[1]["answers_from_cache"] == 89
     with serve_demo() as other:
         monkeypatch.setenv(DEMO_URL_VARIABLE, other.url)
         ran = ours("test", folder / "decguard.yaml", "--cache", cache, "-o", tmp_path / "c.json")
         assert ran.exit_code == 0, ran.stderr
-    assert json.loads((tmp_path / "c.pipeline.json").read_text())["cache"]["asked"] == 30
+    assert json.loads((tmp_path / "c.pipeline.json").read_text())["cache"]["asked"] == 90

@@ -140,7 +140,8 @@ def test_rows_equal_the_cli_sidecar_and_warnings_do_not_block(tmp_path, ours, re
     assert all(c.partition == TARGET for c in checks.values())
     fnr = checks["max_fnr_warning"]
     assert fnr.description == "adversarial: max_fnr fnr 0.6667 violates <= 0.5 (label attack)"
-    assert fnr.metadata["value"].value == 2 / 3 and fnr.metadata["threshold"].value == 0.5
+    assert fnr.metadata["value"].value == pytest.approx(2 / 3, rel=1e-11)
+    assert fnr.metadata["threshold"].value == 0.5
     assert "accuracy 0.3333 violates >= 0.9" in checks["suite_gates"].description
 
     # the CLI on the same contract: exit 0 (warnings only), sidecar next to -o
@@ -279,12 +280,13 @@ def test_a_failing_extension_requirement_blocks_the_approval(tmp_path, ours):
     assert (verdict["status"], verdict["approved"], verdict["guard_status"]) == (
         "fail", False, "fail"
     )  # fmt: skip
-    assert verdict["failing"] == ["guard min_auroc (adversarial)"]
+    assert verdict["failing"] == ["adversarial.min_auroc"]
     failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
     errors = [(e.check_name, e.description) for e in failed
               if e.severity == dg.AssetCheckSeverity.ERROR]  # fmt: skip
     assert errors == [
-        ("min_auroc", "adversarial: min_auroc auroc 0.4444 violates >= 0.8 (label attack)")
+        ("min_auroc", "adversarial: min_auroc auroc 0.4444 violates >= 0.8 (label attack)"),
+        ("verdict", "FAIL — adversarial.min_auroc"),
     ]
     # the golden gates held: the extension's requirement alone blocked the approval
     golden = [e for e in result.get_asset_check_evaluations()
@@ -395,6 +397,7 @@ def test_the_injection_example_holds_its_requirements(ours):
     ran = ours("test", contract)
     assert ran.exit_code == 0
     assert ran.stdout.rstrip().endswith(
-        "WARN: requirements hold; some warning gates or run flags do not"
+        "Pipeline verdict: WARN — clear.max_confidence_gap, adversarial.max_fnr, "
+        "adversarial.max_confidence_gap, adversarial.min_accuracy"
     )
     assert "Suite adversarial" in ran.stdout

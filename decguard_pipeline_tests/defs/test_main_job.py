@@ -59,7 +59,7 @@ def test_a_bad_contract_is_reported_and_the_others_still_run(tmp_path, monkeypat
     assert "BROKEN   bad: " in ran.stdout and "cases.jsonl: cannot read dataset" in ran.stdout
     assert "error: bad: " in ran.stderr
     row = summary_line(ran.stdout, "default@tiny-v1").split()
-    assert row[:4] == ["tiny", "default@tiny-v1", "0.750", "0.110"]
+    assert row[:5] == ["PASS", "tiny", "default@tiny-v1", "0.750", "0.110"]
 
 
 # -- item 2: a run whose backend failed on every case ------------------------------------------
@@ -73,7 +73,7 @@ def test_backend_failing_every_case_is_an_error_not_the_previous_numbers(
     contract = write_contract(folder, MOCK, ids=lambda i: f"c{i}-status=500")
     first = ours("evaluate", "--fail-on-gate")
     assert first.exit_code == 0, first.stderr
-    assert summary_line(first.stdout, "default@tiny-v1").split()[2:4] == ["0.750", "0.110"]
+    assert summary_line(first.stdout, "default@tiny-v1").split()[3:5] == ["0.750", "0.110"]
 
     # the same target (backend default, model tiny-v1) now behind a server answering HTTP 500
     # to every golden case (the canary, case id "canary", is answered)
@@ -90,7 +90,7 @@ def test_backend_failing_every_case_is_an_error_not_the_previous_numbers(
         message = tested.stderr.strip().removeprefix("error: ")
         assert message.startswith("backend 'default' failed on every case; first error: ")
         assert f"error: tiny/default@tiny-v1: case_results: {message}" in second.stderr
-    assert f"ERROR: case_results: {message}" in line
+    assert line.startswith("ERROR") and f"  case_results: {message}" in line
 
 
 def test_summary_reads_only_the_rows_of_its_own_runs(tmp_path, monkeypatch):
@@ -108,7 +108,7 @@ def test_summary_reads_only_the_rows_of_its_own_runs(tmp_path, monkeypatch):
     with dg.DagsterInstance.ephemeral() as instance:
         result = evaluate_all(defs, entries, instance, place.wh)
     rows, days = summarise(place.wh, result), summarise_production(place.wh, result)
-    assert [(r["accuracy"], r["status"]) for r in rows] == [(0.75, "pass")]
+    assert [(r["accuracy"], r["verdict"]) for r in rows] == [(0.75, "pass")]
     assert [(d["day"], d["status"]) for d in days] == [(DAYS[0], "pass"), (DAYS[1], "fail")]
 
     later = {"run_id": "someone-else"}
@@ -136,6 +136,8 @@ def _newer(row: dict[str, Any], changes: dict[str, Any], **values: Any) -> dict[
         row["value"] = values["metric_value"]
     if "status" in row:
         row["status"] = values["status"]
+    if "accuracy" in row:  # the verdicts row's headline number
+        row["accuracy"] = values.get("metric_value")
     return row
 
 
@@ -171,18 +173,27 @@ def test_generated_instance_monitors_runs_and_ours_is_upgraded(tmp_path, monkeyp
 
 
 def test_process_liveness_of_a_run(tmp_path):
-    from decguard_pipeline.defs.instance import STARTED_TAG, owner_tags, process_gone
+    from decguard_pipeline.defs.instance import PROCESS_TAG, owner_tags, process_gone
 
     mine = owner_tags()
+    assert list(mine) == [PROCESS_TAG]  # one tag: the run's verdict tag stays in sight
     assert not process_gone(mine)
+    pid, _, rest = mine[PROCESS_TAG].partition("@")
+    assert pid == str(os.getpid())
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
-    assert process_gone({**mine, "decguard/pid": str(child.pid)})
-    if STARTED_TAG in mine:  # same pid, other start time: the pid was reused
-        assert process_gone({**mine, STARTED_TAG: str(int(mine[STARTED_TAG]) + 1)})
+    assert process_gone({PROCESS_TAG: f"{child.pid}@{rest}"})
+    if " started " in rest:  # same pid, other start time: the pid was reused
+        host, started = rest.split(" started ")
+        assert process_gone({PROCESS_TAG: f"{pid}@{host} started {int(started) + 1}"})
     # a process of another host cannot be judged from here
-    assert not process_gone({**mine, "decguard/pid": str(child.pid), "decguard/host": "elsewhere"})
+    assert not process_gone({PROCESS_TAG: f"{child.pid}@elsewhere"})
     assert not process_gone({})  # a run not started by `evaluate`
+    assert not process_gone({PROCESS_TAG: "not a process"})
+    # the three tags of older versions are still read
+    host = rest.split(" started ")[0]
+    assert process_gone({"decguard/pid": str(child.pid), "decguard/host": host})
+    assert not process_gone({"decguard/pid": str(os.getpid()), "decguard/host": host})
 
 
 # -- crashes -----------------------------------------------------------------------------------
@@ -209,7 +220,7 @@ def test_kill_mid_request_then_query_and_evaluate_succeed(tmp_path, loopback):
     code, out, err = finish(place.spawn())
     assert code == 0, err
     assert "marked 1 run(s) of a killed evaluation as failed" in err
-    assert summary_line(out, "default@tiny-v1").split()[2:4] == ["0.750", "0.110"]
+    assert summary_line(out, "default@tiny-v1").split()[3:5] == ["0.750", "0.110"]
     assert unfinished(place.runs()) == []
     place.query_every_view()
 
@@ -241,7 +252,7 @@ def test_kill_mid_write_then_the_daemon_and_evaluate_recover(tmp_path):
     code, out, err = finish(place.spawn())
     assert code == 0, err
     assert "marked" not in err  # nothing left to recover after the sensor
-    assert summary_line(out, "default@tiny-v1").split()[2:4] == ["0.750", "0.110"]
+    assert summary_line(out, "default@tiny-v1").split()[3:5] == ["0.750", "0.110"]
     assert unfinished(place.runs()) == []
     place.query_every_view()
 
@@ -376,7 +387,7 @@ def test_four_parallel_evaluations_with_a_reader(tmp_path):
     for code, out, err in results:
         assert code == 0, out + err
         assert "run failed" not in out + err
-        assert summary_line(out, "default@tiny-v1").split()[2:5] == ["0.750", "0.110", "n/a"]
+        assert summary_line(out, "default@tiny-v1").split()[3:6] == ["0.750", "0.110", "n/a"]
         assert summary_line(out, DAYS[0]).split()[2] == "PASS"
         assert summary_line(out, DAYS[1]).split()[2] == "FAIL"  # a verdict, not an error
     # no row lost: every process's rows are there

@@ -249,12 +249,13 @@ def test_failing_property_requirement_blocks_the_approval(refund, tmp_path, ours
     assert (doc["mode"], doc["status"], doc["exit_code"]) == ("all", "fail", 1)
     failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
     assert [(e.check_name, e.severity) for e in failed] == [
-        ("option_order.max_violation_rate", dg.AssetCheckSeverity.ERROR)
+        ("option_order.max_violation_rate", dg.AssetCheckSeverity.ERROR),
+        ("verdict", dg.AssetCheckSeverity.ERROR),
     ]
     assert failed[0].description == (
         "option_order.violation_rate 0.8182 violates <= 0 (per case: max_tv_distance 0.03)"
     )
-    assert failed[0].metadata["value"].value == 27 / 33
+    assert failed[0].metadata["value"].value == pytest.approx(27 / 33, rel=1e-11)
     # the golden gates held, but the target is not approved: it cannot be a later baseline
     known = {k["target"]: k["requirements_passed"] for k in known_targets("refund", wh)}
     assert known == {ORDER_SENSITIVE: False}
@@ -333,7 +334,7 @@ def test_asset_and_checks_called_as_plain_functions(refund, tmp_path):
     assert failed == [("option_order.max_violation_rate", dg.AssetCheckSeverity.ERROR)]
     violation = results["option_order.max_violation_rate"]
     assert violation.metadata["property"].value == "option_order"
-    assert violation.metadata["value"].value == 27 / 33
+    assert violation.metadata["value"].value == pytest.approx(27 / 33, rel=1e-11)
 
 
 def test_warning_property_does_not_block(refund, tmp_path, ours, ref):
@@ -345,7 +346,8 @@ def test_warning_property_does_not_block(refund, tmp_path, ours, ref):
     assert {"refund/report", "refund/approved_target"} <= materialised(result)  # not blocked
     warned = [e for e in result.get_asset_check_evaluations() if not e.passed]
     assert [(e.check_name, e.severity) for e in warned] == [
-        ("option_order.max_violation_rate", dg.AssetCheckSeverity.WARN)
+        ("option_order.max_violation_rate", dg.AssetCheckSeverity.WARN),
+        ("verdict", dg.AssetCheckSeverity.WARN),
     ]
     path, doc = report_of(wh, ORDER_SENSITIVE)
     assert (doc["mode"], doc["status"], doc["exit_code"]) == ("all", "warn", 0)

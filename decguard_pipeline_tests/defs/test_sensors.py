@@ -160,7 +160,7 @@ def test_a_run_that_ended_without_its_verdict_is_asked_again_a_few_times(spam, t
 
     job = sensor.defs.resolve_job_def("evaluate_spam")
     running = sensor.instance.create_run_for_job(
-        job, status=dg.DagsterRunStatus.STARTED, tags={"decguard/target": target}
+        job, status=dg.DagsterRunStatus.STARTED, tags={"dagster/partition": target}
     )
     assert keys() == {}  # being evaluated: not asked twice
     run(target, "killed-1", verdict=False)  # ... and killed after its runs row

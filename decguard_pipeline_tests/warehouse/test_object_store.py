@@ -281,7 +281,7 @@ def test_evaluate_on_s3_and_no_credential_anywhere(s3_server, s3_bucket, tmp_pat
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert f"warehouse {root}" in ran.stdout
     line = next(x for x in ran.stdout.splitlines() if "default@tiny-v1" in x)
-    assert line.split()[2:4] == ["0.750", "0.110"]  # the same numbers as on a local warehouse
+    assert line.split()[3:5] == ["0.750", "0.110"]  # the same numbers as on a local warehouse
     days = {d: next(x for x in ran.stdout.splitlines() if d in x).split()[2:4] for d in DAYS}
     assert days == {DAYS[0]: ["PASS", "1.000"], DAYS[1]: ["FAIL", "0.000"]}
     assert s3_server.keys(s3_bucket, f"wh/production_records/contract=tiny/target={DAYS[1]}/")

@@ -29,8 +29,10 @@ from decguard_pipeline.core.report.html_sections import (
     guard_section,
     labels_section,
 )
+from decguard_pipeline.core.report.html_verdict import judge
 from decguard_pipeline.core.report.render import VERDICTS, model_label, short_hash
 from decguard_pipeline.core.report.sidecar import sidecar_path
+from decguard_pipeline.core.verdict import Verdict
 
 MISMATCH, ERROR, LOW, UNLABELED = 1, 2, 4, 8
 OUTCOMES = ["correct", "mismatch", "error", "unlabeled"]
@@ -54,10 +56,17 @@ MODES = {"test": "golden test", "fuzz": "fuzz (properties)", "all": "test --all"
 
 
 def render_report_html(
-    report: Report, sidecar: dict[str, Any] | None = None, *, source: str = ""
+    report: Report,
+    sidecar: dict[str, Any] | None = None,
+    *,
+    source: str = "",
+    verdict: Verdict | None = None,
+    diff_href: str | None = None,
 ) -> str:
     """The page of ``report``; ``sidecar`` is its ``<report>.pipeline.json`` document (or
-    the same sections built in memory), ``source`` the report file's name for the footer."""
+    the same sections built in memory), ``source`` the report file's name for the footer;
+    ``verdict``: the pipeline's verdict when gates beyond DecGuard's judge the run (the
+    banner's, ``core/report/html_verdict.py``), ``diff_href`` the regression diff's page."""
     doc = report.document
     sidecar = sidecar if isinstance(sidecar, dict) else {}
     contract = doc["contract"]
@@ -69,6 +78,8 @@ def render_report_html(
         facts=_facts(doc),
         source=source,
     )
+    if verdict is not None:
+        judge(page, doc, verdict, diff_href)
     extension = safely("guard", lambda: _extension_verdict(sidecar))
     if extension:
         page.also.append(extension)
@@ -107,10 +118,17 @@ def label_list(labels: list[str]) -> str:
 
 
 def write_report_html(
-    path: str | Path, report: Report, sidecar: dict[str, Any] | None = None, *, source: str = ""
+    path: str | Path,
+    report: Report,
+    sidecar: dict[str, Any] | None = None,
+    *,
+    source: str = "",
+    verdict: Verdict | None = None,
+    diff_href: str | None = None,
 ) -> Path:
     """Render and write the page atomically; ReportError when it cannot be written."""
-    return write_html(path, render_report_html(report, sidecar, source=source))
+    page = render_report_html(report, sidecar, source=source, verdict=verdict, diff_href=diff_href)
+    return write_html(path, page)
 
 
 def read_sidecar(report_path: str | Path, report: Report) -> dict[str, Any] | None:

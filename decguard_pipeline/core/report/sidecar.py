@@ -24,6 +24,16 @@ SIDECAR_VERSION = "0.1"
 SIDECAR_SUFFIX = ".pipeline.json"
 
 
+# what a sidecar document says about itself; every other key is a section
+HEADER = ("sidecar_version", "decguard_version", "created_at", "report", "contract", "status",
+          "exit_code")  # fmt: skip
+
+
+def sections_of(document: dict[str, Any]) -> dict[str, Any]:
+    """The sections of a sidecar document (its header left out)."""
+    return {k: v for k, v in document.items() if k not in HEADER}
+
+
 def sidecar_path(report_path: str | Path) -> Path:
     """``out/report.json`` -> ``out/report.pipeline.json``."""
     path = Path(report_path)

@@ -42,6 +42,7 @@ import dagster as dg
 
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.defs.assets.base import asset_key, code_version
+from decguard_pipeline.defs.assets.verdict import tag_verdict
 from decguard_pipeline.defs.gate_checks import Gate, check_name, check_results
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.metadata import base as md
@@ -143,7 +144,7 @@ def production_job(entry: ContractEntry) -> Any:
         job_name(entry),
         selection=dg.AssetSelection.assets(asset_key(entry, RECORDS), asset_key(entry, CHECK)),
         description=f"Ingest and check one day of production records of {entry.path}.",
-        tags={"decguard/contract": entry.key, "decguard/feature": "production"},
+        tags={"decguard/contract": entry.key},  # few tags: the run's verdict tag shows
     )
 
 
@@ -242,6 +243,7 @@ def _production_day(
             done = _run_step(context, warehouse, work, entry)
             rows = done.rows["production_checks"]
             yield dg.MaterializeResult(asset_key=checked, metadata=check_metadata(done))
+            tag_verdict(context, done.status)  # the day's verdict on its run, as a target's
         yield from _gate_results(context, warehouse, entry, checks, checked, rows)
 
     return production_day
@@ -355,7 +357,8 @@ def production_schedule(entry: ContractEntry, job: Any) -> dg.ScheduleDefinition
         return dg.RunRequest(
             partition_key=day,
             run_key=f"production|{entry.key}|{day}|{tick.isoformat()}",
-            tags={"decguard/day": day, "decguard/trigger": "schedule", "decguard/why": why},
+            # the day is the run's partition tag
+            tags={"decguard/trigger": "schedule", "decguard/why": why},
         )
 
     return daily
