@@ -31,6 +31,7 @@ from decguard_pipeline.defs.metadata.verdict import (
     verdict_metadata,
 )
 from decguard_pipeline.defs.resources import WarehouseResource
+from decguard_pipeline.defs.site_links import contract_link
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.verdict import (
     TargetVerdict,
@@ -90,6 +91,7 @@ def _scoreboard(entry: ContractEntry) -> dg.AssetsDefinition:
         code_version=code_version(entry),
         deps=[asset_key(entry, VERDICT)],
         kinds={"python", "parquet"},
+        metadata=contract_link(entry.key),
         description="Every target of the contract, the newest evaluation first: verdict, "
         "approval, accuracy, macro-F1, ECE (equal-width and equal-mass), coverage, cost, "
         "regression against its baseline, and a link to its HTML report.",
@@ -99,6 +101,7 @@ def _scoreboard(entry: ContractEntry) -> dg.AssetsDefinition:
         # Dagster stores the materialisation before it resumes this generator: the turn
         # orders the stores of concurrent scoreboards as their reads
         with scoreboard_turn(entry.key, wh):
-            yield dg.MaterializeResult(metadata=scoreboard_metadata(latest_verdicts(entry.key, wh)))
+            metadata = scoreboard_metadata(latest_verdicts(entry.key, wh))
+            yield dg.MaterializeResult(metadata={**metadata, **contract_link(entry.key)})
 
     return scoreboard
