@@ -43,6 +43,7 @@ class SiteData(AbstractContextManager["SiteData"]):
     def __init__(self, warehouse: Warehouse) -> None:
         self.warehouse = warehouse
         self.con = retrying(warehouse.connect)
+        self._checks: dict[str, dict[str, list[dict[str, Any]]]] = {}
 
     def __exit__(self, *exc: object) -> None:
         self.con.close()
@@ -96,16 +97,22 @@ class SiteData(AbstractContextManager["SiteData"]):
 
     def checks(self, contract: str, target: str) -> list[dict[str, Any]]:
         """Every check of a target's newest evaluation (golden, properties, guard,
-        regression, cost, calibration), as ``latest_all_checks`` has them."""
-        return self.rows(
-            """
-            SELECT source, gate, suite, level, metric, comparison, threshold, value, status,
-                   message, baseline_target, mode, p_value, ci_low, ci_high
-            FROM latest_all_checks
-            WHERE contract = ? AND target = ? AND source <> 'production'
-            """,
-            [contract, target],
-        )
+        regression, cost, calibration), as ``latest_all_checks`` has them; read once per
+        contract (the union of every check table is the slowest view)."""
+        if contract not in self._checks:
+            by_target: dict[str, list[dict[str, Any]]] = {}
+            for row in self.rows(
+                """
+                SELECT target, source, gate, suite, level, metric, comparison, threshold, value,
+                       status, message, baseline_target, mode, p_value, ci_low, ci_high
+                FROM latest_all_checks
+                WHERE contract = ? AND source <> 'production'
+                """,
+                [contract],
+            ):
+                by_target.setdefault(row.pop("target"), []).append(row)
+            self._checks[contract] = by_target
+        return [dict(r) for r in self._checks[contract].get(target, [])]
 
     def history(self, contract: str) -> list[dict[str, Any]]:
         """Every evaluation's headline metrics (all history): one row per target, run and
