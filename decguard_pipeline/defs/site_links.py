@@ -39,5 +39,18 @@ def version_link(contract: str, target: str) -> dict[str, Any]:
     return site_link(paths.version_page(contract, target))
 
 
+def compare_link(contract: str, candidate: str, baseline: str) -> dict[str, Any]:
+    return site_link(paths.compare_page(contract, candidate, baseline))
+
+
+def part_link(contract: str, target: str, part: str, result: Any) -> dict[str, Any]:
+    """A per-target asset's page: the comparison with its baseline for ``regression_diff``
+    (when it had one), else the version's page."""
+    baseline = getattr(result, "baseline_target", None) if part == "regression_diff" else None
+    if isinstance(baseline, str):
+        return compare_link(contract, target, baseline)
+    return version_link(contract, target)
+
+
 def day_link(contract: str, day: str) -> dict[str, Any]:
     return site_link(paths.day_page(contract, day))

@@ -262,7 +262,7 @@ class Site:
             "unevaluated": [r["target"] for r in m["registered"] if r["target"] not in evaluated],
         }
         if newest is not None:
-            row["reasons"] = self.failing(self.data.checks(key, newest["target"]))
+            row["reasons"] = self.why_not(key, newest)
             row["compare_path"] = m["compare"].get(newest["target"])
             row["no_compare"] = (
                 "no baseline: the first approved version of its kind"
@@ -274,9 +274,21 @@ class Site:
 
     @staticmethod
     def failing(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The checks that do not hold, failing ones first, named as the verdict names them."""
         order = {"fail": 0, "warn": 1}
         bad = [c for c in checks if c["status"] in order]
-        return sorted(bad, key=lambda c: (order[c["status"]], c["source"], c["gate"]))
+        return sorted(bad, key=lambda c: (order[c["status"]], c["name"]))
+
+    def why_not(self, key: str, v: dict[str, Any]) -> list[dict[str, Any]]:
+        """The verdict's gates that do not hold: as the ``verdicts`` row lists them (with
+        value and threshold), else from the target's newest checks."""
+        gates = v.get("gates")
+        if gates is not None:
+            return list(gates)
+        return self.failing(self.checks(key, v["target"]))
+
+    def checks(self, key: str, target: str) -> list[dict[str, Any]]:
+        return [{**c, "name": gate_name(c)} for c in self.data.checks(key, target)]
 
     # -- one contract -------------------------------------------------------------------------
 
@@ -510,9 +522,9 @@ class Site:
     ) -> None:
         key, target, run = m["key"], v["target"], v["evaluation_run_id"]
         crumbs = [("contracts", paths.INDEX), (key, paths.contract_page(key))]
-        checks = self.data.checks(key, target)
+        checks = self.checks(key, target)
         order = {"fail": 0, "warn": 1, "pass": 2}
-        checks.sort(key=lambda c: (order.get(c["status"], 3), c["source"], c["gate"]))
+        checks.sort(key=lambda c: (order.get(c["status"], 3), c["name"]))
         cases = self.data.cases(key, target)
         labeled = [c for c in cases if c["correct"] is not None and c["confidence"] is not None]
         m["honesty"][target] = honesty(
@@ -552,7 +564,7 @@ class Site:
             crumbs,
             c=m,
             v=v,
-            failing=self.failing(checks),
+            failing=self.why_not(key, v),
             checks=checks,
             compare_path=v.get("compare_path"),
             regression=v["regression"],
@@ -799,6 +811,18 @@ class Site:
             for name in ("prompt_tokens", "completion_tokens", "cost_per_run")
         }
         self.page("usage.html", paths.USAGE, [("contracts", paths.INDEX)], rows=rows, totals=totals)
+
+
+def gate_name(check: dict[str, Any]) -> str:
+    """``<suite>.<gate>``: where a gate was measured, then its name (docs/warehouse.md,
+    ``verdicts``): the golden run's source (``golden``, ``cost``, ``calibration``), the
+    property (its gate names carry it already), the guard suite, or ``regression``."""
+    source, gate, suite = check["source"], check["gate"], check.get("suite")
+    if source == "properties":
+        return str(gate)
+    if source in ("guard", "decguard") and suite:
+        return f"{suite}.{gate}"
+    return f"{source}.{gate}"
 
 
 def _fixed(value: Any) -> str:

@@ -81,7 +81,7 @@ def test_four_questions_one_click_each_from_the_index(examples, served, chromium
     assert page.locator(".verdict .word").inner_text() == "FAIL"
     assert page.locator(".verdict h1").inner_text() == newest
     why = page.locator(".verdict .why").inner_text()
-    for check in failing:
+    for check in failing:  # golden and regression gates: named <suite>.<gate>
         assert f"{check['source']}.{check['gate']}" in why
     gates = page.locator("table.checks tbody tr.row-fail td.gate").all_inner_texts()
     assert sorted(gates) == sorted(f"{c['source']}.{c['gate']}" for c in failing)
