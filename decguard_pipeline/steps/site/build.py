@@ -673,6 +673,7 @@ class Site:
             "top": top,
             "request": None if request is None else request["text"],
             "request_kind": None if request is None else request["kind"],
+            "prompt": None if request is None else request["prompt"],
             "answer": answer,
             "metadata": None if metadata in (None, "{}") else metadata,
         }

@@ -50,7 +50,22 @@ def request_builder(entry: ContractEntry | None, target: str) -> tuple[Rebuild |
         if not isinstance(call, Call):
             return None
         path = call.url.split("://", 1)[-1].split("/", 1)[-1].split("?", 1)[0]
-        body = orjson.dumps(scrub(call.payload), option=orjson.OPT_INDENT_2).decode()
-        return {"kind": f"POST /{scrub_text(path)}", "text": body}
+        payload = scrub(call.payload)
+        body = orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode()
+        return {"kind": f"POST /{scrub_text(path)}", "text": body, "prompt": prompt_of(payload)}
 
     return rebuild, ""
+
+
+def prompt_of(payload: dict[str, Any]) -> str | None:
+    """The text the model reads: the chat messages (``role: content``), or the completion
+    prompt(s), as plain text."""
+    messages = payload.get("messages")
+    if isinstance(messages, list):
+        return "\n\n".join(
+            f"[{m.get('role')}]\n{m.get('content')}" for m in messages if isinstance(m, dict)
+        )
+    prompt = payload.get("prompt")
+    if isinstance(prompt, list):
+        return "\n---\n".join(str(p) for p in prompt)
+    return prompt if isinstance(prompt, str) else None

@@ -81,3 +81,46 @@ def test_site_build_without_a_warehouse_exits_2(tmp_path, ours):
     ran = ours("site", "build", str(tmp_path / "site"), "--warehouse", str(tmp_path / "none"))
     assert ran.exit_code == 2
     assert "no warehouse at" in ran.stderr and not (tmp_path / "site").exists()
+
+
+LLM_CONTRACT = """\
+schema_version: "0.1"
+decision:
+  name: route
+  type: choice
+  description: Which team?
+  options: [billing, technical]
+backend:
+  provider: openai
+  model: gpt-test
+  base_url: http://127.0.0.1:9/v1
+  api_key_env: SITE_TEST_KEY
+dataset: cases.jsonl
+requirements:
+  min_accuracy: 0.5
+"""
+
+
+def test_an_llm_case_shows_its_request_with_secrets_redacted(tmp_path, monkeypatch):
+    from decguard_pipeline.core.secrets import forget_secrets
+    from decguard_pipeline.steps.contracts import discover_contracts
+    from decguard_pipeline.steps.site.transcripts import request_builder
+
+    monkeypatch.setenv("SITE_TEST_KEY", "sk-site-test-secret")
+    folder = tmp_path / "route"
+    folder.mkdir()
+    (folder / "decguard.yaml").write_text(LLM_CONTRACT)
+    (folder / "cases.jsonl").write_text('{"id": "c1", "input": "hi", "expected": "billing"}\n')
+    (entry,) = discover_contracts(str(folder / "decguard.yaml"))
+    try:
+        rebuild, why = request_builder(entry, "default@gpt-test")
+        assert why == "" and rebuild is not None
+        shown = rebuild("c1", '"my key is sk-site-test-secret, route me"')
+        assert shown["kind"] == "POST /v1/chat/completions"
+        assert "route me" in shown["prompt"] and "A) billing" in shown["prompt"]
+        assert "sk-site-test-secret" not in shown["text"] + shown["prompt"]
+        assert "[REDACTED]" in shown["prompt"]
+    finally:
+        forget_secrets()
+    mock, why = request_builder(None, "default@x")
+    assert mock is None and "not found" in why
