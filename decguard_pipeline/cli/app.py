@@ -269,6 +269,7 @@ def _register_commands() -> None:
         project_cmd,
         replay_cmd,
         run_cmd,
+        site_cmd,
         warehouse_cmd,
     )
 

@@ -241,18 +241,24 @@ QUIET_DEV = "ignore:Function `dev_command` is superseded:FutureWarning"
     help="What the webserver and daemon print.",
 )
 def ui(port: int, log_level: str) -> None:
-    """Open the Dagster UI (webserver and daemon) on workspace.yaml, and serve the warehouse's
-    report files (HTML reports, diffs) read-only on localhost so the UI's links open them. A
-    contract naming the bundled demo LLM server (${DECGUARD_DEMO_LLM_URL}, unset) gets one on
-    a free loopback port while the UI runs, as with `evaluate`."""
+    """Open the Dagster UI (webserver and daemon) on workspace.yaml, serve the warehouse's
+    report files (HTML reports, diffs) read-only on localhost so the UI's links open them, and
+    serve the evaluation site (built from the warehouse, rebuilt when it changes). A contract
+    naming the bundled demo LLM server (${DECGUARD_DEMO_LLM_URL}, unset) gets one on a free
+    loopback port while the UI runs, as with `evaluate`."""
     with handled():
+        import shutil
         import subprocess
+        import tempfile
 
         from decguard_pipeline.cli.report_server import serve_reports
+        from decguard_pipeline.cli.site_server import serve_site
         from decguard_pipeline.defs.instance import fail_dead_runs, open_instance
         from decguard_pipeline.defs.report_links import FOLDER, REPORTS_PORT, REPORTS_URL
+        from decguard_pipeline.defs.site_links import SITE_PORT, SITE_URL
         from decguard_pipeline.demo.autostart import demo_server_for
         from decguard_pipeline.steps.contracts import project_root
+        from decguard_pipeline.steps.site.live import LiveSite
         from decguard_pipeline.warehouse import Warehouse
 
         with open_instance() as instance:  # runs of a killed `evaluate` must not fill the queue
@@ -264,6 +270,14 @@ def ui(port: int, log_level: str) -> None:
                 click.echo(f"report files on http://localhost:{REPORTS_PORT}/", err=True)
             except OSError as exc:
                 click.echo(f"report files not served (port {REPORTS_PORT}: {exc})", err=True)
+        site, site_folder = None, None
+        if SITE_URL not in os.environ:  # else the deployment serves a built site itself
+            site_folder = Path(tempfile.mkdtemp(prefix="decguard-site-"))
+            try:
+                site = serve_site(LiveSite(Warehouse(), site_folder), SITE_PORT)
+                click.echo(f"evaluation site on http://localhost:{SITE_PORT}/", err=True)
+            except OSError as exc:
+                click.echo(f"evaluation site not served (port {SITE_PORT}: {exc})", err=True)
         workspace = project_root() / "workspace.yaml"
         dagster = Path(sys.executable).with_name("dagster")
         warnings = ",".join(w for w in (os.environ.get("PYTHONWARNINGS"), QUIET_DEV) if w)
@@ -285,6 +299,10 @@ def ui(port: int, log_level: str) -> None:
             demo.close()
             if server is not None:
                 server.shutdown()
+            if site is not None:
+                site.shutdown()
+            if site_folder is not None:
+                shutil.rmtree(site_folder, ignore_errors=True)
         raise SystemExit(code)
 
 

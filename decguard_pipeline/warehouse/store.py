@@ -350,6 +350,11 @@ class Warehouse(Catalog):
                 out[unquote(directory.name.removeprefix("target="))] = files
         return out
 
+    def stamp(self, tables: tuple[str, ...]) -> tuple[str, ...]:
+        """The names of every published file of ``tables``: it changes whenever one of them
+        gets a write (or a compaction), so a reader can tell it has nothing new to read."""
+        return tuple(sorted(str(p) for table in tables for p in self._published_paths(table)))
+
     def _published_paths(self, table: str) -> list[Location]:
         """Every published file of a table (its seed files included), counted or not."""
         return [

@@ -48,6 +48,7 @@ from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.metadata import base as md
 from decguard_pipeline.defs.metadata.production import check_metadata, records_metadata
 from decguard_pipeline.defs.resources import WarehouseResource
+from decguard_pipeline.defs.site_links import contract_link, day_link
 from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.production import baseline, check, ingest, schedule, sources
@@ -179,7 +180,11 @@ def _production_day(
         deps: list[Any] = [dg.AssetDep(records, partition_mapping=mapping)]
     else:
         deps = [records]
-    common = {"group_name": entry.key, "code_version": code_version(entry)}
+    common = {
+        "group_name": entry.key,
+        "code_version": code_version(entry),
+        "metadata": contract_link(entry.key),
+    }
     specs = [
         dg.AssetSpec(
             records, **common, deps=[asset_key(entry, "contract")], kinds={"python", "parquet"},
@@ -234,7 +239,10 @@ def _production_day(
             ingested = _run_step(context, warehouse, ingest.ingest_day, entry)
             yield dg.MaterializeResult(
                 asset_key=records,
-                metadata=records_metadata(ingested),
+                metadata={
+                    **records_metadata(ingested),
+                    **day_link(entry.key, context.partition_key),
+                },
                 data_version=dg.DataVersion(ingested.hash),
             )
         rows = None
@@ -242,7 +250,8 @@ def _production_day(
             work = functools.partial(check.check_day, ingested=ingested)
             done = _run_step(context, warehouse, work, entry)
             rows = done.rows["production_checks"]
-            yield dg.MaterializeResult(asset_key=checked, metadata=check_metadata(done))
+            metadata = {**check_metadata(done), **day_link(entry.key, context.partition_key)}
+            yield dg.MaterializeResult(asset_key=checked, metadata=metadata)
             tag_verdict(context, done.status)  # the day's verdict on its run, as a target's
         yield from _gate_results(context, warehouse, entry, checks, checked, rows)
 

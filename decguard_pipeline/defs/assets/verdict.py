@@ -34,6 +34,7 @@ from decguard_pipeline.defs.metadata.verdict import (
     verdict_metadata,
 )
 from decguard_pipeline.defs.resources import WarehouseResource
+from decguard_pipeline.defs.site_links import contract_link
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.verdict import (
     TargetVerdict,
@@ -109,15 +110,17 @@ def _scoreboard(entry: ContractEntry) -> dg.AssetsDefinition:
         code_version=code_version(entry),
         deps=[asset_key(entry, VERDICT)],
         kinds={"python", "parquet"},
+        metadata=contract_link(entry.key),
         description="Every target of the contract, the newest evaluation first: its verdict, "
-        "every gate that does not hold (value and threshold), links to its HTML report and "
-        "diff; the numbers (accuracy, ECE, coverage, cost) as a table.",
+        "every gate that does not hold (value and threshold), links to its HTML report, diff "
+        "and site page; the numbers (accuracy, ECE, coverage, cost) as a table.",
     )
     def scoreboard(warehouse: WarehouseResource) -> Iterator[dg.MaterializeResult]:
         wh = warehouse.get()
         # Dagster stores the materialisation before it resumes this generator: the turn
         # orders the stores of concurrent scoreboards as their reads
         with scoreboard_turn(entry.key, wh):
-            yield dg.MaterializeResult(metadata=scoreboard_metadata(latest_verdicts(entry.key, wh)))
+            metadata = scoreboard_metadata(latest_verdicts(entry.key, wh))
+            yield dg.MaterializeResult(metadata={**metadata, **contract_link(entry.key)})
 
     return scoreboard
