@@ -70,6 +70,12 @@ CATALOG: tuple[MetricInfo, ...] = (
        "chance a positive outscores a negative, ties counting half"),
     _p("auprc", "guard.labels.<label>", "average precision from the raw scores: precision at "
        "each distinct score weighted by the recall it adds"),
+    _p("threshold table", "thresholds.labels.<label>.grid", "per threshold of "
+       "guard.threshold_grid: tp fp tn fn, precision, recall, f1, fpr, fnr as above"),
+    _p("target_recall", "thresholds.labels.<label>.target_recall", "the highest score "
+       "threshold whose recall >= guard.target_recall, with its row"),
+    _p("target_fpr", "thresholds.labels.<label>.target_fpr", "the lowest score threshold "
+       "whose FPR <= guard.target_fpr, with its row"),
     _p("mean_confidence", "calibration", "mean top-label confidence over labeled decided cases"),
     _p("confidence_gap", "calibration", "mean confidence - accuracy; over-confident above "
        "+gap_tolerance, under-confident below -gap_tolerance"),
