@@ -210,6 +210,8 @@ def materialisation_metadata(measured: GuardMeasured) -> dict[str, Any]:
         for kind, path in measured.guarded.images[index].items():
             meta[f"{kind}_png{suffix}"] = dg.MetadataValue.path(str(path))
     meta["sidecar"] = dg.MetadataValue.path(str(measured.sidecar))
+    if measured.run_dir is not None:
+        meta["geh_run_dir"] = dg.MetadataValue.path(measured.run_dir)
     meta["dagster/row_count"] = len(measured.rows["guard_metrics"])
     return meta
 
