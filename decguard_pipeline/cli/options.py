@@ -83,6 +83,14 @@ def html_option(f: F) -> F:
     )(f)  # fmt: skip
 
 
+def run_dir_option(f: F) -> F:
+    return click.option(
+        "--run-dir", "run_dir", type=PathArg, default=None, metavar="DIR",
+        help="Also write a Guard Eval Harness run directory (datasets/<suite>/metrics.json, "
+        "summary.json, manifest.json) for the contract's guarded label.",
+    )(f)  # fmt: skip
+
+
 def format_option(f: F) -> F:
     return click.option(
         "--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text",

@@ -282,7 +282,7 @@ def test_list_metrics_names_every_gated_metric(ours):
     gated -= {"abs_confidence_gap"}  # |confidence_gap|, listed under confidence_gap
     assert gated <= names, gated - names
     listed = json.loads(ours("list", "metrics", "-f", "json").stdout)
-    assert {m["source"] for m in listed} == {"decguard", "pipeline"}
+    assert {m["source"] for m in listed} == {"decguard", "pipeline", "geh"}
     docs = (ROOT / "docs" / "metrics.md").read_text()
     missing = [m["name"] for m in listed if m["name"].split(" (")[0] not in docs]
     assert not missing

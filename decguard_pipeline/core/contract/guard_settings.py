@@ -16,6 +16,7 @@ from decguard_pipeline.core.errors import ContractError
 from decguard_pipeline.core.validation import Strict
 
 DEFAULT_SWEEP = tuple(i / 20 for i in range(21))  # 0, 0.05, ..., 1
+DEFAULT_THRESHOLD_GRID = tuple(i / 10 for i in range(1, 10))  # 0.1, 0.2, ..., 0.9
 
 
 def _numbers_to_text(value: Any) -> Any:
@@ -31,6 +32,11 @@ class GuardSettings(Strict):
     threshold: Probability = 0.5
     # default: the positive (first) label of a noul decision, every label otherwise
     labels: tuple[str, ...] | None = Field(default=None, min_length=1)
+    # the threshold table: the guard's numbers at each of these thresholds
+    threshold_grid: tuple[Probability, ...] = Field(default=DEFAULT_THRESHOLD_GRID, min_length=1)
+    # and the operating point that meets each target given (core/guard/thresholds.py)
+    target_recall: Probability | None = None
+    target_fpr: Probability | None = None
 
     _text = field_validator("labels", mode="before")(_numbers_to_text)
 
@@ -40,6 +46,13 @@ class GuardSettings(Strict):
         if value is not None and len(set(value)) != len(value):
             raise ValueError("labels must be unique")
         return value
+
+    @field_validator("threshold_grid")
+    @classmethod
+    def _ascending(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError("thresholds must be unique")
+        return tuple(sorted(value))
 
 
 class CalibrationSettings(Strict):

@@ -293,9 +293,47 @@ def guard_section(sidecar: dict[str, Any]) -> Html:
         return el(
             "div",
             el("div", table(head, rows), class_="tablewrap"),
+            threshold_tables(sidecar["evaluations"]),
             el("h3", "Extension gates"),
             checks_table(gates),
         )
 
     out = safely("guard", build)
     return out if isinstance(out, Html) else el("p", "")
+
+
+TARGETS = {"target_recall": "recall ≥", "target_fpr": "FPR ≤"}
+
+
+def threshold_tables(evaluations: list[dict[str, Any]]) -> list[Html]:
+    """Per suite and guarded label: the guard's numbers at each threshold of the grid, then
+    the threshold meeting each target (sidecars written before the table have none)."""
+    head = header(
+        ("threshold",), ("TP", "FP", "TN", "FN", "precision", "recall", "F1", "FPR", "FNR")
+    )
+    out = []
+    for e in evaluations:
+        section = e["metrics"].get("thresholds")
+        if section is None:
+            continue
+        for label, t in section["labels"].items():
+            rows = [_threshold_row(repr(r["threshold"]), r) for r in t["grid"]]
+            for key, relation in TARGETS.items():
+                point = t[key]
+                if point is None:
+                    continue
+                name = f"{relation} {sig(point['target'])}: "
+                if point["threshold"] is None:
+                    rows.append(el("tr", el("th", name + "none"), el("td", point["reason"],
+                                                                    colspan="9")))  # fmt: skip
+                else:
+                    # the threshold whole: a rounded one may not meet the target
+                    rows.append(_threshold_row(name + repr(point["threshold"]), point))
+            title = f"Thresholds · {e.get('suite') or 'main'} · {label}"
+            out += [el("h3", title), el("div", table(head, rows), class_="tablewrap")]
+    return out
+
+
+def _threshold_row(first: str, row: dict[str, Any]) -> Html:
+    cells = ("tp", "fp", "tn", "fn", "precision", "recall", "f1", "fpr", "fnr")
+    return el("tr", el("th", first), [el("td", sig(row[c]), class_="num") for c in cells])
