@@ -32,6 +32,7 @@ from decguard_pipeline.core.report.html import write_report_html
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.report.sidecar import write_section
 from decguard_pipeline.core.report.verify import load_report
+from decguard_pipeline.core.results import served_version
 from decguard_pipeline.core.usage import USAGE, usage_extension
 from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
@@ -58,7 +59,6 @@ from decguard_pipeline.warehouse.rows.golden import (
     report_row,
     run_base,
     run_row,
-    served_version,
     usage_rows,
 )
 from decguard_pipeline.warehouse.store import now
