@@ -81,8 +81,9 @@ def continuation_scores(
     body: Any, prompts: Sequence[str], context_chars: int, normalize: str
 ) -> list[float]:
     """One score per prompt: the sum (or per-token mean) of the log-probabilities of the
-    tokens that start inside the option's span ``[context_chars, len(prompt))``. A token
-    starting before belongs to the context; one at or after the end was generated."""
+    tokens that start inside the option's span ``[context_chars, len(prompt))`` (in the
+    server's count of characters: :func:`offset_shift`). A token starting before belongs to
+    the context; one at or after the end was generated."""
     choices = body.get("choices") if isinstance(body, dict) else None
     if not isinstance(choices, list) or len(choices) != len(prompts):
         got = len(choices) if isinstance(choices, list) else 0
@@ -97,10 +98,36 @@ def continuation_scores(
         if i in by_index:
             raise InvalidResponse(f"choice index {i} answered twice")
         by_index[i] = choice
-    return [
-        _option_score(by_index[i], context_chars, len(prompt), normalize)
-        for i, prompt in enumerate(prompts)
-    ]
+    scores = []
+    for i, prompt in enumerate(prompts):
+        shift = offset_shift(by_index[i], prompt)
+        scores.append(
+            _option_score(by_index[i], context_chars + shift, len(prompt) + shift, normalize)
+        )
+    return scores
+
+
+# characters a tokenizer may put before the text it echoes: SentencePiece's dummy prefix
+# (llama-cpp-python echoes "Route …" as tokens " Route", … and counts text_offset in them)
+MAX_PREFIX_CHARS = 3
+
+
+def offset_shift(choice: Any, prompt: str) -> int:
+    """How far the choice's ``text_offset`` counts ahead of ``prompt``'s characters: 0 when
+    its tokens spell the prompt from their start; ``k`` when they spell it after ``k``
+    characters the tokenizer added (SentencePiece's leading space), so that the option's
+    span is looked for where the server counted it."""
+    logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
+    tokens = logprobs.get("tokens") if isinstance(logprobs, dict) else None
+    if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+        return 0
+    spelled = "".join(tokens)
+    if spelled.startswith(prompt):
+        return 0
+    for k in range(1, MAX_PREFIX_CHARS + 1):
+        if spelled[k:].startswith(prompt):
+            return k
+    return 0
 
 
 def _option_score(choice: dict[str, Any], start: int, end: int, normalize: str) -> float:

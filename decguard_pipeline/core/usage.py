@@ -180,6 +180,8 @@ def render_usage(section: dict[str, Any]) -> str:
             f" waited, {_count(stats.get('retry_after_honoured', 0))} as the server asked) · "
             f"{_count(stats.get('paced', 0))} paced ({stats.get('paced_wait_s', 0.0):.1f} s)"
         )
+    for note in stats.get("fallbacks") or ():  # what the server made the provider fall back to
+        lines.append(f"  Fallback     {note}")
     for check in section.get("checks", []):
         level = " (warning)" if check["level"] == "warning" else ""
         status, gate = check["status"].upper(), check["gate"]

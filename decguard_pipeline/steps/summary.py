@@ -1,6 +1,8 @@
 """The summary table the main job prints: per contract and target, the headline metrics, the
 gates of the evaluation itself (golden, properties, guard) and the regression diff against the
-chosen baseline; then one line per contract and production day checked."""
+chosen baseline; a note per thing a target's backend said beyond its numbers (a fallback it
+took, a model version that is only the name asked for); then one line per contract and
+production day checked."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 from typing import Any
 
 from decguard_pipeline.core.cache.summary import answers_cell
+from decguard_pipeline.core.engine_notes import engine_notes
 from decguard_pipeline.core.formatting import num
 from decguard_pipeline.warehouse import Warehouse
 
@@ -70,10 +73,12 @@ def summarise(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
             warned=_names(checks, "warn"),
         )
         row["status"] = _status(row["failed"], row["warned"])
-        cache = _cache_section(warehouse, outcome)
+        run = _run_row(warehouse, outcome)
+        cache = _cache_section(run)
         if cache is not None:  # the response cache was on: where the answers came from
             row["answers"] = answers_cell(cache)
             row["cache_warnings"] = cache.get("warnings") or []
+        row["notes"] = _notes(run)
         diff = warehouse.read_run("diffs", *_at(outcome))
         regression = _checks(warehouse, "regression_checks", *_at(outcome))
         if diff is None or diff.num_rows == 0:
@@ -92,16 +97,30 @@ def summarise(warehouse: Warehouse, result: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def _run_row(warehouse: Warehouse, outcome: Any) -> dict[str, Any]:
+    """The evaluation's ``runs`` row (empty when it wrote none)."""
+    runs = warehouse.read_run("runs", *_at(outcome))
+    return {} if runs is None or runs.num_rows == 0 else runs.to_pylist()[-1]
+
+
+def _notes(run: dict[str, Any]) -> list[str]:
+    """What the run's backend said beyond its numbers (fallbacks, a version that is only
+    the name asked for), from its ``runs`` row."""
+    raw = run.get("backend_details_json")
+    try:
+        details = json.loads(raw) if raw else None
+    except ValueError:
+        return []
+    return engine_notes(details)
+
+
 def _at(outcome: Any) -> tuple[str, str, str]:
     return outcome.contract, outcome.target, outcome.run_id
 
 
-def _cache_section(warehouse: Warehouse, outcome: Any) -> dict[str, Any] | None:
+def _cache_section(run: dict[str, Any]) -> dict[str, Any] | None:
     """The response cache's section of the evaluation this run made (None: cache off)."""
-    runs = warehouse.read_run("runs", *_at(outcome))
-    if runs is None or "cache_json" not in runs.column_names:
-        return None
-    text = runs.column("cache_json").to_pylist()[-1]
+    text = run.get("cache_json")
     return None if text is None else json.loads(text)
 
 
@@ -143,6 +162,9 @@ def render_summary(rows: list[dict[str, Any]], result: Any) -> str:
             head + f"{num(r['accuracy']):<8}  {num(r['ece']):<5}  {num(r['coverage']):<8}  "
             f"{cost}{unanimous}{answers}{_gates(r):<{gwidth}}  {r['regression']}"
         )
+    for r in rows:
+        for note in r.get("notes") or ():
+            lines.append(f"note     {r['contract']}/{r['target']}: {note}")
     for contract, backend, why in result.skipped:
         lines.append(f"skipped  {contract}/{backend}: {why}")
     for contract, error in result.broken:
