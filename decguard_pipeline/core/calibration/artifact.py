@@ -196,12 +196,17 @@ def check_target(
             f" {fitted.name!r}'s answers"
         )
     versions = set(model_versions)
-    other = sorted(str(v) for v in versions if v != fitted.model_version)
+    other = sorted(str(v) for v in versions if v is not None and v != fitted.model_version)
     if other:
         raise CalibratorError(
             f"{where} cannot calibrate model version {', '.join(other)}: a calibrator is"
             f" fitted on one model version's answers; fit one for this version with"
             f" `decguard-pipeline calibrate`"
+        )
+    if None in versions and fitted.model_version is not None:
+        raise CalibratorError(
+            f"{where} cannot calibrate answers without a model version: nothing says they"
+            f" are {fitted.model_version}'s"
         )
     if fitted.model_version is None and model != fitted.model:
         raise CalibratorError(

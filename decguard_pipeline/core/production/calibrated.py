@@ -57,12 +57,12 @@ def _checked(records: Iterable[dict[str, Any]], calibrator: LoadedCalibrator, la
     where = f"{calibrator.path}: calibrator for {calibrator.target}"
     if other_backend:
         named = ", ".join(f"{k} ({v} records)" for k, v in sorted(other_backend.items()))
-        raise CalibratorError(f"{where} cannot calibrate records of backend {named}")
+        raise CalibratorError(f"{where} cannot calibrate backend {named}")
     if other_version:
         named = ", ".join(f"{k} ({v} records)" for k, v in sorted(other_version.items()))
         raise CalibratorError(
-            f"{where} cannot calibrate records of model version {named}: a calibrator is"
-            " fitted on one model version's answers"
+            f"{where} cannot calibrate model version {named}: a calibrator is fitted on one"
+            " model version's answers"
         )
     k = len(labels)
     return (
