@@ -61,11 +61,11 @@ def emit_report(
             for name, section in report.extensions.items():
                 status = section["status"] if name == "calibration" else None  # its gates
                 write_section(output, report.document, name, section, status=status)
-        if report.products:  # a fitted calibrator: <stem>.calibrator.json next to the report
+        if report.products:  # a fitted calibrator and its sweep's picture next to the report
             from decguard_pipeline.runs.calibrator import write_products
 
             for path in write_products(report, output):
-                click.echo(f"calibrator written to {path}", err=True)
+                click.echo(f"calibrator results written to {path}", err=True)
     if html is not None:
         from decguard_pipeline.core.report.html import write_report_html
 

@@ -57,7 +57,7 @@ def calibrate_command(
         from decguard_pipeline.core.contract import load_contract
         from decguard_pipeline.core.report.jsonio import print_document
         from decguard_pipeline.demo.autostart import demo_server_for
-        from decguard_pipeline.runs.calibrator import DOCUMENT, write_calibrator
+        from decguard_pipeline.runs.calibrator import DOCUMENT, write_calibrator, write_picture
         from decguard_pipeline.runs.golden import run_test
 
         options = None
@@ -83,6 +83,8 @@ def calibrate_command(
         if output is not None:
             write_calibrator(output, report.products[DOCUMENT])
             click.echo(f"calibrator written to {output}", err=True)
+            picture = write_picture(section, output.with_name(f"{output.stem}.escalation.png"))
+            click.echo(f"escalation sweep drawn in {picture}", err=True)
         if fmt == "json":
             print_document(section)
         else:

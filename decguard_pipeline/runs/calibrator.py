@@ -180,8 +180,21 @@ def write_calibrator(path: Path, document: dict[str, Any]) -> Path:
     return path
 
 
+def write_picture(section: dict[str, Any], path: Path) -> Path:
+    """The escalation sweep's PNG (``core/report/plots.escalation_png``)."""
+    from decguard_pipeline.core.report.plots import escalation_png, write_png
+
+    return write_png(path, escalation_png(section, title=section["target"]))
+
+
 def write_products(report: Report, report_path: Path) -> list[Path]:
+    """A fitted calibrator beside its report: ``<stem>.calibrator.json`` and the escalation
+    sweep ``<stem>.escalation.png``."""
     document = report.products.get(DOCUMENT)
     if document is None:
         return []
-    return [write_calibrator(products_path(report_path), document)]
+    picture = report_path.with_name(f"{report_path.stem}.escalation.png")
+    return [
+        write_calibrator(products_path(report_path), document),
+        write_picture(report.extensions["calibrator"], picture),
+    ]

@@ -341,7 +341,8 @@ class WrittenReport:
 
 def write_report(entry: ContractEntry, target: str, step: Step) -> WrittenReport:
     """Write the report file (verified by loading it back), its sidecar sections, its HTML
-    page (``<report>.html``, with the intervals this run stored) and its ``reports`` row."""
+    page (``<report>.html``, with the intervals and the calibrator this run stored) and its
+    ``reports`` row."""
     report = golden_report(
         entry, target, step.warehouse, run_id=step.run_id, with_properties=True
     ).report
@@ -352,6 +353,9 @@ def write_report(entry: ContractEntry, target: str, step: Step) -> WrittenReport
         path, report.document, stream_key="results", items=result_records(report.results)
     )
     load_report(path)  # the file must verify exactly, as DecGuard would check it
+    fitted = wh.read_run("calibrators", entry.key, target, step.run_id)
+    if fitted is not None and fitted.num_rows:  # the calibrator asset of this run fitted one
+        report.extensions["calibrator"] = json.loads(fitted.column("section_json")[0].as_py())
     for name, section in report.extensions.items():  # <stem>.pipeline.json, as -o writes
         status = section["status"] if name == CALIBRATION else None  # its gates' verdict
         write_section(path, report.document, name, section, status=status)

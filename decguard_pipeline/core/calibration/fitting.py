@@ -124,7 +124,7 @@ class Identity:
 
     @property
     def target(self) -> str:
-        return target_of(self.backend, self.model_version)
+        return target_of(self.backend, self.model_version, self.model)
 
     def as_dict(self) -> dict[str, Any]:
         return {
