@@ -255,3 +255,18 @@ def test_retry_errors_replays_the_raw_answers_of_a_calibrated_report(tmp_path, o
         r["result"]["probabilities"] for r in before["results"]
     ]
     assert after["results"][0]["result"]["metadata"] == before["results"][0]["result"]["metadata"]
+
+
+def test_validate_reads_the_calibration_dataset_and_the_applied_calibrator(tmp_path, ours):
+    path = _contract(tmp_path / "c", n=60, calibration={"split": {"dataset": "cal.jsonl"}})
+    ran = ours("validate", path)
+    assert ran.exit_code == 2 and "cal.jsonl" in ran.stderr  # named, not a traceback
+    (path.parent / "cal.jsonl").write_text((path.parent / "cases.jsonl").read_text())
+    ran = ours("validate", path)
+    assert ran.exit_code == 0, ran.stderr
+    assert "calibrator auto on " in ran.stdout and "cal.jsonl: 60 cases, 60 labeled" in ran.stdout
+    contract = yaml.safe_load(path.read_text())
+    contract["pipeline"]["calibration"] = {"apply": "missing.json"}
+    path.write_text(yaml.safe_dump(contract, sort_keys=False))
+    ran = ours("validate", path)
+    assert ran.exit_code == 2 and "missing.json: cannot read calibrator" in ran.stderr

@@ -13,6 +13,7 @@ import dagster as dg
 import pytest
 import yaml
 
+from decguard_pipeline.core.guard.extension import guard_enabled
 from decguard_pipeline.defs.assets.calibrator import parts
 from decguard_pipeline.defs.assets.features import report_inputs
 from decguard_pipeline.steps.base import Step
@@ -117,6 +118,9 @@ def test_a_calibration_dataset_is_decided_through_the_targets_backend(tmp_path):
 def test_the_asset_exists_only_with_calibrator_keys(tmp_path):
     entry, _, _ = _evaluated(tmp_path / "a", {"bins": 5})  # the guard's key only
     assert parts(entry) == [] and dg.AssetKey(["gen", "calibrator"]) not in report_inputs(entry)
+    assert guard_enabled(entry.require().contract)
     entry, _, _ = _evaluated(tmp_path / "b", {"split": {"fraction": 0.4}})
     assert [p.name for p in parts(entry)] == ["calibrator"]
     assert dg.AssetKey(["gen", "calibrator"]) in report_inputs(entry)
+    # calibrator keys alone do not switch the guard extension on
+    assert not guard_enabled(entry.require().contract)
