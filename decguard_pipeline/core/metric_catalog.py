@@ -153,17 +153,17 @@ CATALOG += tuple(
 # A fitted calibrator (sidecar "calibrator": calibrate, test with calibrator keys, the
 # calibrator asset; core/calibration/fitting.py), every judging number on the held-out cases
 CATALOG += (
-    _p("calibrator before/after", "calibrator.held_out.measures", "ECE (equal-width and "
+    _p("held_out before/after", "calibrator.held_out.measures", "ECE (equal-width and "
        "equal-mass), smooth ECE, Brier, NLL and accuracy of the held-out cases raw and "
        "calibrated, with a paired bootstrap interval of each change"),
     _p("top_label_changes", "calibrator.top_label_changes", "held-out cases whose selected label "
        "the calibrator changed (never for temperature)"),
-    _p("conformal coverage", "calibrator.conformal.coverage", "share of held-out cases whose "
+    _p("conformal.coverage", "calibrator.conformal.coverage", "share of held-out cases whose "
        "split-conformal prediction set (LAC or APS, raw probabilities) holds the expected label; "
        "target 1 - alpha"),
-    _p("conformal set size", "calibrator.conformal.mean_set_size, singleton_rate", "mean size of "
-       "the held-out prediction sets; share holding exactly one label"),
-    _p("suggested abstain_below", "calibrator.abstain_below.abstain_below", "Learn-then-Test "
+    _p("conformal.mean_set_size", "calibrator.conformal.mean_set_size, singleton_rate",
+       "mean size of the held-out prediction sets; share holding exactly one label"),
+    _p("abstain_below", "calibrator.abstain_below.abstain_below", "Learn-then-Test "
        "threshold on the held-out calibrated confidence: selective risk <= alpha with "
        "probability >= 1 - delta"),
     _p("escalation sweep", "calibrator.escalation.calibrated[]", "per threshold: coverage, "
