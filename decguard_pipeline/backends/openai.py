@@ -19,6 +19,11 @@ What a server does not support is found from its first refusal, not assumed
 ``json_schema`` response format to ``json_object`` with a schema and then to a GBNF grammar,
 ``n`` to one sample per request (each with its own seed). The model served is identified
 beyond its echoed name with ``version_from: server | probe`` (``identity.py``).
+
+The two log-likelihood methods also put what the distribution is the softmax of into each
+result's metadata as ``logprobs`` (one number per option, in the order shown; null for a
+letter absent from ``top_logprobs``): the logits a calibrator is fitted on
+(``core/calibration/logits.py``).
 """
 
 from __future__ import annotations
@@ -63,12 +68,13 @@ from decguard_pipeline.backends.scoring import (
     continuation_scores,
     first_token_alternatives,
     frequencies,
-    letter_distribution,
+    letter_scores,
     message_content,
     softmax,
     structured_distribution,
 )
 from decguard_pipeline.backends.transport import Reply, check_url
+from decguard_pipeline.core.calibration.logits import KEY as LOGPROBS
 from decguard_pipeline.core.contract import BackendConfig, DecisionSpec
 from decguard_pipeline.core.decision import DecisionRequest
 from decguard_pipeline.core.engine_notes import ALIAS_PREFIX
@@ -235,7 +241,8 @@ class OpenAIBackend(EngineBackend):
             request, max_tokens=1, logprobs=True, top_logprobs=self.settings.top_logprobs
         )
         answer = yield Call(self.chat_url, payload)
-        return letter_distribution(first_token_alternatives(answer), letters), {}
+        distribution, logprobs = letter_scores(first_token_alternatives(answer), letters)
+        return distribution, {LOGPROBS: logprobs}
 
     def completion_payload(self, prompt: str | list[str]) -> dict[str, Any]:
         # max_tokens 1, not 0: some servers refuse 0; the generated token lies past the
@@ -273,7 +280,7 @@ class OpenAIBackend(EngineBackend):
                         answer, prompts, len(context), self.settings.normalize
                     )
                     self.capabilities.learn("prompt_lists", True)
-                    return softmax(scores), {}
+                    return softmax(scores), {LOGPROBS: scores}
                 refusal = "it answered the first prompt only"
             self.capabilities.learn(
                 "prompt_lists",
@@ -292,7 +299,7 @@ class OpenAIBackend(EngineBackend):
         scores = continuation_scores(
             {"choices": choices}, prompts, len(context), self.settings.normalize
         )
-        return softmax(scores), {}
+        return softmax(scores), {LOGPROBS: scores}
 
     def structured_fields(self, fmt: str, shown: tuple[str, ...]) -> dict[str, Any]:
         """The request fields that ask for a structured answer in format ``fmt``."""

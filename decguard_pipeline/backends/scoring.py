@@ -57,11 +57,11 @@ def _letter_index(letters: str) -> dict[str, int]:
     return {letter: i for i, letter in enumerate(letters)}
 
 
-def letter_distribution(alternatives: list[Any], letters: str) -> list[float]:
-    """Softmax over the letters' log-probabilities among the alternatives: a token counts
-    for a letter when it equals it after stripping whitespace (case-sensitive); several
-    tokens of one letter (``A``, `` A``) add their probabilities; letters absent get 0.
-    A ``null`` logprob (how some servers write -inf) is probability 0."""
+def _letter_masses(alternatives: list[Any], letters: str) -> tuple[float, list[float]]:
+    """``(top, mass)``: the largest letter log-probability among the alternatives and each
+    letter's probability relative to it (Σ exp(logprob − top) over its tokens, 0 if absent).
+    A token counts for a letter when it equals it after stripping whitespace
+    (case-sensitive); a ``null`` logprob (how some servers write -inf) counts for nothing."""
     index = _letter_index(letters)
     found: dict[int, list[float]] = {}
     for position, alternative in enumerate(alternatives):
@@ -84,8 +84,18 @@ def letter_distribution(alternatives: list[Any], letters: str) -> list[float]:
         raise InvalidResponse(f"no option letter ({', '.join(letters)}) among top_logprobs")
     top = max(max(lps) for lps in found.values())
     mass = [math.fsum(math.exp(lp - top) for lp in found.get(i, ())) for i in range(len(letters))]
+    return top, mass
+
+
+def letter_scores(alternatives: list[Any], letters: str) -> tuple[list[float], list[float | None]]:
+    """``(distribution, log-probabilities)``: the softmax over the letters' log-probabilities
+    among the alternatives (several tokens of one letter, ``A`` and `` A``, add their
+    probabilities; a letter absent gets 0), and each letter's own log-probability (None when
+    absent): the logits a calibrator is fitted on (``core/calibration/logits.py``)."""
+    top, mass = _letter_masses(alternatives, letters)
     total = math.fsum(mass)
-    return [m / total for m in mass]
+    logprobs = [top + math.log(m) if m > 0.0 else None for m in mass]
+    return [m / total for m in mass], logprobs
 
 
 # -- completion_logprobs: each option's own tokens, echoed with the prompt --------------------

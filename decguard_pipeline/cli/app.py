@@ -14,6 +14,7 @@ from decguard_pipeline.cli.options import (
     argument,
     backend_option,
     cache_options,
+    calibrator_option,
     concurrency_option,
     contract_argument,
     dataset_option,
@@ -67,6 +68,11 @@ def emit_report(
             for name, section in report.extensions.items():
                 status = section["status"] if name == "calibration" else None  # its gates
                 write_section(output, report.document, name, section, status=status)
+        if report.products:  # a fitted calibrator and its sweep's picture next to the report
+            from decguard_pipeline.runs.calibrator import write_products
+
+            for path in write_products(report, output):
+                click.echo(f"calibrator results written to {path}", err=True)
     if html is not None:
         from decguard_pipeline.core.report.html import write_report_html
         from decguard_pipeline.core.report.run_text import extension_gated
@@ -136,6 +142,7 @@ def _run(
     seed: int | None, properties: tuple[str, ...], minimize: bool | None,
     suite: str | None = None, html: Path | None = None, cache: str | None = None,
     no_cache: bool = False, retry_errors: Path | None = None, run_dir: Path | None = None,
+    calibrator: Path | None = None,
 ) -> None:  # fmt: skip
     with handled():
         import gc
@@ -176,6 +183,11 @@ def _run(
             from decguard_pipeline.runs.guard import harness_config
 
             harness = harness_config(loaded)
+        applied = None
+        if mode != "fuzz":  # fuzz compares the model's own answers
+            from decguard_pipeline.runs.calibrator import calibrator_for
+
+            applied = calibrator_for(loaded, calibrator)
         with demo_server_for([loaded.contract]):  # when the contract names the demo server
             report, guarded = run_guarded_test(
                 loaded,
@@ -189,6 +201,7 @@ def _run(
                 properties=list(properties) or None,
                 minimize=minimize,
                 cache=None if options is None else options.cache,
+                calibrator=applied,
             )
         if options is not None:  # the sidecar section and the text block
             report.extensions["cache"] = options.cache.stats.section()
@@ -215,17 +228,19 @@ def _run(
 @html_option
 @cache_options
 @run_dir_option
+@calibrator_option
 def test_command(
     contract: Path, dataset: Path | None, backend: str | None, output: Path | None, fmt: str,
     max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool, all_checks: bool,
     seed: int | None, properties: tuple[str, ...], minimize: bool | None, suite: str | None,
     html: Path | None, cache: str | None, no_cache: bool, retry_errors: Path | None,
     run_dir: Path | None,
+    calibrator: Path | None,
 ) -> None:  # fmt: skip
     """Run the golden dataset through a backend and check the contract's gates."""
     _run("all" if all_checks else "test", contract, dataset, backend, output, fmt,
          max_concurrency, fail_on_warn, healthcheck, seed, properties, minimize, suite,
-         html, cache, no_cache, retry_errors, run_dir)  # fmt: skip
+         html, cache, no_cache, retry_errors, run_dir, calibrator)  # fmt: skip
 
 
 @cli.command()
@@ -293,6 +308,7 @@ def _register_commands() -> None:
     """Commands defined in their own modules (each decorates ``cli`` on import)."""
     from decguard_pipeline.cli import (  # noqa: F401
         cache_cmd,
+        calibrate_cmd,
         check_cmd,
         diff_cmd,
         list_cmd,

@@ -151,3 +151,14 @@ def cache_options(f: F) -> F:
         "gs://bucket/prefix) and keep the new ones (default: $DECGUARD_CACHE; off when "
         "neither is set).",
     )(f)  # fmt: skip
+
+
+def calibrator_option(f: F) -> F:
+    """A fitted calibrator applied to every decision (pipeline extension,
+    docs/contracts.md#calibrators); default: the contract's pipeline.calibration.apply."""
+    return click.option(
+        "--calibrator", "calibrator", type=PathArg, default=None, metavar="FILE",
+        help="Decide on probabilities calibrated by this calibrator.json (from `calibrate`; "
+        "default: the contract's pipeline.calibration.apply). Refused for another model "
+        "version.",
+    )(f)  # fmt: skip

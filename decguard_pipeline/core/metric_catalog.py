@@ -1,7 +1,7 @@
 """Every metric the pipeline reports, with a one-line definition (``list metrics``,
 docs/metrics.md). DecGuard's come first, in report order; then the guard extension's, then the
-usage section's, the consistency section's, the Guard Eval Harness files', then the calibration
-measures'."""
+usage section's, the consistency section's, the Guard Eval Harness files', the calibration
+measures', then a fitted calibrator's."""
 
 from __future__ import annotations
 
@@ -165,8 +165,8 @@ CALIBRATION_SECTION: tuple[MetricInfo, ...] = (
        "f); how well the forecasts tell cases apart"),
     _p("uncertainty", "decomposition.<score>", "CORP: score of always forecasting the base rate; "
        "score = miscalibration - discrimination + uncertainty"),
-    _p("temperature", "recalibration.temperature", "NLL-minimising temperature (p ~ p^(1/T)) on "
-       "all cases; > 1 over-confident, < 1 under-confident"),
+    _p("temperature", "recalibration.temperature", "NLL-minimising temperature (softmax(z/T) of "
+       "the logits) on all cases; > 1 over-confident, < 1 under-confident"),
     _p("ece/nll/brier after scaling", "recalibration.after", "DecGuard's ECE, NLL and Brier of "
        "out-of-fold temperature-scaled probabilities (before: recalibration.before)"),
     _p("abstention_threshold", "abstention.threshold", "lowest confidence threshold whose "
@@ -180,3 +180,24 @@ CATALOG += tuple(
     replace(m, where=", ".join(f"{SIDECAR_SECTION}.{w}" for w in m.where.split(", ")))
     for m in CALIBRATION_SECTION
 )
+
+# A fitted calibrator (sidecar "calibrator": calibrate, test with calibrator keys, the
+# calibrator asset; core/calibration/fitting.py), every judging number on the held-out cases
+CATALOG += (
+    _p("held_out before/after", "calibrator.held_out.measures", "ECE (equal-width and "
+       "equal-mass), smooth ECE, Brier, NLL and accuracy of the held-out cases raw and "
+       "calibrated, with a paired bootstrap interval of each change"),
+    _p("top_label_changes", "calibrator.top_label_changes", "held-out cases whose selected label "
+       "the calibrator changed (never for temperature)"),
+    _p("conformal.coverage", "calibrator.conformal.coverage", "share of held-out cases whose "
+       "split-conformal prediction set (LAC or APS, raw probabilities) holds the expected label; "
+       "target 1 - alpha"),
+    _p("conformal.mean_set_size", "calibrator.conformal.mean_set_size, singleton_rate",
+       "mean size of the held-out prediction sets; share holding exactly one label"),
+    _p("abstain_below", "calibrator.abstain_below.abstain_below", "Learn-then-Test "
+       "threshold on the held-out calibrated confidence: selective risk <= alpha with "
+       "probability >= 1 - delta"),
+    _p("escalation sweep", "calibrator.escalation.calibrated[]", "per threshold: coverage, "
+       "accuracy on answered cases, hand-off rate, escalation, backend and total cost per "
+       "1,000 decisions"),
+)  # fmt: skip

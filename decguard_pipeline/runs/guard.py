@@ -32,6 +32,7 @@ from decguard_pipeline.core.report.golden import Report, build_report, dataset_i
 from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend, run_test
 
 if TYPE_CHECKING:  # the cache's modules (Arrow, the warehouse) only for runs that use it
+    from decguard_pipeline.core.calibration.artifact import LoadedCalibrator
     from decguard_pipeline.runs.cache import CacheOptions
 
 
@@ -72,6 +73,7 @@ class RunOptions(TypedDict, total=False):
     properties: Sequence[str] | None
     minimize: bool | None
     cache: CacheOptions | None  # the response cache of a backend made here
+    calibrator: LoadedCalibrator | None  # decisions are calibrated (runs/calibrator.py)
 
 
 def run_guarded_test(
@@ -130,12 +132,16 @@ def run_guarded(
             elif options.get("check_health_first", True):
                 health = check_health(instance)
             concurrency = options.get("max_concurrency")
+            calibrator = options.get("calibrator")
             for _, data in others:
                 results = decide_dataset(loaded, data, instance, max_concurrency=concurrency)
                 info = dataset_info(str(data.path), data.hash, len(data), data.n_labeled)
-                reports.append(
-                    build_report(loaded, info, instance.metadata(), results, health=health)
-                )
+                meta = instance.metadata()
+                if calibrator is not None:  # as the main dataset's decisions are
+                    from decguard_pipeline.runs.calibrator import calibrate
+
+                    results = calibrate(results, calibrator, meta)
+                reports.append(build_report(loaded, info, meta, results, health=health))
         finally:
             if owned:
                 instance.close()

@@ -34,6 +34,7 @@ from decguard_pipeline.core.report.html import write_report_html
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.core.report.sidecar import write_section
 from decguard_pipeline.core.report.verify import load_report
+from decguard_pipeline.core.results import served_version
 from decguard_pipeline.core.usage import USAGE, usage_extension
 from decguard_pipeline.core.verdict import Verdict
 from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_rows
@@ -61,7 +62,6 @@ from decguard_pipeline.warehouse.rows.golden import (
     report_row,
     run_base,
     run_row,
-    served_version,
     usage_rows,
 )
 from decguard_pipeline.warehouse.store import now
@@ -399,7 +399,8 @@ def write_page(
 
 def write_report(entry: ContractEntry, target: str, step: Step) -> WrittenReport:
     """Write the report file (verified by loading it back), its sidecar sections, its HTML
-    page (``<report>.html``, with the intervals this run stored) and its ``reports`` row."""
+    page (``<report>.html``, with the intervals and the calibrator this run stored) and its
+    ``reports`` row."""
     report = golden_report(
         entry, target, step.warehouse, run_id=step.run_id, with_properties=True
     ).report
@@ -410,6 +411,9 @@ def write_report(entry: ContractEntry, target: str, step: Step) -> WrittenReport
         path, report.document, stream_key="results", items=result_records(report.results)
     )
     load_report(path)  # the file must verify exactly, as DecGuard would check it
+    fitted = wh.read_run("calibrators", entry.key, target, step.run_id)
+    if fitted is not None and fitted.num_rows:  # the calibrator asset of this run fitted one
+        report.extensions["calibrator"] = json.loads(fitted.column("section_json")[0].as_py())
     for name, section in report.extensions.items():  # <stem>.pipeline.json, as -o writes
         status = section["status"] if name == CALIBRATION else None  # its gates' verdict
         write_section(path, report.document, name, section, status=status)

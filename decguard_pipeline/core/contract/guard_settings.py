@@ -11,6 +11,11 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator, model_validator
 
+from decguard_pipeline.core.contract.calibrator import (
+    CALIBRATOR_KEYS,
+    FITTING_KEYS,
+    CalibratorSettings,
+)
 from decguard_pipeline.core.contract.types import Name, NonNegative, Probability
 from decguard_pipeline.core.errors import ContractError
 from decguard_pipeline.core.validation import Strict
@@ -55,8 +60,10 @@ class GuardSettings(Strict):
         return tuple(sorted(value))
 
 
-class CalibrationSettings(Strict):
-    """Equal-mass ECE, the confidence gap and metadata splits."""
+class CalibrationSettings(CalibratorSettings):
+    """Equal-mass ECE, the confidence gap and metadata splits (the guard's); a calibrator's
+    split, method, conformal sets, suggested threshold and escalation sweep, and the
+    calibrator decisions apply (``calibrator.CalibratorSettings``)."""
 
     bins: int | None = Field(default=None, ge=1, le=1000)  # default: evaluation.calibration_bins
     gap_tolerance: Probability = 0.02
@@ -68,6 +75,18 @@ class CalibrationSettings(Strict):
         if len(set(value)) != len(value):
             raise ValueError("split_by keys must be unique")
         return value
+
+    @property
+    def guard_keys(self) -> bool:
+        """Whether the guard's calibration section is asked for: a key of its own is set, or
+        none of the calibrator's (``calibration: {}``)."""
+        given = self.model_fields_set
+        return bool(given - CALIBRATOR_KEYS) or not (given & CALIBRATOR_KEYS)
+
+    @property
+    def fits_calibrator(self) -> bool:
+        """Whether a golden run fits and judges a calibrator."""
+        return bool(self.model_fields_set & FITTING_KEYS)
 
 
 class RiskCoverageSettings(Strict):

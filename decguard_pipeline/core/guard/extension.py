@@ -62,9 +62,12 @@ def guard_enabled(contract: Contract) -> bool:
     p = contract.pipeline
     if p is None:
         return False
-    sections = (p.guard, p.suites, p.calibration, p.risk_coverage, p.partial_runs)
-    return any(s is not None for s in sections) or bool(
-        p.requirements.owned(GuardGates) or p.warnings.owned(GuardGates)
+    sections = (p.guard, p.suites, p.risk_coverage, p.partial_runs)
+    calibration = p.calibration is not None and p.calibration.guard_keys
+    return (
+        calibration
+        or any(s is not None for s in sections)
+        or bool(p.requirements.owned(GuardGates) or p.warnings.owned(GuardGates))
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow as pa
@@ -32,6 +32,9 @@ from decguard_pipeline.core.production.loader import (
 from decguard_pipeline.core.production.metrics import production_metrics
 from decguard_pipeline.core.production.report import Baseline, ProductionReport, build_report
 from decguard_pipeline.core.production.verify import load_production_report, record_columns
+
+if TYPE_CHECKING:
+    from decguard_pipeline.core.calibration.artifact import LoadedCalibrator
 
 
 def looks_like_report(path: Path) -> bool:
@@ -143,10 +146,13 @@ def run_check(
     dataset_path: str | None = None,
     dataset_hash: str | None = None,
     sink: RecordSink | None = None,
+    calibrator: LoadedCalibrator | None = None,
 ) -> ProductionReport:
     """Check production records (a file, or an Arrow table named ``dataset_path``) against the
     contract, optionally against a baseline; extension results are attached. ``sink`` sees
-    every record of a records file as it is accepted (``loader.load_records``)."""
+    every record of a records file as it is accepted (``loader.load_records``); with
+    ``calibrator``, the records re-decided on calibrated probabilities are the extension
+    section ``calibrated`` (``calibrated.py``)."""
     from decguard_pipeline.core.production.extensions import extension_results
 
     loaded = contract if isinstance(contract, LoadedContract) else load_contract(contract)
@@ -154,4 +160,8 @@ def run_check(
     base = load_baseline(loaded, baseline) if baseline is not None else None
     report = build_report(loaded, data, baseline=base)
     report.extensions = extension_results(loaded, report)
+    if calibrator is not None:
+        from decguard_pipeline.core.production.calibrated import SECTION, calibrated_check
+
+        report.extensions[SECTION] = calibrated_check(report.records(), calibrator, loaded.contract)
     return report

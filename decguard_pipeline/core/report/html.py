@@ -24,6 +24,10 @@ from decguard_pipeline.core.html.tables import Column, DataTable, Filter, as_tex
 from decguard_pipeline.core.label_fold import TOP_LABELS, top_probabilities, used_labels
 from decguard_pipeline.core.properties.html import properties_section
 from decguard_pipeline.core.report.golden import Report
+from decguard_pipeline.core.report.html_calibrator import (
+    calibrated_section,
+    calibrator_section,
+)
 from decguard_pipeline.core.report.html_sections import (
     calibration_section,
     guard_section,
@@ -53,6 +57,11 @@ TILES = (
     ("latency_p95_ms", "p95 latency (ms)"),
 )
 MODES = {"test": "golden test", "fuzz": "fuzz (properties)", "all": "test --all"}
+# sidecar sections of calibrators: (key, heading, builder)
+CALIBRATOR_SECTIONS = (
+    ("calibrated", "Calibrated decisions", calibrated_section),
+    ("calibrator", "Calibrator", calibrator_section),
+)
 
 
 def render_report_html(
@@ -104,6 +113,10 @@ def render_report_html(
     if isinstance(sidecar.get("evaluations"), list):
         body = guard_section(sidecar)
         sections.append(Section("guard", "Guard extension", body, "(pipeline.json)"))
+    for key, title, build in CALIBRATOR_SECTIONS:
+        if isinstance(sidecar.get(key), dict):
+            body = safely(key, lambda b=build, k=key: b(sidecar[k]))  # type: ignore[misc]
+            sections.append(Section(key, title, body, "(pipeline.json)"))
     mount, block = case_table(report).render()
     sections.append(Section("cases", "Cases", mount, _cases_note(doc)))
     page.blocks.append(block)

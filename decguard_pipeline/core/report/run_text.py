@@ -3,9 +3,9 @@ sections, then one final line with the verdict over every gate.
 
 DecGuard defines its layout byte for byte, its final line (``PASS: all gates hold``) last. A
 run without any section of ours prints exactly that. A run with sections of ours (the guard
-extension, statistics, the response cache, usage and cost, calibration measures, consistency)
-prints DecGuard's layout up to its final line, then the sections, then the final line — so
-every gate, the cost gate included, comes before it:
+extension, statistics, the response cache, usage and cost, calibration measures, consistency,
+a calibrator) prints DecGuard's layout up to its final line, then the sections, then the
+final line — so every gate, the cost gate included, comes before it:
 
 * DecGuard's own final line when none of the sections has gates (its verdict is the whole
   verdict: a contract DecGuard understands keeps all its bytes);
@@ -60,6 +60,10 @@ def sections(report: Any, guarded: Any = None) -> list[str]:
         from decguard_pipeline.core.consistency.section import render_consistency
 
         out.append(render_consistency(extensions["consistency"]))
+    if "calibrator" in extensions or "calibrated" in extensions:
+        from decguard_pipeline.core.calibration.render_calibrator import render_sections
+
+        out.append(render_sections(extensions, report.document))
     return out
 
 

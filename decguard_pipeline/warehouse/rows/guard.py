@@ -10,8 +10,9 @@ import pyarrow as pa
 from decguard_pipeline.core.gates import overall_status
 from decguard_pipeline.core.guard.evaluation import GuardedRun, SuiteRun
 from decguard_pipeline.core.guard.extension import metric_rows
+from decguard_pipeline.core.results import served_version
 from decguard_pipeline.warehouse.rows.base import to_json
-from decguard_pipeline.warehouse.rows.golden import case_results_table, served_version
+from decguard_pipeline.warehouse.rows.golden import case_results_table
 
 
 def suite_cases_table(runs: list[SuiteRun], where: dict[str, Any]) -> pa.Table:

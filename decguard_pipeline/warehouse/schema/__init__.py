@@ -8,6 +8,7 @@ import pyarrow as pa
 from decguard_pipeline.warehouse.schema import (
     cache,
     calibration,
+    calibrator,
     diff,
     golden,
     guard,
@@ -21,6 +22,7 @@ SCHEMA_VERSION = 1
 TABLES: dict[str, pa.Schema] = {
     **golden.TABLES,
     **calibration.TABLES,
+    **calibrator.TABLES,
     **properties.TABLES,
     **diff.TABLES,
     **guard.TABLES,
