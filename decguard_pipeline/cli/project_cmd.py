@@ -220,10 +220,14 @@ def sql(query: str, warehouse: str | None, fmt: str, max_rows: int) -> None:
         else:
             import pandas as pd
 
+            from decguard_pipeline.core.formatting import printable
+
             with pd.option_context(
                 "display.max_columns", None, "display.width", 200, "display.max_colwidth", 60
             ):
-                click.echo(frame.to_string(index=False) if len(frame) else "(no rows)")
+                text = frame.to_string(index=False) if len(frame) else "(no rows)"
+            # cells hold what servers and datasets said: no escape sequence reaches the terminal
+            click.echo(printable(text, lines=True))
 
 
 # `dagster dev` warns that `dg dev` supersedes it; `ui` keeps `dagster dev` (dagster-dg-cli is a

@@ -17,17 +17,14 @@ UNVERSIONED = "unversioned"
 
 
 def sanitise_version(version: str) -> str:
-    """A version as a key segment: ``[A-Za-z0-9._-]``, at most 64 characters (a long one is
-    cut and suffixed with a short hash so that two versions never collide)."""
+    """A version as a key segment: ``[A-Za-z0-9._-]``, at most 64 characters. A version that
+    had to change (unsafe characters replaced, or cut) is suffixed with a short hash of the
+    original, so that two versions never share a key (``a/b`` and ``a-b``)."""
     clean = _UNSAFE.sub("-", version).strip("-.") or UNVERSIONED
-    if clean != version or len(clean) > MAX_VERSION_CHARS:
-        digest = hashlib.sha256(version.encode()).hexdigest()[:8]
-        clean = (
-            f"{clean[: MAX_VERSION_CHARS - 9]}-{digest}"
-            if len(clean) > MAX_VERSION_CHARS
-            else clean
-        )
-    return clean
+    if clean == version and len(clean) <= MAX_VERSION_CHARS:
+        return clean
+    digest = hashlib.sha256(version.encode()).hexdigest()[:8]
+    return f"{clean[: MAX_VERSION_CHARS - 9]}-{digest}"
 
 
 def target_key(backend: str, version: str) -> str:
