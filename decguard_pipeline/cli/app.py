@@ -63,11 +63,9 @@ def emit_report(
             for path in guarded.write_files(output.parent, output.stem, report=output.name):
                 click.echo(f"pipeline results written to {path}", err=True)
         if report.extensions:  # after the guard's sidecar: sections are merged into it
-            from decguard_pipeline.core.report.sidecar import write_section
+            from decguard_pipeline.core.report.sidecar import write_sections
 
-            for name, section in report.extensions.items():
-                status = section["status"] if name == "calibration" else None  # its gates
-                write_section(output, report.document, name, section, status=status)
+            write_sections(output, report)
         if report.products:  # a fitted calibrator and its sweep's picture next to the report
             from decguard_pipeline.runs.calibrator import write_products
 

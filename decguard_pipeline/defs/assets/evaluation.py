@@ -6,7 +6,9 @@ Dagster's bookkeeping is per step (its start and success events, its context, it
 the inputs' data versions), per asset, per check and per event; one step per target keeps
 every asset key, dependency edge, description, kind, code version, check and metadata the UI
 shows and drops the per-step part (12 steps a target run became 3; docs/performance.md). It
-runs the selected parts in dependency order. A part that raises stops the parts after it that
+runs the selected parts in dependency order, handing them one ``steps.base.TargetRun``: the
+evaluation, the target's report and the backend are made once for every part (a part run
+alone reads the evaluation back once). A part that raises stops the parts after it that
 depend on it; the independent ones still run and are recorded; the step then fails with one
 error naming each broken part and its own error (``job_runs`` reads them back per part).
 
@@ -24,6 +26,7 @@ from decguard_pipeline.defs.gate_checks import check_results, check_specs
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.defs.site_links import contract_link, part_link
+from decguard_pipeline.steps.base import TargetRun
 from decguard_pipeline.steps.contracts import ContractEntry
 
 FAILED_PARTS = "decguard/failed_parts"  # the step failure's metadata: {part: its error}
@@ -155,6 +158,8 @@ def evaluation_asset(entry: ContractEntry, parts: list[TargetPart]) -> dg.Assets
         # a derived part needs the part it is derived from, materialised or not
         needed = selected | {p.deps[0] for p in parts if p.derive and p.name in selected}
         done: dict[str, Any] = {}
+        # the evaluation, its report and the backend, made once for the parts of this run
+        shared = TargetRun()
 
         def materialise(part: TargetPart) -> Iterator[Any]:
             if part.derive is not None:
@@ -163,7 +168,7 @@ def evaluation_asset(entry: ContractEntry, parts: list[TargetPart]) -> dg.Assets
                     return
             else:
                 # a Step (and its timestamp) per part, as when each was a step of its own
-                step = step_of(context, warehouse)
+                step = step_of(context, warehouse, shared)
                 assert part.run is not None
                 done[part.name] = result = part.run(entry, target, step)
             if part.name in selected:
@@ -192,6 +197,9 @@ def evaluation_asset(entry: ContractEntry, parts: list[TargetPart]) -> dg.Assets
                 # run alone from the UI); failing, they stop nothing after the part
                 after = [p.name] if p.name in needed else []
                 work.append((f"{p.name} checks", after, partial(check, p)))
-        yield from run_in_order(work, context.log)
+        try:
+            yield from run_in_order(work, context.log)
+        finally:
+            shared.close()
 
     return evaluation
