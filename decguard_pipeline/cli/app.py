@@ -99,12 +99,11 @@ def emit_report(
 def harness_of(loaded: Any, config: Any, report: Any, guarded: Any, dataset: Path | None) -> Any:
     """The Guard Eval Harness run of this run (``--run-dir``), for the target the pipeline
     would name."""
+    from decguard_pipeline.core.target_key import target_key
     from decguard_pipeline.runs.guard import harness_files
-    from decguard_pipeline.steps.targets import UNVERSIONED, target_key
 
     backend = report.document["backend"]
-    version = backend["model_version"] or backend["model"] or UNVERSIONED
-    target = target_key(backend["name"], version)
+    target = target_key(backend["name"], backend["model_version"], backend["model"])
     return harness_files(loaded, config, report, guarded, target=target, dataset=dataset)
 
 
