@@ -22,6 +22,7 @@ from typing import Any
 import dagster as dg
 
 from decguard_pipeline.defs.assets.base import TargetPart, asset_key, code_version, step_of
+from decguard_pipeline.defs.error_text import error_text
 from decguard_pipeline.defs.gate_checks import check_results, check_specs
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
@@ -31,20 +32,6 @@ from decguard_pipeline.steps.contracts import ContractEntry
 
 FAILED_PARTS = "decguard/failed_parts"  # the step failure's metadata: {part: its error}
 EVALUATION = "evaluation"  # the step's name: <contract>__evaluation
-
-
-def error_text(exc: BaseException) -> str:
-    """The innermost cause of a part's error (the exception our code raised), one line."""
-    while True:
-        inner = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
-        if inner is None:
-            break
-        exc = inner
-    if isinstance(exc, dg.Failure):
-        lines = (exc.description or "").strip().splitlines()
-    else:
-        lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 # one unit of work: (name, names it depends on, the call yielding its events)
