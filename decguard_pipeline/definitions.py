@@ -72,7 +72,7 @@ def build_definitions(
 
 def __getattr__(name: str) -> Any:
     """``defs``, the code location's definitions, built on first access (PEP 562): Dagster's
-    loaders (``dagster dev``, ``dg``, the code server) read it as before, while ``evaluate``,
+    loaders (``dagster dev``, ``dg``, the code server) read it, while ``evaluate``,
     which builds its own for the contracts it found, imports this module without building
     them twice (~75 ms)."""
     if name == "defs":

@@ -335,7 +335,7 @@ class WrittenReport:
     report: Report
 
     def __iter__(self) -> Iterator[Any]:
-        """``path, report = write_report(...)``, as before the page was added."""
+        """``path, report = write_report(...)``: the report file and the report."""
         return iter((self.path, self.report))
 
 

@@ -1,16 +1,17 @@
-"""A contract's evaluation of one target as ONE Dagster step: every asset partitioned by
-target (the golden chain, the features' parts, the verdict and the approval) is a spec of one
+"""A contract's evaluation of one target as ONE Dagster step: every asset partitioned by target
+(the golden chain, the features' parts, the verdict and the approval) is a spec of one
 subsettable multi-asset, and every gate of theirs a check spec of it.
 
 Dagster's bookkeeping is per step (its start and success events, its context, its look-up of
 the inputs' data versions), per asset, per check and per event; one step per target keeps
 every asset key, dependency edge, description, kind, code version, check and metadata the UI
-shows and drops the per-step part (12 steps a target run became 3; docs/performance.md). It
-runs the selected parts in dependency order, handing them one ``steps.base.TargetRun``: the
-evaluation, the target's report and the backend are made once for every part (a part run
-alone reads the evaluation back once). A part that raises stops the parts after it that
-depend on it; the independent ones still run and are recorded; the step then fails with one
-error naming each broken part and its own error (``job_runs`` reads them back per part).
+shows and drops the per-step part (a target run is 3 steps, not one per asset:
+docs/performance.md). It runs the selected parts in dependency order, handing them one
+``steps.base.TargetRun``: the evaluation, the target's report and the backend are made once
+for every part (a part run alone reads the evaluation back once). A part that raises stops the
+parts after it that depend on it; the independent ones still run and are recorded; the step
+then fails with one error naming each broken part and its own error (``job_runs`` reads them
+back per part).
 
 (No ``from __future__ import annotations``: Dagster reads the context annotations.)"""
 
