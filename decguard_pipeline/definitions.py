@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import warnings
 from typing import Any
 
@@ -62,9 +61,8 @@ def build_definitions(
             dead_runs_sensor(),
         ],
         resources={
-            "warehouse": WarehouseResource(
-                root=warehouse_root or os.environ.get("DECGUARD_WAREHOUSE", "")
-            )
+            # empty: the resource's Warehouse finds it (warehouse/store.default_root)
+            "warehouse": WarehouseResource(root=warehouse_root or "")
         },
         executor=dg.in_process_executor,
     )
