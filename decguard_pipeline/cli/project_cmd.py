@@ -71,8 +71,6 @@ def evaluate(
     with handled(), held() as settle:
         if contracts is not None:
             os.environ["DECGUARD_CONTRACTS"] = contracts
-        if warehouse is not None:
-            os.environ["DECGUARD_WAREHOUSE"] = str(warehouse)
         from decguard_pipeline.defs import fork_server
 
         fork_server.start_early(workers)  # where workers come from it: its imports beside ours
@@ -102,7 +100,9 @@ def evaluate(
             from decguard_pipeline.defs.main_job import evaluate_all
             from decguard_pipeline.warehouse import Warehouse
 
-            wh = Warehouse()
+            # --warehouse, else $DECGUARD_WAREHOUSE, else data/warehouse (warehouse/store.py),
+            # handed to the definitions and the workers as this root
+            wh = Warehouse(warehouse)
             pool = None
             if workers > 1:  # forked now, before this process opens anything (defs/workers.py)
                 from decguard_pipeline.defs.workers import open_pool
