@@ -22,6 +22,7 @@ from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.json_limits import check_utf8, read_document, structure_problem
+from decguard_pipeline.core.report import typed_records
 from decguard_pipeline.core.report.golden import (
     REPORT_VERSION,
     Report,
@@ -188,11 +189,8 @@ def columns_from_records(
     )
 
 
-def _semantics(
-    header: ReportModel, doc: dict[str, Any], records: list[dict[str, Any]], *, plain_json: bool
-) -> CaseResults:
-    if (header.mode == "test") != (header.properties is None):
-        raise Invalid("'properties' must be present exactly in 'fuzz' and 'all' reports")
+def _checked_columns(header: ReportModel, records: list[dict[str, Any]]) -> CaseResults:
+    """Each record against the report's decision and backend, then the results as columns."""
     c = header.contract
     spec = DecisionSpec(c.name, c.type, tuple(c.labels))
     if not records:
@@ -221,10 +219,20 @@ def _semantics(
                     f"result {result['case_id']!r} does not match the report decision/backend "
                     "context"
                 )
-    n_labeled = sum(r.get("expected") is not None for r in records)
-    if (header.dataset.n_cases, header.dataset.n_labeled) != (len(records), n_labeled):
+    return columns_from_records(spec, header.backend.name, header.backend.provider, records)
+
+
+def _check_mode(header: ReportModel) -> None:
+    if (header.mode == "test") != (header.properties is None):
+        raise Invalid("'properties' must be present exactly in 'fuzz' and 'all' reports")
+
+
+def _semantics(
+    header: ReportModel, doc: dict[str, Any], results: CaseResults, *, plain_json: bool
+) -> CaseResults:
+    n_labeled = sum(e is not None for e in results.expected)
+    if (header.dataset.n_cases, header.dataset.n_labeled) != (len(results), n_labeled):
         raise Invalid("dataset counts do not match stored case results")
-    results = columns_from_records(spec, header.backend.name, header.backend.provider, records)
     metrics = metrics_for(results, header.evaluation)
     if metrics != doc["metrics"]:
         raise Invalid("metrics do not match stored case results")
@@ -273,6 +281,9 @@ def load_report(path: str | Path) -> Report:
 
 
 def _load(path: Path, raw: bytes) -> Report:
+    typed = _load_typed(path, raw)
+    if typed is not None:
+        return typed
     try:
         data = json_exact.loads(raw)
     except orjson.JSONDecodeError:  # invalid, or NaN/Infinity/huge ints that orjson refuses
@@ -301,7 +312,44 @@ def _load(path: Path, raw: bytes) -> Report:
     try:
         # orjson refuses NaN and Infinity: when it read the file, the properties section is
         # plain JSON and may take the fast path
-        results = _semantics(header, doc, records, plain_json=plain_json)
+        _check_mode(header)
+        results = _checked_columns(header, records)
+        results = _semantics(header, doc, results, plain_json=plain_json)
+    except Invalid as exc:
+        raise _fail(path, exc.lines) from exc
+    doc["results"] = None
+    doc["properties"] = header.properties
+    return Report(doc, results)
+
+
+def _load_typed(path: Path, raw: bytes) -> Report | None:
+    """The report through msgspec's typed records and column-wise checks
+    (``typed_records``); None when they do not plainly hold, for the paths below to find
+    and word the problem. What they accept, those paths accept too, with the same columns."""
+    decoded = typed_records.decode(raw)
+    if decoded is None:
+        return None
+    data, records = decoded
+    tolerance = stored_tolerance(data)
+    try:
+        header = ReportModel.model_validate(data, context={"probability_tolerance": tolerance})
+    except ValidationError:
+        return None
+    c = header.contract
+    spec = DecisionSpec(c.name, c.type, tuple(c.labels))
+    results = typed_records.columns(
+        spec, header.backend.name, header.backend.provider, records, tolerance
+    )
+    if results is None:
+        return None
+    del data, records
+    doc = header.model_dump(mode="json", exclude={"results", "properties"})
+    # msgspec keeps integers beyond 64 bits exact where orjson refuses them; the properties
+    # section's plain-dict path is kept to what orjson reads, as it always was
+    plain_json = header.properties is None or not json_exact.long_integer(raw)
+    try:
+        _check_mode(header)
+        results = _semantics(header, doc, results, plain_json=plain_json)
     except Invalid as exc:
         raise _fail(path, exc.lines) from exc
     doc["results"] = None
