@@ -20,11 +20,12 @@ answers before a batch is sent and records the new ones as they arrive.
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from contextlib import nullcontext, suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -38,6 +39,8 @@ from decguard_pipeline.core.decision import (
     Prediction,
 )
 from decguard_pipeline.core.results import CaseResults
+
+T = TypeVar("T")
 
 # the shortest wait between two looks at the response cache's interval
 MIN_WAIT_S = 0.05
@@ -143,6 +146,23 @@ async def _store_on_time(out: Collector) -> None:
             return
 
 
+def run_loop(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)`` on uvloop's event loop where it is installed: its loop, sockets
+    and timers are C, which cuts the client's CPU per request and so the time an answer
+    waits for the loop to notice it (the latency bias of docs/performance.md).
+    ``DECGUARD_EVENT_LOOP=asyncio`` keeps the standard library's loop."""
+    import asyncio  # imported here: in-process runs never need an event loop
+
+    try:
+        if os.environ.get("DECGUARD_EVENT_LOOP", "").lower() == "asyncio":
+            raise ImportError("the standard loop was asked for")
+        import uvloop
+    except ImportError:
+        return asyncio.run(main)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(main)
+
+
 def ask_one(backend: Backend, request: DecisionRequest) -> tuple[Prediction, float]:
     """One request on its own, the way a batch would send it (the native async client for
     network backends, so no second HTTP stack is loaded); (prediction, latency in ms).
@@ -152,7 +172,6 @@ def ask_one(backend: Backend, request: DecisionRequest) -> tuple[Prediction, flo
         start = clock()
         prediction = backend.predict(request)
         return prediction, (clock() - start) * 1000.0 - prediction.queued_ms
-    import asyncio
 
     async def one() -> tuple[Prediction, float]:
         try:
@@ -162,7 +181,7 @@ def ask_one(backend: Backend, request: DecisionRequest) -> tuple[Prediction, flo
         finally:
             await backend.aclose()
 
-    return asyncio.run(one())
+    return run_loop(one())
 
 
 def decide_all(
@@ -196,9 +215,7 @@ def decide_all(
         if backend.inline or not ask:
             _run_inline(backend, requests, out, ask)
         else:
-            import asyncio  # imported here: in-process runs never need an event loop
-
-            asyncio.run(_run_async(backend, requests, out, max_concurrency, ask))
+            run_loop(_run_async(backend, requests, out, max_concurrency, ask))
         out.flush()
     finally:
         if cache is not None:  # also when the run aborts: what was answered is kept
