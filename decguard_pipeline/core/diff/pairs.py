@@ -29,6 +29,9 @@ class Pairs:
 
 def match_by_id(baseline: CaseResults, candidate: CaseResults) -> Pairs:
     """Candidate cases whose id the baseline also has, in candidate order."""
+    if candidate.case_ids == baseline.case_ids:  # the same cases in the same order (usual)
+        return Pairs(base=baseline, cand=candidate, n_baseline=len(baseline),
+                     n_candidate=len(candidate))  # fmt: skip
     position = {case_id: i for i, case_id in enumerate(baseline.case_ids)}
     base_rows = np.fromiter(
         (position.get(case_id, -1) for case_id in candidate.case_ids),
