@@ -15,8 +15,8 @@ those reports take the other path.
 
 from __future__ import annotations
 
-from itertools import chain
-from operator import attrgetter
+from itertools import chain, repeat
+from operator import attrgetter, is_, is_not
 from typing import Any, Literal
 
 import msgspec
@@ -85,6 +85,12 @@ class _Stored(msgspec.Struct, forbid_unknown_fields=True):
     properties: Any = UNSET
 
 
+_CASE_ID, _RESULT, _ERROR, _EXPECTED, _INPUT, _METADATA = map(
+    attrgetter, ("case_id", "result", "error", "expected", "input", "metadata")
+)
+_LABELS, _PROBABILITIES, _SELECTED, _CONFIDENCE, _LATENCY = map(
+    attrgetter, ("labels", "probabilities", "selected", "confidence", "latency_ms")
+)
 _CONTEXT = tuple(map(attrgetter, ("decision", "decision_type", "backend", "provider")))
 _DECODER = msgspec.json.Decoder(_Stored)
 _HEADER = tuple(name for name in _Stored.__struct_fields__ if name != "results")
@@ -105,6 +111,34 @@ def decode(raw: bytes) -> tuple[dict[str, Any], list[_Record]] | None:
     return header, stored.results
 
 
+def _deepest(values: list[Any], level: int) -> int:
+    """How many arrays and objects the deepest value among ``values`` (each inside ``level``
+    of them) and everything within them is inside: one pass over each level's values."""
+    while True:
+        containers = [v for v in values if type(v) is dict or type(v) is list]
+        children = list(
+            chain.from_iterable(v.values() if type(v) is dict else v for v in containers)
+        )
+        if not children:
+            return level
+        values, level = children, level + 1
+
+
+def nested_within(header: dict[str, Any], records: list[_Record], limit: int) -> bool:
+    """Whether no value of the document is inside more than ``limit`` arrays and objects
+    (``json_limits.too_deep`` finds none), decided from the decoded values: the header's
+    (inside the document), each record's input and metadata (inside the document, its
+    results and the record) and each result's metadata (one deeper). The typed fields are
+    shallower than those."""
+    if _deepest([v for k, v in header.items() if k != "results"], 1) > limit:
+        return False
+    inputs = [r.input for r in records if type(r.input) is dict]
+    if _deepest([*inputs, *(r.metadata for r in records if r.metadata)], 3) > limit:
+        return False
+    meta = [r.result.metadata for r in records if r.result is not None and r.result.metadata]
+    return _deepest(meta, 4) <= limit
+
+
 def columns(
     spec: DecisionSpec, backend: str, provider: str, records: list[_Record], tolerance: float
 ) -> CaseResults | None:
@@ -115,31 +149,32 @@ def columns(
     finite, >= 0, summing to 1 within ``tolerance``, ``selected`` their first maximum and
     ``confidence`` its probability)."""
     n, labels = len(records), list(spec.labels)
-    if n == 0:
+    if n == 0 or not labels or len(set(labels)) != len(labels):
         return None
-    case_ids = [r.case_id for r in records]
-    results = [r.result for r in records]
-    errors = [r.error for r in records]
+    # map(attrgetter) and map(getattr): loops in C (getattr(None, name, None) is None)
+    case_ids = list(map(_CASE_ID, records))
+    results = list(map(_RESULT, records))
+    errors = list(map(_ERROR, records))
     if len(set(case_ids)) != n:
         return None
-    if [x is None for x in results] != [x is not None for x in errors]:
+    if list(map(is_, results, repeat(None))) != list(map(is_not, errors, repeat(None))):
         return None
-    if not {r.expected for r in records} <= {None, *labels}:
+    expected = list(map(_EXPECTED, records))
+    if not set(expected) <= {None, *labels}:
         return None
     rows = [i for i, result in enumerate(results) if result is not None]
-    ok: list[_Result] = [results[i] for i in rows]  # type: ignore[misc]
-    if [r.case_id for r in ok] != [case_ids[i] for i in rows]:
+    ok: list[_Result] = results if len(rows) == n else [results[i] for i in rows]  # type: ignore[assignment]
+    if list(map(_CASE_ID, ok)) != (case_ids if len(rows) == n else [case_ids[i] for i in rows]):
         return None
     for field, value in zip(_CONTEXT, (spec.name, spec.type, backend, provider), strict=True):
         if list(map(field, ok)).count(value) != len(ok):
             return None
-    if [r.labels for r in ok].count(labels) != len(ok):
-        return None
-    if not labels or len(set(labels)) != len(labels):
+    if list(map(_LABELS, ok)).count(labels) != len(ok):
         return None
     k = len(labels)
-    probabilities = [r.probabilities for r in ok]
-    if list(map(list, probabilities)).count(labels) != len(ok):
+    probabilities = list(map(_PROBABILITIES, ok))
+    # every result's keys, in order, are the labels: one flat list of them all
+    if list(chain.from_iterable(probabilities)) != labels * len(ok):
         return None
     matrix = np.fromiter(
         chain.from_iterable(map(dict.values, probabilities)), dtype=np.float64, count=len(ok) * k
@@ -149,9 +184,9 @@ def columns(
     if not rows_sum_within(matrix, 1.0, tolerance):
         return None
     chosen, top = select_many(matrix)
-    if [r.selected for r in ok] != [labels[i] for i in chosen.tolist()]:
+    if list(map(_SELECTED, ok)) != list(map(labels.__getitem__, chosen.tolist())):
         return None
-    confidence = [r.confidence for r in ok]
+    confidence = list(map(_CONFIDENCE, ok))
     if confidence != top.tolist():
         return None
 
@@ -163,24 +198,23 @@ def columns(
     probs[where] = matrix
     selected[where] = chosen
     conf[where] = confidence
-    latency[where] = [r.latency_ms for r in ok]
+    latency[where] = list(map(_LATENCY, ok))
+    metadata = list(map(getattr, results, repeat("metadata"), repeat(None)))
     return CaseResults(
         spec=spec,
         backend=backend,
         provider=provider,
         case_ids=case_ids,
-        inputs=[r.input for r in records],
-        expected=[r.expected for r in records],
-        metadata=[r.metadata for r in records],
+        inputs=list(map(_INPUT, records)),
+        expected=expected,
+        metadata=list(map(_METADATA, records)),
         probs=probs,
         selected=selected,
         confidence=conf,
         latency_ms=latency,
-        model=[None if r is None else r.model for r in results],
-        model_version=[None if r is None else r.model_version for r in results],
-        result_metadata=[
-            {} if r is None or not r.metadata else redact(r.metadata) for r in results
-        ],
-        error_kind=[None if e is None else e.kind for e in errors],
-        error_message=[None if e is None else e.message for e in errors],
+        model=list(map(getattr, results, repeat("model"), repeat(None))),
+        model_version=list(map(getattr, results, repeat("model_version"), repeat(None))),
+        result_metadata=[redact(m) if m else {} for m in metadata],
+        error_kind=list(map(getattr, errors, repeat("kind"), repeat(None))),
+        error_message=list(map(getattr, errors, repeat("message"), repeat(None))),
     )

@@ -21,7 +21,13 @@ from decguard_pipeline.core.contract import Evaluation, Gates
 from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
-from decguard_pipeline.core.json_limits import check_utf8, read_document, structure_problem
+from decguard_pipeline.core.json_limits import (
+    PARSER_DEPTH,
+    check_utf8,
+    read_document,
+    structure_problem,
+    too_deep,
+)
 from decguard_pipeline.core.report import typed_records
 from decguard_pipeline.core.report.golden import (
     REPORT_VERSION,
@@ -264,26 +270,28 @@ def _semantics(
 
 def load_report(path: str | Path) -> Report:
     """Read, verify and return a stored test/fuzz report; ReportError when it does not hold.
-    Size, top level and nesting are checked before anything is parsed (``json_limits``)."""
+    Size is checked before anything is parsed; top level and nesting before anything but
+    msgspec's typed decoding, which gives the values to measure the nesting with (else
+    ``json_limits`` measures the bytes)."""
     path = Path(path)
     try:
         raw = read_document(path, "report")
         check_utf8(raw)
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportError(f"{path}: cannot read report: {exc}") from exc
-    problem = structure_problem(raw)
-    if problem is not None:
-        raise _fail(path, f"  {problem}")
     # a big report is millions of acyclic objects, which collections would only walk, again
     # and again: paused while it is parsed and checked, then settled in the oldest generation
     with gc_paused(settle=True):
+        typed = _load_typed(path, raw)  # checks the nesting itself, from the values
+        if typed is not None:
+            return typed
+        problem = structure_problem(raw)
+        if problem is not None:
+            raise _fail(path, f"  {problem}")
         return _load(path, raw)
 
 
 def _load(path: Path, raw: bytes) -> Report:
-    typed = _load_typed(path, raw)
-    if typed is not None:
-        return typed
     try:
         data = json_exact.loads(raw)
     except orjson.JSONDecodeError:  # invalid, or NaN/Infinity/huge ints that orjson refuses
@@ -330,6 +338,12 @@ def _load_typed(path: Path, raw: bytes) -> Report | None:
     if decoded is None:
         return None
     data, records = decoded
+    properties = data.get("properties")
+    if properties is None:  # nothing deep enough to be worth a walk: from the values
+        if not typed_records.nested_within(data, records, PARSER_DEPTH):
+            return None
+    elif too_deep(raw) is not None:  # a section of 50k+ pairs: the bytes are faster
+        return None
     tolerance = stored_tolerance(data)
     try:
         header = ReportModel.model_validate(data, context={"probability_tolerance": tolerance})
@@ -345,12 +359,11 @@ def _load_typed(path: Path, raw: bytes) -> Report | None:
     leave_to_exit(records)  # in a command, freed with the process (100k structs: ~70 ms)
     del data, records
     doc = header.model_dump(mode="json", exclude={"results", "properties"})
-    # msgspec keeps integers beyond 64 bits exact where orjson refuses them; the properties
-    # section's plain-dict path is kept to what orjson reads, as it always was
-    plain_json = header.properties is None or not json_exact.long_integer(raw)
     try:
         _check_mode(header)
-        results = _semantics(header, doc, results, plain_json=plain_json)
+        # msgspec, like orjson, refuses NaN and Infinity, and keeps integers of any size
+        # exact: the properties section may take its plain-dict path
+        results = _semantics(header, doc, results, plain_json=True)
     except Invalid as exc:
         raise _fail(path, exc.lines) from exc
     doc["results"] = None

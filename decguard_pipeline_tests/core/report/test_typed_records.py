@@ -117,3 +117,38 @@ def test_nan_goes_the_other_way(tmp_path, monkeypatch, ours):
     text = json.dumps(doc).replace('"latency_ms": ', '"latency_ms": NaN, "x": ', 1)
     Path("r.json").write_text(text)
     assert typed_records.decode(Path("r.json").read_bytes()) is None
+
+
+def _outcome(path: str) -> str:
+    try:
+        return repr(verify.load_report(path).document)
+    except ReportError as exc:
+        return str(exc)
+
+
+@pytest.mark.parametrize("where", ["result metadata", "record metadata", "input", "details"])
+def test_nesting_is_measured_on_the_values_as_on_the_bytes(where, tmp_path, monkeypatch, ours):
+    """Around the parser's limit (200 arrays and objects), in each place a report holds free
+    JSON: the typed path refuses exactly what ``json_limits.too_deep`` refuses, in its words."""
+    doc = _report(tmp_path, monkeypatch, ours)
+    first = doc["results"][0]
+    place = {
+        "result metadata": lambda: first["result"],
+        "record metadata": lambda: first,
+        "input": lambda: first,
+        "details": lambda: doc["backend"],
+    }[where]()
+    key = "input" if where == "input" else "details" if where == "details" else "metadata"
+    place[key] = {"deep": "MARK"}
+    text = json.dumps(doc)
+    refused = []
+    for depth in (194, 195, 196, 197, 198, 199):
+        nested = "[" * depth + "0" + "]" * depth
+        Path("r.json").write_text(text.replace('"MARK"', nested, 1))
+        typed = _outcome("r.json")
+        with monkeypatch.context() as patch:
+            patch.setattr(typed_records, "decode", lambda raw: None)
+            plain = _outcome("r.json")
+        assert typed == plain, depth
+        refused.append("recursion limit exceeded" in typed)
+    assert refused[0] is False and refused[-1] is True  # the limit lies within the range
