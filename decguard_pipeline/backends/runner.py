@@ -20,12 +20,11 @@ answers before a batch is sent and records the new ones as they arrive.
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from contextlib import nullcontext, suppress
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -39,8 +38,6 @@ from decguard_pipeline.core.decision import (
     Prediction,
 )
 from decguard_pipeline.core.results import CaseResults
-
-T = TypeVar("T")
 
 # the shortest wait between two looks at the response cache's interval
 MIN_WAIT_S = 0.05
@@ -146,23 +143,6 @@ async def _store_on_time(out: Collector) -> None:
             return
 
 
-def run_loop(main: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(main)`` on uvloop's event loop where it is installed: its loop, sockets
-    and timers are C, which cuts the client's CPU per request and so the time an answer
-    waits for the loop to notice it (the latency bias of docs/performance.md).
-    ``DECGUARD_EVENT_LOOP=asyncio`` keeps the standard library's loop."""
-    import asyncio  # imported here: in-process runs never need an event loop
-
-    try:
-        if os.environ.get("DECGUARD_EVENT_LOOP", "").lower() == "asyncio":
-            raise ImportError("the standard loop was asked for")
-        import uvloop
-    except ImportError:
-        return asyncio.run(main)
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        return runner.run(main)
-
-
 def ask_one(backend: Backend, request: DecisionRequest) -> tuple[Prediction, float]:
     """One request on its own, the way a batch would send it (the native async client for
     network backends, so no second HTTP stack is loaded); (prediction, latency in ms).
@@ -172,6 +152,7 @@ def ask_one(backend: Backend, request: DecisionRequest) -> tuple[Prediction, flo
         start = clock()
         prediction = backend.predict(request)
         return prediction, (clock() - start) * 1000.0 - prediction.queued_ms
+    import asyncio
 
     async def one() -> tuple[Prediction, float]:
         try:
@@ -181,7 +162,7 @@ def ask_one(backend: Backend, request: DecisionRequest) -> tuple[Prediction, flo
         finally:
             await backend.aclose()
 
-    return run_loop(one())
+    return asyncio.run(one())
 
 
 def decide_all(
@@ -215,7 +196,9 @@ def decide_all(
         if backend.inline or not ask:
             _run_inline(backend, requests, out, ask)
         else:
-            run_loop(_run_async(backend, requests, out, max_concurrency, ask))
+            import asyncio  # imported here: in-process runs never need an event loop
+
+            asyncio.run(_run_async(backend, requests, out, max_concurrency, ask))
         out.flush()
     finally:
         if cache is not None:  # also when the run aborts: what was answered is kept
