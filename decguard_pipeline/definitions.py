@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import warnings
 from typing import Any
 
@@ -62,9 +61,8 @@ def build_definitions(
             dead_runs_sensor(),
         ],
         resources={
-            "warehouse": WarehouseResource(
-                root=warehouse_root or os.environ.get("DECGUARD_WAREHOUSE", "")
-            )
+            # empty: the resource's Warehouse finds it (warehouse/store.default_root)
+            "warehouse": WarehouseResource(root=warehouse_root or "")
         },
         executor=dg.in_process_executor,
     )
@@ -72,7 +70,7 @@ def build_definitions(
 
 def __getattr__(name: str) -> Any:
     """``defs``, the code location's definitions, built on first access (PEP 562): Dagster's
-    loaders (``dagster dev``, ``dg``, the code server) read it as before, while ``evaluate``,
+    loaders (``dagster dev``, ``dg``, the code server) read it, while ``evaluate``,
     which builds its own for the contracts it found, imports this module without building
     them twice (~75 ms)."""
     if name == "defs":

@@ -63,11 +63,9 @@ def emit_report(
             for path in guarded.write_files(output.parent, output.stem, report=output.name):
                 click.echo(f"pipeline results written to {path}", err=True)
         if report.extensions:  # after the guard's sidecar: sections are merged into it
-            from decguard_pipeline.core.report.sidecar import write_section
+            from decguard_pipeline.core.report.sidecar import write_sections
 
-            for name, section in report.extensions.items():
-                status = section["status"] if name == "calibration" else None  # its gates
-                write_section(output, report.document, name, section, status=status)
+            write_sections(output, report)
         if report.products:  # a fitted calibrator and its sweep's picture next to the report
             from decguard_pipeline.runs.calibrator import write_products
 
@@ -101,12 +99,11 @@ def emit_report(
 def harness_of(loaded: Any, config: Any, report: Any, guarded: Any, dataset: Path | None) -> Any:
     """The Guard Eval Harness run of this run (``--run-dir``), for the target the pipeline
     would name."""
+    from decguard_pipeline.core.target_key import target_key
     from decguard_pipeline.runs.guard import harness_files
-    from decguard_pipeline.steps.targets import UNVERSIONED, target_key
 
     backend = report.document["backend"]
-    version = backend["model_version"] or backend["model"] or UNVERSIONED
-    target = target_key(backend["name"], version)
+    target = target_key(backend["name"], backend["model_version"], backend["model"])
     return harness_files(loaded, config, report, guarded, target=target, dataset=dataset)
 
 

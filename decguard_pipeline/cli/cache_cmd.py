@@ -105,6 +105,7 @@ _dir_option = click.option(
 def cache_stats(cache: str | None, fmt: str) -> None:
     """Answers kept per contract and target (backend@model version)."""
     with handled():
+        from decguard_pipeline.core.formatting import printable
         from decguard_pipeline.core.report.jsonio import dumps
         from decguard_pipeline.warehouse.responses_upkeep import response_stats
 
@@ -125,7 +126,8 @@ def cache_stats(cache: str | None, fmt: str) -> None:
                 else "-"
             )
             click.echo(
-                f"  {row['contract']} / {row['target']}: {row['distinct_keys']:,} answers "
+                f"  {printable(row['contract'])} / {printable(row['target'])}: "
+                f"{row['distinct_keys']:,} answers "
                 f"({row['answers']:,} rows, {row['files']} files, {row['bytes'] / 1e6:.1f} MB)"
                 f" · {tokens:,} tokens · {span}"
                 + (f" · {row['journals']} journal(s)" if row["journals"] else "")

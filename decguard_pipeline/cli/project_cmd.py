@@ -71,8 +71,6 @@ def evaluate(
     with handled(), held() as settle:
         if contracts is not None:
             os.environ["DECGUARD_CONTRACTS"] = contracts
-        if warehouse is not None:
-            os.environ["DECGUARD_WAREHOUSE"] = str(warehouse)
         from decguard_pipeline.defs import fork_server
 
         fork_server.start_early(workers)  # where workers come from it: its imports beside ours
@@ -102,7 +100,9 @@ def evaluate(
             from decguard_pipeline.defs.main_job import evaluate_all
             from decguard_pipeline.warehouse import Warehouse
 
-            wh = Warehouse()
+            # --warehouse, else $DECGUARD_WAREHOUSE, else data/warehouse (warehouse/store.py),
+            # handed to the definitions and the workers as this root
+            wh = Warehouse(warehouse)
             pool = None
             if workers > 1:  # forked now, before this process opens anything (defs/workers.py)
                 from decguard_pipeline.defs.workers import open_pool
@@ -220,10 +220,14 @@ def sql(query: str, warehouse: str | None, fmt: str, max_rows: int) -> None:
         else:
             import pandas as pd
 
+            from decguard_pipeline.core.formatting import printable
+
             with pd.option_context(
                 "display.max_columns", None, "display.width", 200, "display.max_colwidth", 60
             ):
-                click.echo(frame.to_string(index=False) if len(frame) else "(no rows)")
+                text = frame.to_string(index=False) if len(frame) else "(no rows)"
+            # cells hold what servers and datasets said: no escape sequence reaches the terminal
+            click.echo(printable(text, lines=True))
 
 
 # `dagster dev` warns that `dg dev` supersedes it; `ui` keeps `dagster dev` (dagster-dg-cli is a

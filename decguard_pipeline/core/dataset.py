@@ -9,6 +9,8 @@ skipped. Cases are kept column-wise so a million of them stay small.
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,8 +148,21 @@ def drain(items: Iterator[tuple[str, Any]]) -> None:
         pass
 
 
+def require_file(path: Path, what: str) -> None:
+    """DatasetError unless ``path`` is a regular file: a device (``/dev/zero``, a symbolic
+    link to one) never ends, and a dataset read in place (mapped, read again for its
+    records) needs a file. OSError propagates."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise DatasetError(f"{path}: cannot read {what}: it is {kind}")
+
+
 def read_text(path: Path, what: str) -> tuple[bytes, str]:
     try:
+        mode = os.stat(path).st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # endless (/dev/zero); a pipe is read
+            raise DatasetError(f"{path}: cannot read {what}: it is a device, not a file")
         raw = path.read_bytes()
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc

@@ -9,6 +9,7 @@ import dagster as dg
 
 from decguard_pipeline.defs.assets.evaluation import FAILED_PARTS
 from decguard_pipeline.defs.assets.verdict import VERDICT_TAG
+from decguard_pipeline.defs.error_text import error_text
 from decguard_pipeline.defs.instance import owner_tags
 from decguard_pipeline.defs.run_origin import attach_to_location
 
@@ -37,16 +38,6 @@ class Outcome:
         return bool(self.errors) or self.run_id is None
 
 
-def _error_text(error: Any) -> str:
-    """The innermost cause of a step's error (the exception our code raised), one line."""
-    while getattr(error, "cause", None) is not None:
-        error = error.cause
-    message = (error.message or "").strip().splitlines()
-    text = message[0] if message else error.cls_name
-    name = f"{error.cls_name}: "
-    return text.split(name, 1)[1] if name in text else text
-
-
 def _step_errors(contract: str, step: str, failure: Any) -> dict[str, str]:
     """A failed step's errors: one per broken part of a step running several assets
     (``defs/assets/evaluation.py``), keyed ``<contract>__<asset>`` like a step of its own."""
@@ -55,7 +46,7 @@ def _step_errors(contract: str, step: str, failure: Any) -> dict[str, str]:
     if parts is not None:
         return {f"{contract}__{name}": text for name, text in parts.value.items()}
     error = failure.error
-    return {step: "failed without an error" if error is None else _error_text(error)}
+    return {step: "failed without an error" if error is None else error_text(error)}
 
 
 def run_job(

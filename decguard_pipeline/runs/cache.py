@@ -5,7 +5,6 @@ and where the answers of ``--retry-errors`` come from. Shared by the CLI (``--ca
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import uuid
@@ -17,6 +16,7 @@ from decguard_pipeline.backends.base import Backend
 from decguard_pipeline.backends.cache import AnswerSource, AnswerStore, ResponseCache
 from decguard_pipeline.core.cache.summary import CacheStats
 from decguard_pipeline.core.contract import LoadedContract
+from decguard_pipeline.core.target_key import target_key
 from decguard_pipeline.runs.cache_identity import identity_of, key_settings_of
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.locations import Location, location
@@ -32,8 +32,6 @@ class RetrySource(AnswerSource, Protocol):
 
 
 ENV_CACHE = "DECGUARD_CACHE"
-UNVERSIONED = "unversioned"
-MAX_TARGET_CHARS = 120
 
 
 @dataclass
@@ -85,16 +83,6 @@ def cache_directory(cache: str | os.PathLike[str] | None, *, no_cache: bool) -> 
     return location(text) if "://" in text else Path(text)  # a folder: as given
 
 
-def cache_target(backend: str, version: str) -> str:
-    """The partition of a command-line cache: ``<backend>@<version>`` (``unversioned`` when
-    the backend reports none; a long version is cut and suffixed with a hash)."""
-    value = f"{backend}@{version or UNVERSIONED}"
-    if len(value) > MAX_TARGET_CHARS:
-        digest = hashlib.sha256(value.encode()).hexdigest()[:12]
-        value = f"{value[: MAX_TARGET_CHARS - 13]}-{digest}"
-    return value
-
-
 def attach_cache(backend: Backend, loaded: LoadedContract, options: CacheOptions) -> Backend:
     """Route ``backend``'s answers through the cache of ``options`` (returns the backend)."""
     if not options.active:
@@ -109,7 +97,7 @@ def attach_cache(backend: Backend, loaded: LoadedContract, options: CacheOptions
         return ResponseTable(
             warehouse,
             contract=options.contract,
-            target=options.target or cache_target(backend.name, version),
+            target=options.target or target_key(backend.name, version),
             run_id=options.run_id,
             backend=backend.name,
             provider=backend.provider,

@@ -6,7 +6,9 @@ anything that prevents an evaluation; failing gates are reported, not raised.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +86,45 @@ def decide_dataset(
     return results
 
 
+@dataclass
+class Asked:
+    """What one golden evaluation asked of its backend: the answers, the backend's metadata
+    (after the golden cases, before the repetitions: the report is one ask's), the
+    ``consistency`` section of ``pipeline.repeats`` and the ``usage`` section."""
+
+    results: CaseResults
+    metadata: dict[str, Any]
+    consistency: dict[str, Any] | None
+    usage: dict[str, Any]
+    repeats_s: float  # the time the repetitions took (not the evaluation's wall time)
+
+
+def ask_golden(
+    loaded: LoadedContract,
+    data: Dataset,
+    backend: Backend,
+    *,
+    max_concurrency: int | None = None,
+    repeats: bool = True,
+    besides: Callable[[CaseResults], None] | None = None,
+) -> Asked:
+    """The one recipe of a golden evaluation, for ``test`` (:func:`run_test`) and the
+    ``case_results`` step (``steps/golden.evaluate_target``): every case through the
+    backend, ``besides`` (what else the run asks, with the golden answers: the calibration
+    dataset, the properties), the repetitions unless ``repeats`` is false, the usage (the
+    counters cover every request so far). The backend stays open: it is the caller's."""
+    results = decide_dataset(loaded, data, backend, max_concurrency=max_concurrency)
+    if besides is not None:
+        besides(results)
+    metadata = backend.metadata()
+    clock = time.perf_counter()
+    consistency = None
+    if repeats:
+        consistency = ask_repeats(loaded, data, backend, results, max_concurrency=max_concurrency)
+    repeats_s = time.perf_counter() - clock
+    return Asked(results, metadata, consistency, usage_of(backend, results), repeats_s)
+
+
 def run_test(
     contract: LoadedContract | str | Path,
     *,
@@ -126,15 +167,15 @@ def run_test(
     owned = not isinstance(backend, Backend)
     instance = make_backend(loaded, backend, cache=cache) if owned else backend  # type: ignore[arg-type]
     assert isinstance(instance, Backend)
-    try:
-        health = check_health(instance) if check_health_first else None
-        results = decide_dataset(loaded, data, instance, max_concurrency=max_concurrency)
-        calibration = None
+    calibration = property_section = property_checks = outcome = None
+
+    def besides(results: CaseResults) -> None:
+        """The calibration dataset and the properties, asked with the golden answers."""
+        nonlocal calibration, outcome, property_section, property_checks
         if calibration_data is not None:
             calibration = decide_dataset(
                 loaded, calibration_data, instance, max_concurrency=max_concurrency
             )
-        property_section = property_checks = None
         if fuzz_plan is not None:
             from decguard_pipeline.runs.properties import run_properties
 
@@ -142,17 +183,18 @@ def run_test(
                 fuzz_plan, loaded, instance, results, max_concurrency=max_concurrency
             )
             property_section, property_checks = outcome
-        metadata = instance.metadata()  # before the repeats: the report is one ask's
-        consistency = None  # pipeline.repeats: golden runs only (fuzz has no golden metrics)
-        if mode != "fuzz":
-            consistency = ask_repeats(
-                loaded, data, instance, results, max_concurrency=max_concurrency
-            )
-        usage = usage_of(instance, results)  # the counters cover every request of the run
-        answered = _answered_with(loaded, instance, results)
+
+    try:
+        health = check_health(instance) if check_health_first else None
+        asked = ask_golden(
+            loaded, data, instance, max_concurrency=max_concurrency, besides=besides,
+            repeats=mode != "fuzz",  # pipeline.repeats: golden runs only (fuzz has no metrics)
+        )  # fmt: skip
+        answered = _answered_with(loaded, instance, asked.results)
     finally:
         if owned:
             instance.close()
+    results, metadata, consistency = asked.results, asked.metadata, asked.consistency
     raw = results
     if calibrator is not None:
         results = calibrators.calibrate(raw, calibrator, metadata)
@@ -168,9 +210,7 @@ def run_test(
     )
     if fuzz_plan is not None:
         report.extensions["properties"] = outcome.pipeline  # sidecar section, not DecGuard's
-    add_golden_statistics(loaded, report)
-    add_usage(loaded, report, usage)
-    add_calibration(loaded, report)
+    add_golden_sections(loaded, report, asked.usage)
     if calibrator is not None and mode != "fuzz":
         section = calibrators.calibrated_section(loaded, calibrator, raw, report)
         report.extensions[calibrators.CALIBRATED] = section
@@ -217,6 +257,26 @@ def usage_of(backend: Backend, results: CaseResults) -> dict[str, Any]:
     pricing = backend.pricing()
     cost = run_cost(results.prompt_tokens, results.completion_tokens, pricing, decided=results.ok)
     return usage_section(cost, pricing, backend.run_stats())
+
+
+def add_golden_sections(
+    loaded: LoadedContract,
+    report: Report,
+    usage: dict[str, Any] | None,
+    *,
+    statistics: bool = True,
+    measures: bool = True,
+) -> None:
+    """The sidecar sections every golden report gets, in this order: the golden metrics'
+    intervals (with ``pipeline.statistics``, unless ``statistics`` is false: the pipeline
+    stores them as rows), ``usage`` with the cost gates checked, the calibration measures
+    (unless ``measures`` is false: a diff compares the reports' own numbers). What ``test``
+    and the pipeline's ``steps/golden.golden_report`` both add."""
+    if statistics:
+        add_golden_statistics(loaded, report)
+    add_usage(loaded, report, usage)
+    if measures:
+        add_calibration(loaded, report)
 
 
 def add_usage(loaded: LoadedContract, report: Report, usage: dict[str, Any] | None) -> None:

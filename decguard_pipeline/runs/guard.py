@@ -104,6 +104,7 @@ def run_guarded(
     *,
     backend: str | Backend | None,
     main: Report | None = None,
+    health: dict[str, str] | None = None,
     **options: Unpack[RunOptions],
 ) -> GuardedRun:
     """Every dataset of ``plan`` (as :func:`plan_datasets` makes it) evaluated and measured
@@ -114,7 +115,8 @@ def run_guarded(
     ``run_test`` here with ``options`` (the mode and fuzz settings apply to it alone:
     properties are checked once, with the main dataset). The other suites are decided through
     the same backend instance, with ``max_concurrency``; its health is checked once, before
-    the first case it decides, unless ``check_health_first`` is false."""
+    the first case it decides, unless ``check_health_first`` is false or ``health`` is the
+    answer of a check the caller made (a backend passed in, with ``main``)."""
     spec = loaded.contract.spec()
     # every suite file is loaded before the first model call: a broken one fails now, not
     # after the main dataset went through the model (only the main entry has no path)
@@ -126,10 +128,10 @@ def run_guarded(
         instance = make_backend(loaded, backend, cache=cache) if owned else backend  # type: ignore[arg-type]
         assert isinstance(instance, Backend)
         try:
-            health = None
             if main is None:
+                health = None
                 reports.append(run_test(loaded, dataset=plan[0][1], backend=instance, **options))
-            elif options.get("check_health_first", True):
+            elif health is None and options.get("check_health_first", True):
                 health = check_health(instance)
             concurrency = options.get("max_concurrency")
             calibrator = options.get("calibrator")

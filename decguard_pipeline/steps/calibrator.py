@@ -1,12 +1,13 @@
 """The ``calibrator`` asset's step: fit a calibrator for one target and store it.
 
 For a contract with calibrator keys under ``pipeline.calibration`` (``split``, ``method``,
-``conformal``, …): the target's golden run is read back from the warehouse (its answers are
-never asked again), the calibration dataset is decided through the target's backend when the
-contract names one, and ``runs/calibrator.fit_for_report`` fits on the calibration cases and
-judges on the held-out ones, as ``decguard-pipeline calibrate`` does. The ``calibrator.json``
-goes to ``calibrator_files/contract=…/target=…/<time>_<run>.calibrator.json``; the section to
-the ``calibrators``, ``calibrator_metrics`` and ``escalation_sweep`` tables, where the report
+``conformal``, …): the target's golden run and its report are the run's own (read back from
+the warehouse when the asset runs alone; its answers are never asked again), the calibration
+dataset is decided through the run's backend when the contract names one, and
+``runs/calibrator.fit_for_report`` fits on the calibration cases and judges on the held-out
+ones, as ``decguard-pipeline calibrate`` does. The ``calibrator.json`` goes to
+``calibrator_files/contract=…/target=…/<time>_<run>.calibrator.json``; the section to the
+``calibrators``, ``calibrator_metrics`` and ``escalation_sweep`` tables, where the report
 step (``steps/golden.write_report``) reads it back for its sidecar and HTML page.
 """
 
@@ -16,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from decguard_pipeline.core.report.golden import with_property_results
 from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import ContractEntry
-from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse.rows.calibrator import calibrator_row, metric_rows, sweep_rows
 from decguard_pipeline.warehouse.rows.golden import run_base
 
@@ -49,25 +50,23 @@ def fit_target(entry: ContractEntry, target: str, step: Step) -> FittedTarget:
         fit_for_report,
         write_calibrator,
     )
-    from decguard_pipeline.steps.golden import golden_report
+    from decguard_pipeline.steps.golden import golden_of
 
     loaded = entry.require()
     wh = step.warehouse
-    golden = golden_report(entry, target, wh, run_id=step.run_id)
+    golden = golden_of(entry, target, step)
     data = calibration_dataset(loaded)
     calibration = None
     if data is not None:
-        from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend
-        from decguard_pipeline.steps.cache import target_cache
+        from decguard_pipeline.runs.golden import decide_dataset
+        from decguard_pipeline.steps.backend import target_backend
 
-        backend = make_backend(loaded, backend_of(target), cache=target_cache(entry, target, step))
-        try:
-            check_health(backend)
-            calibration = decide_dataset(loaded, data, backend)
-        finally:
-            backend.close()
+        with target_backend(entry, target, step) as asking:  # the run's backend
+            calibration = decide_dataset(loaded, data, asking.backend)
+    # on a copy: the section the fit adds is the report step's to add (from its rows)
+    report = with_property_results(golden.report, loaded)
     fitted = fit_for_report(
-        loaded, golden.report, golden.evaluated.results, calibration=calibration,
+        loaded, report, golden.evaluated.results, calibration=calibration,
         calibration_data=data,
     )  # fmt: skip
     folder = wh.partition_dir(FILES, entry.key, target)

@@ -4,7 +4,8 @@ checks call. No Dagster here.
 The candidate is a target's newest evaluation; the baseline is another target of the same
 contract chosen by ``core.diff.choose_baseline`` from what the warehouse knows (every evaluated
 target, when it was first registered or evaluated, whether its newest golden requirement gates
-passed). Both DecGuard reports are rebuilt from the warehouse (``steps.golden.golden_report``) and
+passed). The candidate's DecGuard report is the run's own (``steps.golden.golden_of``), the
+baseline's is rebuilt from the warehouse (``steps.golden.golden_report``), and they are
 compared exactly as ``decguard-pipeline diff BASELINE CANDIDATE -c CONTRACT`` compares them.
 """
 
@@ -27,7 +28,7 @@ from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
-from decguard_pipeline.steps.golden import golden_report
+from decguard_pipeline.steps.golden import golden_of, golden_report
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.steps.verdict import approvals
 from decguard_pipeline.warehouse import Warehouse
@@ -197,7 +198,8 @@ def diff_target(entry: ContractEntry, target: str, step: Step) -> DiffOutcome:
     loaded = entry.require()
     wh = step.warehouse
     outcome = DiffOutcome(target, resolve_baseline(entry, target, wh))
-    evaluated = load_evaluated(entry, target, wh, step.run_id)
+    candidate = golden_of(entry, target, step)  # the run's report, built once
+    evaluated = candidate.evaluated
     baseline_target = outcome.baseline_target
     baseline = None
     if baseline_target is not None:
@@ -209,10 +211,7 @@ def diff_target(entry: ContractEntry, target: str, step: Step) -> DiffOutcome:
                 ).report,
                 baseline,
             ),
-            as_evaluated(
-                golden_report(entry, target, wh, evaluated=evaluated, measures=False).report,
-                evaluated,
-            ),
+            as_evaluated(candidate.report, evaluated),
             contract=loaded,
             baseline_path=evaluation_ref(entry.key, baseline_target, baseline.run["run_id"]),
             candidate_path=evaluation_ref(entry.key, target, evaluated.run["run_id"]),

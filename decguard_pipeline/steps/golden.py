@@ -1,18 +1,18 @@
 """The golden evaluation as steps: what the assets contract, golden_dataset, case_results,
-golden_metrics and report call (``defs/assets/golden.py``), each reading its inputs from the
-warehouse and writing its rows there (built by ``warehouse/rows/golden.py``). No Dagster here.
+golden_metrics and report call (``defs/assets/golden.py``), each writing its rows to the
+warehouse (built by ``warehouse/rows/golden.py``). No Dagster here.
 
-A target's DecGuard report is built by :func:`golden_report`, once per step: its metrics and
-checks are what ``golden_metrics`` stores and shows, and what the diff and guard steps measure.
+Within a target run the evaluation flows in memory (``steps/base.TargetRun``): the target's
+DecGuard report is built once (:func:`golden_of`), its metrics and checks are what
+``golden_metrics`` stores and shows, what the diff, guard and calibrator steps measure and
+what the ``report`` step writes. A step run on its own reads the evaluation back.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import time
-from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,17 +29,18 @@ from decguard_pipeline.core.report.golden import (
     build_report,
     dataset_info,
     result_records,
+    with_property_results,
 )
 from decguard_pipeline.core.report.html import write_report_html
 from decguard_pipeline.core.report.jsonio import write_document
-from decguard_pipeline.core.report.sidecar import write_section
+from decguard_pipeline.core.report.sidecar import write_sections
 from decguard_pipeline.core.report.verify import load_report
 from decguard_pipeline.core.results import served_version
-from decguard_pipeline.core.usage import USAGE, usage_extension
+from decguard_pipeline.core.usage import USAGE
 from decguard_pipeline.core.verdict import Verdict
-from decguard_pipeline.steps.base import Evaluated, Step, load_evaluated, run_rows
+from decguard_pipeline.steps.base import Evaluated, Step, evaluated_of, load_evaluated, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
-from decguard_pipeline.steps.targets import Target, backend_of
+from decguard_pipeline.steps.targets import Target
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.base import to_json
 from decguard_pipeline.warehouse.rows.calibration import calibration_rows, curve_rows
@@ -134,30 +135,21 @@ def record_target(entry: ContractEntry, target: Target, step: Step) -> bool:
 
 def evaluate_target(entry: ContractEntry, target: str, step: Step) -> Evaluated:
     """Decide every golden case with the target's backend, as many at a time as the
-    contract's ``evaluation.max_concurrency`` (the project has no other setting for it);
-    write ``case_results`` and ``runs``."""
-    from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend, usage_of
-    from decguard_pipeline.runs.repeats import ask_repeats
-    from decguard_pipeline.steps.cache import target_cache
+    contract's ``evaluation.max_concurrency`` (the project has no other setting for it),
+    as ``test`` does (``runs.golden.ask_golden``); write ``case_results`` and ``runs``. The
+    evaluation stays in memory for the run's later parts."""
+    from decguard_pipeline.runs.golden import ask_golden
+    from decguard_pipeline.steps.backend import target_backend
 
     loaded = entry.require()
     data = load_golden(entry)
     started = now()
     clock = time.perf_counter()
-    cache = target_cache(entry, target, step)
-    backend = make_backend(loaded, backend_of(target), cache=cache)
-    try:
-        health = check_health(backend)
-        results = decide_dataset(loaded, data, backend)
-        meta = backend.metadata()  # before the repeats: the evaluation is one ask's
-        repeating = time.perf_counter()
-        consistency = ask_repeats(loaded, data, backend, results)  # pipeline.repeats
-        repeats_s = time.perf_counter() - repeating  # not the evaluation's wall time
-        usage = usage_of(backend, results)
-    finally:
-        backend.close()
-    wall = time.perf_counter() - clock - repeats_s
-    model_version = served_version(meta, results)
+    with target_backend(entry, target, step) as asking:
+        asked = ask_golden(loaded, data, asking.backend)
+    wall = time.perf_counter() - clock - asked.repeats_s
+    results = asked.results
+    model_version = served_version(asked.metadata, results)
     keys = step.keys(entry.key, target)
     table = case_results_table(
         results,
@@ -173,16 +165,20 @@ def evaluate_target(entry: ContractEntry, target: str, step: Step) -> Evaluated:
         loaded=loaded,
         data=data,
         results=results,
-        meta=meta,
+        meta=asked.metadata,
         model_version=model_version,
-        health=health,
+        health=asking.health,
         started_at=started,
         wall_s=wall,
-        usage=usage,
-    ) | consistency_column(consistency)
+        usage=asked.usage,
+    ) | consistency_column(asked.consistency)
+    cache = asking.cache
     run["cache_json"] = None if cache is None else to_json(cache.stats.section())
     step.warehouse.write("runs", [run], **keys)
-    return Evaluated(results, run)
+    evaluated = Evaluated(results, run)
+    if step.shared is not None:  # the run's later parts work on it, not on a read-back
+        step.shared.evaluated, step.shared.golden = evaluated, None
+    return evaluated
 
 
 @dataclass
@@ -228,24 +224,17 @@ def golden_report(
     *,
     run_id: str | None = None,
     evaluated: Evaluated | None = None,
-    with_properties: bool = False,
     measures: bool = True,
 ) -> GoldenReport:
     """The DecGuard report of the evaluation by run ``run_id`` (else the newest), or of
-    ``evaluated`` when already read, against the current contract.
+    ``evaluated`` when already read, against the current contract (the ``report`` step makes
+    it the mode ``all`` report with the stored property results: ``write_report``).
 
-    ``with_properties``: when the contract enables properties, the mode ``all`` report with the
-    stored section and checks of ``property_results`` (``steps/properties.py``).
     ``measures``: with the calibration measures' section (a bootstrap; a diff, which compares
     the reports' own numbers, goes without)."""
     loaded = entry.require()
     evaluated = evaluated or load_evaluated(entry, target, warehouse, run_id)
     run = evaluated.run
-    stored = None
-    if with_properties:
-        from decguard_pipeline.steps.properties import stored_for_report
-
-        stored = stored_for_report(entry, target, warehouse, run, run_id)
     backend = {
         "name": run["backend"],
         "provider": run["provider"],
@@ -260,53 +249,29 @@ def golden_report(
         backend,
         evaluated.results,
         health=health,
-        **(
-            {"mode": "all", "properties": stored.section, "property_checks": stored.checks}
-            if stored is not None
-            else {}
-        ),
     )
-    if stored is not None:
-        report.extensions["properties"] = stored.pipeline  # sidecar section, as `test --all`
-    usage = usage_extension(loaded.contract, stored_usage(run))  # as `test` adds it
-    if usage is not None:
-        report.extensions[USAGE] = usage
-    if measures:  # the calibration measures, as `test` adds them
-        _add_calibration(entry, warehouse, run, report)
+    from decguard_pipeline.runs.golden import add_golden_sections
+
+    # the sections `test` adds (runs/golden.py); the intervals are stored as rows instead
+    add_golden_sections(loaded, report, stored_usage(run), statistics=False, measures=measures)
     consistency = stored_consistency(run)  # asked by the evaluation (pipeline.repeats)
     if consistency is not None:
         report.extensions[CONSISTENCY] = consistency
     return GoldenReport(evaluated, report)
 
 
-# The calibration measures of an evaluation, by (warehouse, contract, contract hash,
-# dataset hash, evaluation run): their bootstrap takes ~0.1-0.3 s for 300 cases, and the golden
-# metrics and the report of one run each build the report of the same evaluation. A few, for
-# the parts of one run.
-_MEASURED: OrderedDict[tuple[str, ...], dict[str, Any] | None] = OrderedDict()
-MEASURED_KEPT = 8
-
-
-def _add_calibration(
-    entry: ContractEntry, warehouse: Warehouse, run: dict[str, Any], report: Report
-) -> None:
-    """``runs.golden.add_calibration``, measured once per evaluation in this process."""
-    from decguard_pipeline.core.calibration.extension import SECTION
-    from decguard_pipeline.runs.golden import add_calibration
-
-    key = (str(warehouse.root), entry.key, entry.require().hash, str(run["dataset_hash"]),
-           str(run["run_id"]))  # fmt: skip
-    if key not in _MEASURED or report.mode == "fuzz":
-        add_calibration(entry.require(), report)
-        if report.mode == "fuzz":
-            return
-        _MEASURED[key] = report.extensions.get(SECTION)
-        while len(_MEASURED) > MEASURED_KEPT:
-            _MEASURED.popitem(last=False)
-        return
-    section = _MEASURED[key]
-    if section is not None:
-        report.extensions[SECTION] = copy.deepcopy(section)  # a report may change its own
+def golden_of(entry: ContractEntry, target: str, step: Step) -> GoldenReport:
+    """The golden report of the step's evaluation (``evaluated_of``): built once a target run,
+    by its first part that needs it, and handed to the others (``Step.shared``); a step on
+    its own builds it."""
+    shared = step.shared
+    if shared is not None and shared.golden is not None:
+        return shared.golden
+    evaluated = evaluated_of(entry, target, step)
+    golden = golden_report(entry, target, step.warehouse, run_id=step.run_id, evaluated=evaluated)
+    if shared is not None:
+        shared.golden = golden
+    return golden
 
 
 def stored_usage(run: dict[str, Any]) -> dict[str, Any] | None:
@@ -323,7 +288,7 @@ def score_target(entry: ContractEntry, target: str, step: Step) -> GoldenReport:
     calibration measures to ``calibration``, ``calibration_curve`` and, source
     ``calibration``, ``gate_results`` with pipeline.calibration_measures). Its reliability
     and risk-coverage curves come with it, for the pictures."""
-    golden = golden_report(entry, target, step.warehouse, run_id=step.run_id)
+    golden = golden_of(entry, target, step)
     golden.curves = evaluation_curves(golden.evaluated.results, entry.require().contract)
     metrics = golden.metrics
     where = step.keys(entry.key, target)
@@ -370,7 +335,7 @@ class WrittenReport:
     report: Report
 
     def __iter__(self) -> Iterator[Any]:
-        """``path, report = write_report(...)``, as before the page was added."""
+        """``path, report = write_report(...)``: the report file and the report."""
         return iter((self.path, self.report))
 
 
@@ -401,9 +366,19 @@ def write_report(entry: ContractEntry, target: str, step: Step) -> WrittenReport
     """Write the report file (verified by loading it back), its sidecar sections, its HTML
     page (``<report>.html``, with the intervals and the calibrator this run stored) and its
     ``reports`` row."""
-    report = golden_report(
-        entry, target, step.warehouse, run_id=step.run_id, with_properties=True
-    ).report
+    golden = golden_of(entry, target, step)
+    from decguard_pipeline.steps.properties import stored_for_report
+
+    stored = stored_for_report(entry, target, step.warehouse, golden.evaluated.run, step.run_id)
+    # the report of this run's evaluation, made now (in mode `all` with the stored property
+    # results); a copy: what is added to it for the file stays out of the run's report
+    report = (
+        with_property_results(golden.report, entry.require())
+        if stored is None
+        else with_property_results(golden.report, entry.require(), stored.section, stored.checks)
+    )
+    if stored is not None:
+        report.extensions = {"properties": stored.pipeline, **report.extensions}
     wh = step.warehouse
     stamp = step.at.strftime("%Y%m%dT%H%M%S%fZ")
     path = wh.partition_dir("report_files", entry.key, target) / f"{stamp}_{step.run_id}.json"
@@ -414,9 +389,7 @@ def write_report(entry: ContractEntry, target: str, step: Step) -> WrittenReport
     fitted = wh.read_run("calibrators", entry.key, target, step.run_id)
     if fitted is not None and fitted.num_rows:  # the calibrator asset of this run fitted one
         report.extensions["calibrator"] = json.loads(fitted.column("section_json")[0].as_py())
-    for name, section in report.extensions.items():  # <stem>.pipeline.json, as -o writes
-        status = section["status"] if name == CALIBRATION else None  # its gates' verdict
-        write_section(path, report.document, name, section, status=status)
+    write_sections(path, report)  # <stem>.pipeline.json, as -o writes it
     html = write_page(entry, target, step, report, path)
     keys = step.keys(entry.key, target)
     wh.write("reports", [report_row(keys, report.document, path)], **keys)

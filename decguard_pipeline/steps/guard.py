@@ -1,10 +1,11 @@
 """The guard extension as a step (issue 7): what the ``guard_metrics`` asset and its
 checks call. No Dagster here.
 
-The main golden dataset is not decided again: its DecGuard report is built from the target's
-evaluation in the warehouse (``case_results``) and handed to ``runs.guard.run_guarded``, the
-flow ``test`` runs, which decides every other suite of ``pipeline.suites`` through the target's
-backend and measures every dataset; so the warehouse rows equal the CLI's sidecar.
+The main golden dataset is not decided again: its DecGuard report is the run's own
+(``steps.golden.golden_of``, built once from the target's evaluation), handed to
+``runs.guard.run_guarded``, the flow ``test`` runs, which decides every other suite of
+``pipeline.suites`` through the run's backend and measures every dataset; so the warehouse
+rows equal the CLI's sidecar.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from decguard_pipeline.core.guard.evaluation import MAIN, GuardedRun, SuiteRun
 from decguard_pipeline.core.guard.extension import GuardConfig, guard_config
 from decguard_pipeline.runs.guard import harness_files, plan_datasets, run_guarded
 from decguard_pipeline.steps import pictures
+from decguard_pipeline.steps.backend import target_backend
 from decguard_pipeline.steps.base import Step, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
-from decguard_pipeline.steps.golden import golden_report
+from decguard_pipeline.steps.golden import golden_of
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse.rows.guard import guard_rows, suite_cases_table
 
@@ -89,18 +91,19 @@ def measure_target(entry: ContractEntry, target: str, step: Step) -> GuardMeasur
     sidecar and (for one guarded label) the Guard Eval Harness run directory
     ``<stem>.geh/`` under ``report_files``; rows in the ``guard_*`` and ``suite_case_results``
     tables.
-    The main dataset is the target's evaluation in the warehouse, its DecGuard report built
-    by the golden steps; the other suites go through the target's backend."""
+    The main dataset is the target's evaluation, its DecGuard report the run's own; the
+    other suites go through the run's backend (``steps/backend.py``)."""
     loaded = entry.require()
     config = config_of(entry)
     wh = step.warehouse
-    main = golden_report(entry, target, wh, run_id=step.run_id).report
+    main = golden_of(entry, target, step).report  # the run's report, built once
     plan = plan_datasets(loaded, suite=None, dataset=None)
-    from decguard_pipeline.steps.cache import target_cache
-
-    # the other suites' answers go through the same response cache as the golden cases
-    cache = target_cache(entry, target, step)
-    guarded = run_guarded(loaded, config, plan, backend=backend_of(target), main=main, cache=cache)
+    if len(plan) > 1:  # the other suites go through the run's backend
+        with target_backend(entry, target, step) as asking:
+            guarded = run_guarded(loaded, config, plan, backend=asking.backend, main=main,
+                                  health=asking.health)  # fmt: skip
+    else:
+        guarded = run_guarded(loaded, config, plan, backend=backend_of(target), main=main)
     directory = wh.partition_dir("report_files", entry.key, target)
     stem = f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}"
     guarded.write_files(directory, stem, target=target, draw=pictures.draw)

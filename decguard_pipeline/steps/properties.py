@@ -1,8 +1,8 @@
 """Metamorphic properties as a step (issue 5): what the ``property_results`` asset,
 its checks and the DecGuard ``report`` call. No Dagster here.
 
-The originals are the newest golden evaluation of the target in the warehouse
-(``case_results``): they are not decided again. Every enabled property runs with the
+The originals are the target's golden evaluation (this run's, in memory, else the newest in
+the warehouse's ``case_results``): they are not decided again. Every enabled property runs with the
 contract's ``fuzz`` settings through the target's backend and the concurrent runner, exactly
 as ``test --all`` runs them (``runs.properties.run_properties``). The step writes
 
@@ -27,9 +27,8 @@ from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.gates import overall_status
 from decguard_pipeline.core.properties.summary import property_checks
 from decguard_pipeline.core.report.jsonio import write_document
-from decguard_pipeline.steps.base import Step, load_evaluated, run_rows
+from decguard_pipeline.steps.base import Step, evaluated_of, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
-from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.properties import property_rows
 from decguard_pipeline.warehouse.store import now
@@ -74,22 +73,18 @@ class PropertyRun:
 def run_target(entry: ContractEntry, target: str, step: Step) -> PropertyRun:
     """Every enabled property of the contract against the target's backend, the newest golden
     results of the target as originals; the stored section and the warehouse rows."""
-    from decguard_pipeline.runs.golden import check_health, make_backend
     from decguard_pipeline.runs.properties import run_properties
-    from decguard_pipeline.steps.cache import target_cache
+    from decguard_pipeline.steps.backend import target_backend
 
     loaded = entry.require()
     plan = _plan(loaded)  # a ContractError before any backend call
     wh = step.warehouse
-    evaluated = load_evaluated(entry, target, wh, step.run_id)
+    evaluated = evaluated_of(entry, target, step)
     started = now()
     clock = time.perf_counter()
-    backend = make_backend(loaded, backend_of(target), cache=target_cache(entry, target, step))
-    try:
-        health = check_health(backend)
-        outcome = run_properties(plan, loaded, backend, evaluated.results)
-    finally:
-        backend.close()
+    with target_backend(entry, target, step) as asking:  # the run's backend, checked once
+        health = asking.health
+        outcome = run_properties(plan, loaded, asking.backend, evaluated.results)
     wall = time.perf_counter() - clock
     section, checks = outcome
 

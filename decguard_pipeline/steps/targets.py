@@ -2,41 +2,30 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.decision import DecisionRequest
 from decguard_pipeline.core.errors import DecGuardError
+from decguard_pipeline.core.target_key import (  # the one rule (core/target_key.py)
+    MAX_VERSION_CHARS,
+    UNVERSIONED,
+    backend_of,
+    sanitise_version,
+    target_key,
+)
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-MAX_VERSION_CHARS = 64
-UNVERSIONED = "unversioned"
-
-
-def sanitise_version(version: str) -> str:
-    """A version as a key segment: ``[A-Za-z0-9._-]``, at most 64 characters (a long one is
-    cut and suffixed with a short hash so that two versions never collide)."""
-    clean = _UNSAFE.sub("-", version).strip("-.") or UNVERSIONED
-    if clean != version or len(clean) > MAX_VERSION_CHARS:
-        digest = hashlib.sha256(version.encode()).hexdigest()[:8]
-        clean = (
-            f"{clean[: MAX_VERSION_CHARS - 9]}-{digest}"
-            if len(clean) > MAX_VERSION_CHARS
-            else clean
-        )
-    return clean
-
-
-def target_key(backend: str, version: str) -> str:
-    return f"{backend}@{sanitise_version(version)}"
-
-
-def backend_of(key: str) -> str:
-    """The contract backend name of a target key (backend names cannot contain ``@``)."""
-    return key.split("@", 1)[0]
+__all__ = [
+    "MAX_VERSION_CHARS",
+    "UNVERSIONED",
+    "Target",
+    "backend_of",
+    "discover_target",
+    "discover_targets",
+    "sanitise_version",
+    "target_key",
+]
 
 
 @dataclass(frozen=True)

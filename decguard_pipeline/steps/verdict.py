@@ -26,7 +26,7 @@ from decguard_pipeline.core.report.html import read_sidecar
 from decguard_pipeline.core.report.sidecar import sections_of
 from decguard_pipeline.core.report.verify import load_report
 from decguard_pipeline.core.verdict import GOLDEN, GUARD, PROPERTIES, REGRESSION, Verdict, decide
-from decguard_pipeline.steps.base import Step, load_evaluated, run_rows
+from decguard_pipeline.steps.base import Step, evaluated_of, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.golden import write_page
 from decguard_pipeline.warehouse import Warehouse
@@ -88,7 +88,7 @@ def _last(
 def decide_target(entry: ContractEntry, target: str, step: Step) -> TargetVerdict:
     """The verdict over everything the target's evaluation stored; its ``verdicts`` row."""
     wh = step.warehouse
-    evaluated = load_evaluated(entry, target, wh, step.run_id)
+    evaluated = evaluated_of(entry, target, step)
     checks = stored_checks(entry, target, wh, step.run_id)
     regression = _last(wh, "diffs", entry, target, step.run_id)
     verdict = decide(checks, baseline=None if regression is None else regression["baseline_target"])

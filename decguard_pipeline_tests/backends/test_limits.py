@@ -228,10 +228,10 @@ def test_rate_limits_pace_real_requests_and_queueing_is_not_latency():
     stats = b.run_stats()
     assert results.error_kind == [None] * 8
     assert stats["requests"] == 8 and stats["paced"] == 7
-    # nobody goes early (the waits add up to at least 0 + 100 + ... + 700 ms); a loaded
-    # machine may only make them longer
+    # nobody goes early: the waits add up to at least 0 + 100 + ... + 700 ms (a loaded
+    # machine only makes them longer, so there is no upper bound to hold)
     ideal = sum(0.1 * i for i in range(8))
-    assert ideal - 0.05 <= stats["paced_wait_s"] < ideal + 2.0
+    assert stats["paced_wait_s"] >= ideal - 0.05
     # latency is the server's answer time: were the waits counted in, the latencies would add
     # up to at least the waits
     assert float(np.nansum(results.latency_ms)) / 1000 < stats["paced_wait_s"]

@@ -200,6 +200,24 @@ def test_a_new_model_version_never_reuses_another_versions_answers(tmp_path, our
     assert targets == ["target=default@model-v1", "target=default@model-v2"]
 
 
+def test_the_command_line_keeps_answers_under_the_pipelines_target_key(tmp_path, ours):
+    """One rule names a target (core/target_key.py): a version with characters unsafe in a
+    key (``/``, ``:``) gets the same partition from ``test --cache`` as from the pipeline's
+    evaluation, and two such versions stay apart."""
+    from decguard_pipeline.steps.targets import target_key
+
+    with counting_server() as server:
+        contract = http_contract(tmp_path / "urgent", server, 5)
+        cache = tmp_path / "cache"
+        for version in ("org/model:v1", "org-model-v1"):
+            server.state.version = version
+            assert ours("test", contract, "--cache", cache).exit_code in (0, 1)
+    targets = sorted(p.name for p in (cache / "responses" / "contract=urgent").iterdir())
+    expected = [f"target={target_key('default', v)}" for v in ("org-model-v1", "org/model:v1")]
+    assert targets == sorted(expected)
+    assert len(set(targets)) == 2
+
+
 def logprob_handler(model: dict[str, str]):
     """Chat answers whose letter log-probabilities depend on the prompt, with usage."""
 

@@ -172,6 +172,19 @@ def test_production_records_nested_too_deeply_or_with_a_lone_surrogate(refund, o
         assert_clean(ran, f"{path}: {where}: invalid production record:\n  {field}: text with")
 
 
+def test_a_dataset_linked_to_an_endless_device_is_refused_unread(refund, ours):
+    """A symbolic link to ``/dev/zero`` would be read (or hashed) for ever: the golden
+    dataset, a production day given to ``check`` and one ingested by the pipeline name the
+    file and stop."""
+    Path("zero.jsonl").symlink_to("/dev/zero")
+    (refund / "cases.jsonl").unlink()
+    (refund / "cases.jsonl").symlink_to("/dev/zero")
+    ran = ours("test", refund / "decguard.yaml", "-o", "out.json")
+    assert_clean(ran, f"{refund / 'cases.jsonl'}: cannot read dataset: it is a device")
+    ran = ours("check", refund / "decguard.yaml", "-d", "zero.jsonl", "-o", "out.json")
+    assert_clean(ran, "zero.jsonl: cannot read production dataset: it is not a regular file")
+
+
 # -- stored reports ----------------------------------------------------------------------------
 
 
@@ -233,3 +246,13 @@ def test_evaluate_names_a_looping_contracts_path(tmp_path, ours, monkeypatch):
     assert ran.stderr.endswith(
         f"error: loop: {tmp_path}/loop: cannot read contract: Too many levels of symbolic links\n"
     ), ran.stderr
+
+
+def test_ingestion_never_hashes_an_endless_device(tmp_path):
+    from decguard_pipeline.core.errors import DatasetError
+    from decguard_pipeline.steps.production.ingest import file_digest
+
+    day = tmp_path / "2026-12-01.jsonl"
+    day.symlink_to("/dev/zero")
+    with pytest.raises(DatasetError, match=r"2026-12-01\.jsonl: cannot read production dataset"):
+        file_digest(day)

@@ -110,7 +110,7 @@ def test_evaluate_says_what_was_asked_and_whether_the_backend_answered(tmp_path,
         first = ours("evaluate")
         assert first.exit_code == 0, first.stdout + first.stderr
         header = first.stdout.splitlines()[0].split()
-        assert header[5] == "answers"
+        assert "answers" in header  # the column that says what was asked
         row = next(x for x in first.stdout.splitlines() if "default@model-v1" in x)
         assert f"0 cached · {N} asked, all answered" in row
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from decguard_pipeline.core.calibration.section import calibration_section
-from decguard_pipeline.steps.base import Step
+from decguard_pipeline.steps.base import Step, TargetRun
 from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.steps.golden import (
     evaluate_target,
@@ -32,11 +32,11 @@ SETTINGS = {"bootstrap_resamples": 30, "seed": 5, "bins": 6}
 GATES = {"requirements": {"max_smece": 0.9}, "warnings": {"max_classwise_ece": 0.001}}
 
 
-def _scored(tmp_path: Path, pipeline: dict | None):
+def _scored(tmp_path: Path, pipeline: dict | None, shared: TargetRun | None = None):
     probs, expected, _ = generated_model(seed=2, n=120, kind="under")
     write_contract(tmp_path / "contracts" / "gen", probs, expected, pipeline=pipeline)
     (entry,) = discover_contracts(str(tmp_path / "contracts"))
-    step = Step(Warehouse(tmp_path / "wh"), "run-1")
+    step = Step(Warehouse(tmp_path / "wh"), "run-1", shared=shared)
     record_contract(entry, step)
     record_dataset(entry, step)
     evaluate_target(entry, TARGET, step)
@@ -159,8 +159,9 @@ def test_diff_step_writes_the_comparison(tmp_path):
 
 
 def test_measured_once_per_evaluation_and_not_for_a_diff(tmp_path, monkeypatch):
-    """The golden metrics and the report of one run measure the evaluation once (a bootstrap
-    each time before); a diff, which compares the reports' own numbers, measures nothing."""
+    """The golden metrics and the report of one target run measure the evaluation once (the
+    run's report is built once); a diff, which compares the reports' own numbers, measures
+    nothing."""
     import decguard_pipeline.core.calibration.extension as extension
 
     calls = []
@@ -171,8 +172,10 @@ def test_measured_once_per_evaluation_and_not_for_a_diff(tmp_path, monkeypatch):
         return measure(*args, **kwargs)
 
     monkeypatch.setattr(extension, "calibration_extension", counted)
-    entry, step, golden = _scored(tmp_path, {"calibration_measures": SETTINGS, **GATES})
+    shared = TargetRun()
+    entry, step, golden = _scored(tmp_path, {"calibration_measures": SETTINGS, **GATES}, shared)
     written = write_report(entry, TARGET, step)
+    shared.close()
     assert len(calls) == 1
     assert written.report.extensions["calibration"] == golden.calibration
     assert golden_report(entry, TARGET, step.warehouse, measures=False).calibration is None

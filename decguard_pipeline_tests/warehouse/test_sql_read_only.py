@@ -99,3 +99,13 @@ def test_nothing_outside_the_warehouse_is_read(history, ours, query, monkeypatch
     assert ran.stderr.startswith("error: query failed: "), ran.stderr
     for leaked in ("root:", "sibling-secret", "out-of-warehouse", "PATH="):
         assert leaked not in ran.stdout + ran.stderr
+
+
+def test_the_table_shows_control_characters_as_escapes(history, ours):
+    """A cell holds what a server or dataset said: printed as a table it cannot drive the
+    terminal (clear the screen, recolour, reorder the text)."""
+    query = "SELECT chr(27) || '[2J' || chr(8238) AS said"
+    ran = ours("sql", query, "--warehouse", str(history))
+    assert ran.exit_code == 0, ran.stderr
+    assert "\x1b" not in ran.stdout and "\u202e" not in ran.stdout
+    assert "\\x1b[2J\\u202e" in ran.stdout

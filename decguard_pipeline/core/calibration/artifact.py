@@ -31,13 +31,6 @@ from decguard_pipeline.core.errors import CalibratorError
 from decguard_pipeline.core.validation import format_errors
 
 VERSION = "0.1"
-UNVERSIONED = "unversioned"
-
-
-def target_of(backend: str, model_version: str | None, model: str | None = None) -> str:
-    """``<backend>@<model_version>``; an unversioned model is named by its model name, as the
-    pipeline's targets name it."""
-    return f"{backend}@{model_version or model or UNVERSIONED}"
 
 
 class _Loose(BaseModel):

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from decguard_pipeline.core.calibration.abstention import guaranteed_threshold
-from decguard_pipeline.core.calibration.artifact import VERSION, target_of
+from decguard_pipeline.core.calibration.artifact import VERSION
 from decguard_pipeline.core.calibration.calibrators import AUTO, cross_validated_nll, fit
 from decguard_pipeline.core.calibration.conformal import conformalize
 from decguard_pipeline.core.calibration.escalation import (
@@ -48,6 +48,7 @@ from decguard_pipeline.core.contract.guard_settings import CalibrationSettings
 from decguard_pipeline.core.errors import CalibratorError
 from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.results import CaseResults
+from decguard_pipeline.core.target_key import target_key
 
 SECTION = "calibrator"  # the sidecar section's name
 MIN_CALIBRATION = 2
@@ -124,7 +125,7 @@ class Identity:
 
     @property
     def target(self) -> str:
-        return target_of(self.backend, self.model_version, self.model)
+        return target_key(self.backend, self.model_version, self.model)
 
     def as_dict(self) -> dict[str, Any]:
         return {

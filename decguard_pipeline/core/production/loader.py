@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from decguard_pipeline.core.collector import gc_paused
 from decguard_pipeline.core.contract.decision import DecisionSpec
-from decguard_pipeline.core.dataset import iter_items, read_text
+from decguard_pipeline.core.dataset import iter_items, read_text, require_file
 from decguard_pipeline.core.errors import DatasetError
 from decguard_pipeline.core.production import jsonl_blocks
 from decguard_pipeline.core.production.arrow_batches import table_batch
@@ -328,6 +328,10 @@ def load_records(
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
+        try:  # mapped, then read again for its records: a pipe or device cannot be
+            require_file(path, WHAT)
+        except OSError as exc:
+            raise _cannot_read(path, exc) from exc
         with gc_paused():  # the record-by-record path builds many small acyclic objects
             return load_jsonl(path, spec, tolerance, segment_keys, sink, hashed)
     if suffix == ".json":

@@ -38,7 +38,7 @@ def count_violations(config: AnyProperty, compared: Sequence[dict[str, Any]]) ->
     """How many comparisons break a per-case limit of ``config`` (``tolerance_violations``),
     counted column-wise."""
     columns = {name: [c[name] for c in compared] for name in limited_columns(config)}
-    if any(None in values for values in columns.values()):  # as before: one at a time
+    if any(None in values for values in columns.values()):  # a missing value: one at a time
         return sum(1 for c in compared if tolerance_violations(config, c))
     mask = tolerance_mask(
         config, lambda name: np.array(columns[name], dtype=np.float64), len(compared)

@@ -190,6 +190,29 @@ def build_report(
     return Report(document, results)
 
 
+def with_property_results(
+    report: Report,
+    loaded: LoadedContract,
+    properties: dict[str, Any] | None = None,
+    property_checks: list[dict[str, Any]] | None = None,
+) -> Report:
+    """A copy of a ``test`` report, made now, as :func:`build_report` would make it from the
+    same results: in mode ``all`` with the ``properties`` section and ``property_checks``
+    when given, else as it is. The metrics and failures are the report's own (not computed
+    again); the checks, status and exit code are those of the mode. The copy's extensions
+    and products are its own, so adding to them leaves ``report`` as it was."""
+    contract = loaded.contract
+    document = dict(report.document)
+    document["created_at"] = now_iso()
+    if properties is not None:
+        checks = checks_for("all", contract.requirements, contract.warnings,
+                            document["metrics"], property_checks)  # fmt: skip
+        status = overall_status(checks)
+        document.update(mode="all", status=status, exit_code=EXIT_CODES[status], checks=checks,
+                        properties=properties)  # fmt: skip
+    return Report(document, report.results, dict(report.extensions), dict(report.products))
+
+
 def contract_section(loaded: LoadedContract) -> dict[str, Any]:
     """The ``contract`` section of a report: which decision, which file, which version."""
     spec = loaded.contract.spec()

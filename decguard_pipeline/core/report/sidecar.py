@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from decguard_pipeline.core.calibration.extension import SECTION as CALIBRATION
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.json_limits import open_regular, read_bounded
@@ -92,4 +93,16 @@ def write_section(
         worst = overall_status([{"status": document["status"]}, {"status": status}])
         document["status"], document["exit_code"] = worst, EXIT_CODES[worst]
     write_document(path, document, what="pipeline results")
+    return path
+
+
+def write_sections(report_path: str | Path, report: Any) -> Path | None:
+    """Every extension section of a ``core.report.golden.Report`` into the sidecar of its
+    file, in the report's order (``test -o`` and the pipeline's ``report`` write the same
+    sidecar); the calibration section's gates count in the sidecar's status. None when the
+    report has no section."""
+    path = None
+    for name, section in report.extensions.items():
+        status = section["status"] if name == CALIBRATION else None  # its gates' verdict
+        path = write_section(report_path, report.document, name, section, status=status)
     return path

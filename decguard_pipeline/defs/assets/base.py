@@ -13,7 +13,7 @@ import dagster as dg
 from decguard_pipeline.core.product import __version__
 from decguard_pipeline.defs.gate_checks import PartGates
 from decguard_pipeline.defs.resources import WarehouseResource
-from decguard_pipeline.steps.base import Step
+from decguard_pipeline.steps.base import Step, TargetRun
 from decguard_pipeline.steps.contracts import ContractEntry
 
 
@@ -27,10 +27,15 @@ def code_version(entry: ContractEntry) -> str:
     return f"{__version__}-{entry.require().hash.removeprefix('sha256:')[:12]}"
 
 
-def step_of(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> Step:
+def step_of(
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    shared: TargetRun | None = None,
+) -> Step:
     """Where an asset body writes: the warehouse and the run's id (Dagster's ``EPHEMERAL``
-    when a test calls the asset as a plain function, where ``context.run`` is not set)."""
-    return Step(warehouse.get(), context.op_execution_context.run_id)
+    when a test calls the asset as a plain function, where ``context.run`` is not set);
+    ``shared``: what the parts of one target run hand each other."""
+    return Step(warehouse.get(), context.op_execution_context.run_id, shared=shared)
 
 
 PARQUET = frozenset({"python", "parquet"})

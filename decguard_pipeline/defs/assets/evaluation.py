@@ -1,14 +1,17 @@
-"""A contract's evaluation of one target as ONE Dagster step: every asset partitioned by
-target (the golden chain, the features' parts, the verdict and the approval) is a spec of one
+"""A contract's evaluation of one target as ONE Dagster step: every asset partitioned by target
+(the golden chain, the features' parts, the verdict and the approval) is a spec of one
 subsettable multi-asset, and every gate of theirs a check spec of it.
 
 Dagster's bookkeeping is per step (its start and success events, its context, its look-up of
 the inputs' data versions), per asset, per check and per event; one step per target keeps
 every asset key, dependency edge, description, kind, code version, check and metadata the UI
-shows and drops the per-step part (12 steps a target run became 3; docs/performance.md). It
-runs the selected parts in dependency order. A part that raises stops the parts after it that
-depend on it; the independent ones still run and are recorded; the step then fails with one
-error naming each broken part and its own error (``job_runs`` reads them back per part).
+shows and drops the per-step part (a target run is 3 steps, not one per asset:
+docs/performance.md). It runs the selected parts in dependency order, handing them one
+``steps.base.TargetRun``: the evaluation, the target's report and the backend are made once
+for every part (a part run alone reads the evaluation back once). A part that raises stops the
+parts after it that depend on it; the independent ones still run and are recorded; the step
+then fails with one error naming each broken part and its own error (``job_runs`` reads them
+back per part).
 
 (No ``from __future__ import annotations``: Dagster reads the context annotations.)"""
 
@@ -20,28 +23,16 @@ from typing import Any
 import dagster as dg
 
 from decguard_pipeline.defs.assets.base import TargetPart, asset_key, code_version, step_of
+from decguard_pipeline.defs.error_text import error_text
 from decguard_pipeline.defs.gate_checks import check_results, check_specs
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.defs.site_links import contract_link, part_link
+from decguard_pipeline.steps.base import TargetRun
 from decguard_pipeline.steps.contracts import ContractEntry
 
 FAILED_PARTS = "decguard/failed_parts"  # the step failure's metadata: {part: its error}
 EVALUATION = "evaluation"  # the step's name: <contract>__evaluation
-
-
-def error_text(exc: BaseException) -> str:
-    """The innermost cause of a part's error (the exception our code raised), one line."""
-    while True:
-        inner = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
-        if inner is None:
-            break
-        exc = inner
-    if isinstance(exc, dg.Failure):
-        lines = (exc.description or "").strip().splitlines()
-    else:
-        lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 # one unit of work: (name, names it depends on, the call yielding its events)
@@ -155,6 +146,8 @@ def evaluation_asset(entry: ContractEntry, parts: list[TargetPart]) -> dg.Assets
         # a derived part needs the part it is derived from, materialised or not
         needed = selected | {p.deps[0] for p in parts if p.derive and p.name in selected}
         done: dict[str, Any] = {}
+        # the evaluation, its report and the backend, made once for the parts of this run
+        shared = TargetRun()
 
         def materialise(part: TargetPart) -> Iterator[Any]:
             if part.derive is not None:
@@ -163,7 +156,7 @@ def evaluation_asset(entry: ContractEntry, parts: list[TargetPart]) -> dg.Assets
                     return
             else:
                 # a Step (and its timestamp) per part, as when each was a step of its own
-                step = step_of(context, warehouse)
+                step = step_of(context, warehouse, shared)
                 assert part.run is not None
                 done[part.name] = result = part.run(entry, target, step)
             if part.name in selected:
@@ -192,6 +185,9 @@ def evaluation_asset(entry: ContractEntry, parts: list[TargetPart]) -> dg.Assets
                 # run alone from the UI); failing, they stop nothing after the part
                 after = [p.name] if p.name in needed else []
                 work.append((f"{p.name} checks", after, partial(check, p)))
-        yield from run_in_order(work, context.log)
+        try:
+            yield from run_in_order(work, context.log)
+        finally:
+            shared.close()
 
     return evaluation

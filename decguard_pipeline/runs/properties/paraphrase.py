@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -27,24 +26,18 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from decguard_pipeline.backends.body import (
-    ACCEPT_ENCODING,
     DEFAULT_MAX_RESPONSE_BYTES,
-    TooLarge,
-    read_within,
 )
 from decguard_pipeline.core.contract.properties import ParaphraseSource
 from decguard_pipeline.core.errors import (
-    BackendTimeout,
-    BackendUnavailable,
     ContractError,
     ParaphraseError,
 )
-from decguard_pipeline.core.product import __version__
-from decguard_pipeline.core.secrets import register_env_secrets, register_secret, scrub
+from decguard_pipeline.core.secrets import register_env_secrets, scrub
 from decguard_pipeline.core.validation import Strict, format_errors, unique_pairs
 
-if TYPE_CHECKING:  # httpx (and the HTTP backend) are imported by the openai provider only
-    import httpx
+if TYPE_CHECKING:  # the HTTP client is imported by the openai provider only
+    from decguard_pipeline.runs.properties.paraphrase_http import ParaphraseTransport
 
 ENTRY_POINT_GROUP = "decguard.paraphrasers"
 
@@ -200,35 +193,32 @@ class OpenAIParaphraser(Paraphraser):
 
     def __init__(self, settings: OpenAISettings) -> None:
         self.settings = settings
-        self._client: httpx.Client | None = None
+        self._transport: ParaphraseTransport | None = None
         self._served: dict[str, str] = {}  # model / system_fingerprint of the last answer
 
     @classmethod
     def from_config(cls, source: ParaphraseSource, *, base_dir: Path) -> Self:
         return cls(provider_settings(OpenAISettings, source))
 
-    def _http(self) -> httpx.Client:
-        if self._client is None:
-            from decguard_pipeline.backends.deadline import deadline_client
-            from decguard_pipeline.backends.transport import tls_context
-
-            headers = {
-                "User-Agent": f"decguard-pipeline/{__version__}",
-                "Accept-Encoding": ACCEPT_ENCODING,
-            }
-            variable = self.settings.api_key_env
-            if variable is not None:
-                key = os.environ.get(variable)
-                if not key:  # read at the first call, so validate works without it
-                    raise ContractError(
-                        f"paraphraser 'openai': environment variable {variable} is not set"
-                    )
-                register_secret(key)
-                headers["Authorization"] = f"Bearer {key}"
-            self._client = deadline_client(
-                tls_context(), headers=headers, timeout=self.settings.timeout_s
+    def _client(self) -> ParaphraseTransport:
+        """The backends' HTTP client (``paraphrase_http.py``), made at the first call: the
+        key is read then, so ``validate`` works without it."""
+        if self._transport is None:
+            from decguard_pipeline.runs.properties.paraphrase_http import (
+                ParaphraseTransport,
+                TransportSettings,
             )
-        return self._client
+
+            settings = self.settings
+            self._transport = ParaphraseTransport(
+                TransportSettings(
+                    url=settings.url,
+                    timeout_s=settings.timeout_s,
+                    max_response_bytes=settings.max_response_bytes,
+                    api_key_env=settings.api_key_env,
+                )
+            )
+        return self._transport
 
     def paraphrase(self, text: str, *, case_id: str, n: int, seed: int) -> list[str]:
         body = {
@@ -241,25 +231,11 @@ class OpenAIParaphraser(Paraphraser):
             ],
         }
         url = self.settings.url.rstrip("/") + "/chat/completions"
-        import httpx
-
-        from decguard_pipeline.backends.deadline import deadline
-
-        client = self._http()
-        try:  # the whole exchange, head and body, within timeout_s
-            with (
-                deadline(self.settings.timeout_s),
-                client.stream("POST", url, json=body) as response,
-            ):
-                if not response.is_success:  # the body may echo the prompt or a key: never read
-                    raise ParaphraseError(f"paraphraser returned HTTP {response.status_code}")
-                raw = self._read(response)
-        except httpx.TimeoutException as exc:
-            raise self._timeout() from exc
-        except httpx.TransportError as exc:
-            raise BackendUnavailable(f"paraphraser unreachable: {type(exc).__name__}") from exc
+        # the whole exchange, head and body, within timeout_s; retries none
+        encoded = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        raw = self._client().post(url, encoded.encode())
         try:
-            answer = json.loads(raw)
+            answer = json.loads(raw.body)
             content = answer["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise ParaphraseError("paraphraser response has no message content") from exc
@@ -269,19 +245,6 @@ class OpenAIParaphraser(Paraphraser):
             if isinstance(answer.get(key), str)
         }
         return parse_paraphrases(content)[:n]
-
-    def _read(self, response: httpx.Response) -> bytes:
-        """The body within max_response_bytes."""
-        limit = self.settings.max_response_bytes
-        try:
-            return read_within(response, limit)
-        except TooLarge:
-            raise ParaphraseError(
-                f"paraphraser answered more than {limit} bytes (max_response_bytes)"
-            ) from None
-
-    def _timeout(self) -> BackendTimeout:
-        return BackendTimeout(f"paraphraser timed out after {self.settings.timeout_s:g}s")
 
     def provenance(self) -> dict[str, Any]:
         from decguard_pipeline.backends.http import public_url
@@ -295,9 +258,9 @@ class OpenAIParaphraser(Paraphraser):
         }
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        if self._transport is not None:
+            self._transport.close()
+            self._transport = None
 
 
 def parse_paraphrases(content: Any) -> list[str]:

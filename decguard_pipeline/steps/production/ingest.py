@@ -17,8 +17,9 @@ import numpy as np
 import pyarrow as pa
 
 from decguard_pipeline.core.contract import LoadedContract
+from decguard_pipeline.core.dataset import require_file
 from decguard_pipeline.core.errors import DatasetError, DecGuardError
-from decguard_pipeline.core.production.loader import RecordSet, load_records, load_stretches
+from decguard_pipeline.core.production.loader import WHAT, RecordSet, load_records, load_stretches
 from decguard_pipeline.core.production.segments import partition
 from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import ContractEntry
@@ -113,7 +114,9 @@ def _check_segments(data: RecordSet, loaded: LoadedContract) -> None:
 
 
 def file_digest(path: Path) -> str:
-    """``sha256:`` of a file's bytes (hashing releases the GIL: it runs beside the load)."""
+    """``sha256:`` of a file's bytes (hashing releases the GIL: it runs beside the load); a
+    file only (the load refuses anything else, and a device would be hashed for ever)."""
+    require_file(path, WHAT)
     with path.open("rb") as stream:
         return "sha256:" + hashlib.file_digest(stream, "sha256").hexdigest()
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -581,7 +581,8 @@ class Site:
         self.case_pages(m, v, cases, entry, [*crumbs, (target, paths.version_page(key, target))])
 
     def copy_files(self, key: str, target: str) -> dict[str, str | None]:
-        """The newest HTML report and diff page, copied into the site (so it opens offline)."""
+        """The newest HTML report and diff page, copied into the site (so it opens offline)
+        under their own names: the report's banner links its diff by name."""
         found = self.data.report_files(key, target)
         out: dict[str, str | None] = {"report": None, "diff": None}
         for name, source, suffix in (
@@ -600,7 +601,7 @@ class Site:
                     f"{key}/{target}: {name} page over {MAX_COPY_BYTES:,} bytes, not copied"
                 )
                 continue
-            path = paths.file_copy(key, target, f"{name}.html")
+            path = paths.file_copy(key, target, PurePosixPath(page).name)
             self.writer.bytes(path, content)
             out[name] = path
         return out

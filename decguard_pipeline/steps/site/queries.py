@@ -12,7 +12,6 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.catalog import retrying
 
 # The columns of the versions table, from the ``verdicts`` row (the scoreboard's numbers).
 VERSION_NUMBERS = (
@@ -42,7 +41,7 @@ class SiteData(AbstractContextManager["SiteData"]):
 
     def __init__(self, warehouse: Warehouse) -> None:
         self.warehouse = warehouse
-        self.con = retrying(warehouse.connect)
+        self.con = warehouse.connect()
         self._checks: dict[str, dict[str, list[dict[str, Any]]]] = {}
 
     def __exit__(self, *exc: object) -> None:
