@@ -59,7 +59,26 @@ def row_fsum(matrix: np.ndarray) -> np.ndarray:
     unsure = ~(slack < half_gap)
     # a tail of exactly zero with no accumulated rounding means the sum is exact
     unsure &= ~((tail == 0.0) & (err_abs == 0.0))
-    if unsure.any():
-        for i in np.flatnonzero(unsure):
-            result[i] = math.fsum(matrix[i].tolist())
+    if unsure.any():  # one list of the unsure rows, summed at C speed (no NumPy scalar per row)
+        result[unsure] = list(map(math.fsum, matrix[unsure].tolist()))
     return result
+
+
+def rows_sum_within(matrix: np.ndarray, target: float, tolerance: float) -> bool:
+    """Whether ``abs(row_fsum(row) - target) <= tolerance`` for every row of a finite,
+    non-negative 2-D array. Rows whose plain sum is clear of the edge by more than its
+    rounding could move it are decided from that sum; only the others (rare) are summed
+    exactly. Plain recursive sums of K non-negative terms are off by at most
+    (K - 1) * u * sum; the margin below is eight times that, plus the subtraction's rounding."""
+    if not matrix.size:
+        return True
+    k = matrix.shape[1]
+    sums = matrix.sum(axis=1)
+    distance = np.abs(sums - target)
+    margin = 8.0 * k * np.finfo(np.float64).eps * np.maximum(np.abs(sums), abs(target) + 1.0)
+    edge = np.abs(distance - tolerance) <= margin
+    if ((distance > tolerance) & ~edge).any():
+        return False
+    if edge.any():
+        return bool((np.abs(row_fsum(matrix[edge]) - target) <= tolerance).all())
+    return True

@@ -60,3 +60,24 @@ def test_row_fsum_equals_math_fsum(k):
 def test_row_fsum_empty_shapes():
     assert row_fsum(np.zeros((0, 3))).tolist() == []
     assert row_fsum(np.zeros((4, 0))).tolist() == [0.0] * 4
+
+
+def test_rows_sum_within_decides_as_row_fsum_at_the_edge():
+    """Rows summing to the tolerance's edge within a few ulps, and far from it: the plain-sum
+    shortcut decides each exactly as the correctly rounded sums do."""
+    from decguard_pipeline.core.exact import row_fsum, rows_sum_within
+
+    rng = np.random.default_rng(7)
+    for tolerance in (1e-3, 1e-4, 0.05):
+        for k in (2, 3, 7):
+            raw = rng.random((400, k))
+            rows = raw / raw.sum(axis=1, keepdims=True) * (1.0 + tolerance)
+            # nudge every row by a few ulps either way around 1 + tolerance
+            rows[:, 0] += rng.integers(-8, 9, size=400) * np.spacing(1.0)
+            rows = np.abs(rows)
+            truth = np.abs(row_fsum(rows) - 1.0) <= tolerance
+            assert truth.any() and not truth.all()
+            for i in range(len(rows)):
+                assert rows_sum_within(rows[i : i + 1], 1.0, tolerance) == bool(truth[i])
+            assert rows_sum_within(rows[truth], 1.0, tolerance)
+            assert not rows_sum_within(rows, 1.0, tolerance)

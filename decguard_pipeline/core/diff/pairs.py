@@ -29,6 +29,9 @@ class Pairs:
 
 def match_by_id(baseline: CaseResults, candidate: CaseResults) -> Pairs:
     """Candidate cases whose id the baseline also has, in candidate order."""
+    if candidate.case_ids == baseline.case_ids:  # the same cases in the same order (usual)
+        return Pairs(base=baseline, cand=candidate, n_baseline=len(baseline),
+                     n_candidate=len(candidate))  # fmt: skip
     position = {case_id: i for i, case_id in enumerate(baseline.case_ids)}
     base_rows = np.fromiter(
         (position.get(case_id, -1) for case_id in candidate.case_ids),
@@ -130,9 +133,18 @@ def changes_section(pairs: Pairs, c: Comparison) -> list[dict[str, Any]]:
     base, cand = pairs.base, pairs.cand
     labels = cand.labels
     compared_at = np.cumsum(c.compared) - 1  # row -> its index among compared rows
-    changed = np.flatnonzero(c.flip | c.newly_errored | c.recovered).tolist()
+    changed = np.flatnonzero(c.flip | c.newly_errored | c.recovered)
+    # the columns of the changed rows as Python values, read once (no NumPy scalar per field)
+    rows = changed.tolist()
+    newly = c.newly_errored[changed].tolist()
+    recovered = c.recovered[changed].tolist()
+    b_label = [None if i < 0 else labels[i] for i in base.selected[changed].tolist()]
+    c_label = [None if i < 0 else labels[i] for i in cand.selected[changed].tolist()]
+    b_conf = base.confidence[changed].tolist()
+    c_conf = cand.confidence[changed].tolist()
+    tv = c.tv[np.maximum(compared_at[changed], 0)].tolist() if len(c.tv) else [None] * len(rows)
     out = []
-    for i in changed:
+    for j, i in enumerate(rows):
         change: dict[str, Any] = {
             "case_id": cand.case_ids[i],
             "kind": "flip",
@@ -145,20 +157,20 @@ def changes_section(pairs: Pairs, c: Comparison) -> list[dict[str, Any]]:
             "tv_distance": None,
             "error": None,
         }
-        if c.newly_errored[i]:
+        if newly[j]:
             change["kind"] = "newly_errored"
-            change["baseline_selected"] = labels[int(base.selected[i])]
+            change["baseline_selected"] = b_label[j]
             change["error"] = f"{cand.error_kind[i]}: {cand.error_message[i]}"
-        elif c.recovered[i]:
+        elif recovered[j]:
             change["kind"] = "recovered"
-            change["candidate_selected"] = labels[int(cand.selected[i])]
-            change["candidate_confidence"] = float(cand.confidence[i])
+            change["candidate_selected"] = c_label[j]
+            change["candidate_confidence"] = c_conf[j]
         else:
-            change["baseline_selected"] = labels[int(base.selected[i])]
-            change["candidate_selected"] = labels[int(cand.selected[i])]
-            change["baseline_confidence"] = float(base.confidence[i])
-            change["candidate_confidence"] = float(cand.confidence[i])
-            change["tv_distance"] = float(c.tv[compared_at[i]])
+            change["baseline_selected"] = b_label[j]
+            change["candidate_selected"] = c_label[j]
+            change["baseline_confidence"] = b_conf[j]
+            change["candidate_confidence"] = c_conf[j]
+            change["tv_distance"] = tv[j]
         out.append(change)
     return out
 

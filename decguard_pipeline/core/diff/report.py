@@ -31,6 +31,7 @@ from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.report.golden import Report, metrics_for, now_iso
 from decguard_pipeline.core.report.reevaluate import ensure_same_decision
 from decguard_pipeline.core.report.verify import load_report
+from decguard_pipeline.core.results import CaseResults
 
 DIFF_VERSION = "0.1"
 METRICS = (
@@ -67,6 +68,19 @@ def _metric_values(metrics: dict[str, Any]) -> dict[str, float | None]:
     return {name: flat[name] for name in METRICS}
 
 
+def _metrics(run: Report, rows: CaseResults, evaluation: Evaluation) -> dict[str, Any]:
+    """``metrics_for(rows, evaluation)``: the run's stored metrics when ``rows`` are all of
+    its results and the settings metrics depend on are its own (loading recomputed them and
+    found them equal, bit for bit)."""
+    stored = run.document["evaluation"]
+    if rows is run.results and (
+        evaluation.calibration_bins == stored["calibration_bins"]
+        and evaluation.confidence_threshold == stored["confidence_threshold"]
+    ):
+        return run.document["metrics"]
+    return metrics_for(rows, evaluation)
+
+
 def _delta(base: float | None, cand: float | None) -> float | None:
     return None if base is None or cand is None else cand - base
 
@@ -100,8 +114,8 @@ def diff_reports(
     pairs = match_by_id(baseline.results, candidate.results)
     comparison = compare(pairs)
     shift = shift_section(comparison)
-    base_values = _metric_values(metrics_for(pairs.base, evaluation))
-    cand_values = _metric_values(metrics_for(pairs.cand, evaluation))
+    base_values = _metric_values(_metrics(baseline, pairs.base, evaluation))
+    cand_values = _metric_values(_metrics(candidate, pairs.cand, evaluation))
     metrics = {
         name: {
             "baseline": base_values[name],

@@ -1,0 +1,220 @@
+"""A stored report decoded straight into typed records (msgspec), its results into columns.
+
+The fastest of ``verify``'s ways to read a report: msgspec checks every record's shape and
+types while it parses (in C, no dict per record), and the results' invariants are checked a
+column at a time. It accepts only what the plain-dict path (``verify._record_ok``,
+``results_hold`` and the per-record checks of ``verify._semantics``) accepts and builds the
+same columns; anything else (a problem, or anything unusual) returns None and the report
+goes the way it always went, which finds and words the problem exactly.
+
+msgspec reads JSON as the standard library does where it accepts it: integers of any size
+stay exact, a repeated key keeps its last value, floats are correctly rounded. It refuses
+NaN, Infinity, numbers beyond a float and lone surrogates, which the standard library reads:
+those reports take the other path.
+"""
+
+from __future__ import annotations
+
+from itertools import chain, repeat
+from operator import attrgetter, is_, is_not
+from typing import Any, Literal
+
+import msgspec
+import numpy as np
+
+from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.decision import select_many
+from decguard_pipeline.core.exact import rows_sum_within
+from decguard_pipeline.core.results import CaseResults
+from decguard_pipeline.core.validation import redact
+
+UNSET: Any = msgspec.UNSET
+
+
+class _Error(msgspec.Struct, forbid_unknown_fields=True):
+    kind: str
+    message: str
+
+
+class _Result(msgspec.Struct, forbid_unknown_fields=True):
+    case_id: str
+    decision: str
+    decision_type: Literal["choice", "noul", "score"]
+    labels: list[str]
+    probabilities: dict[str, float]  # integers read as floats, booleans refused
+    selected: str
+    confidence: float
+    backend: str
+    provider: str
+    latency_ms: float
+    model: str | None = None
+    model_version: str | None = None
+    metadata: dict[str, Any] = {}
+
+
+class _Record(msgspec.Struct, forbid_unknown_fields=True):
+    case_id: str
+    input: str | dict[str, Any]
+    expected: str | None = None
+    metadata: dict[str, Any] = {}
+    result: _Result | None = None
+    error: _Error | None = None
+
+
+class _Stored(msgspec.Struct, forbid_unknown_fields=True):
+    """The report's top level: ``results`` typed, every other key as plain JSON values and
+    UNSET where absent (the header's schema, pydantic, says what is missing)."""
+
+    results: list[_Record]
+    report_version: Any = UNSET
+    decguard_version: Any = UNSET
+    created_at: Any = UNSET
+    mode: Any = UNSET
+    status: Any = UNSET
+    exit_code: Any = UNSET
+    contract: Any = UNSET
+    dataset: Any = UNSET
+    backend: Any = UNSET
+    health: Any = UNSET
+    evaluation: Any = UNSET
+    requirements: Any = UNSET
+    warnings: Any = UNSET
+    metrics: Any = UNSET
+    checks: Any = UNSET
+    failures: Any = UNSET
+    properties: Any = UNSET
+
+
+_CASE_ID, _RESULT, _ERROR, _EXPECTED, _INPUT, _METADATA = map(
+    attrgetter, ("case_id", "result", "error", "expected", "input", "metadata")
+)
+_LABELS, _PROBABILITIES, _SELECTED, _CONFIDENCE, _LATENCY = map(
+    attrgetter, ("labels", "probabilities", "selected", "confidence", "latency_ms")
+)
+_CONTEXT = tuple(map(attrgetter, ("decision", "decision_type", "backend", "provider")))
+_DECODER = msgspec.json.Decoder(_Stored)
+_HEADER = tuple(name for name in _Stored.__struct_fields__ if name != "results")
+
+
+def decode(raw: bytes) -> tuple[dict[str, Any], list[_Record]] | None:
+    """The header as plain JSON values (``results`` an empty list) and the typed records,
+    or None when msgspec refuses the document."""
+    try:
+        stored = _DECODER.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    header: dict[str, Any] = {"results": []}
+    for name in _HEADER:
+        value = getattr(stored, name)
+        if value is not UNSET:
+            header[name] = value
+    return header, stored.results
+
+
+def _deepest(values: list[Any], level: int) -> int:
+    """How many arrays and objects the deepest value among ``values`` (each inside ``level``
+    of them) and everything within them is inside: one pass over each level's values."""
+    while True:
+        containers = [v for v in values if type(v) is dict or type(v) is list]
+        children = list(
+            chain.from_iterable(v.values() if type(v) is dict else v for v in containers)
+        )
+        if not children:
+            return level
+        values, level = children, level + 1
+
+
+def nested_within(header: dict[str, Any], records: list[_Record], limit: int) -> bool:
+    """Whether no value of the document is inside more than ``limit`` arrays and objects
+    (``json_limits.too_deep`` finds none), decided from the decoded values: the header's
+    (inside the document), each record's input and metadata (inside the document, its
+    results and the record) and each result's metadata (one deeper). The typed fields are
+    shallower than those."""
+    if _deepest([v for k, v in header.items() if k != "results"], 1) > limit:
+        return False
+    inputs = [r.input for r in records if type(r.input) is dict]
+    if _deepest([*inputs, *(r.metadata for r in records if r.metadata)], 3) > limit:
+        return False
+    meta = [r.result.metadata for r in records if r.result is not None and r.result.metadata]
+    return _deepest(meta, 4) <= limit
+
+
+def columns(
+    spec: DecisionSpec, backend: str, provider: str, records: list[_Record], tolerance: float
+) -> CaseResults | None:
+    """The results as columns (those of ``verify.columns_from_records``), or None when any
+    record breaks a rule: each holds exactly one of result and error, case ids are unique,
+    each result's case id is its record's, ``expected`` is a label or null, every result is
+    of the report's decision and backend, and its probabilities hold (the labels in order,
+    finite, >= 0, summing to 1 within ``tolerance``, ``selected`` their first maximum and
+    ``confidence`` its probability)."""
+    n, labels = len(records), list(spec.labels)
+    if n == 0 or not labels or len(set(labels)) != len(labels):
+        return None
+    # map(attrgetter) and map(getattr): loops in C (getattr(None, name, None) is None)
+    case_ids = list(map(_CASE_ID, records))
+    results = list(map(_RESULT, records))
+    errors = list(map(_ERROR, records))
+    if len(set(case_ids)) != n:
+        return None
+    if list(map(is_, results, repeat(None))) != list(map(is_not, errors, repeat(None))):
+        return None
+    expected = list(map(_EXPECTED, records))
+    if not set(expected) <= {None, *labels}:
+        return None
+    rows = [i for i, result in enumerate(results) if result is not None]
+    ok: list[_Result] = results if len(rows) == n else [results[i] for i in rows]  # type: ignore[assignment]
+    if list(map(_CASE_ID, ok)) != (case_ids if len(rows) == n else [case_ids[i] for i in rows]):
+        return None
+    for field, value in zip(_CONTEXT, (spec.name, spec.type, backend, provider), strict=True):
+        if list(map(field, ok)).count(value) != len(ok):
+            return None
+    if list(map(_LABELS, ok)).count(labels) != len(ok):
+        return None
+    k = len(labels)
+    probabilities = list(map(_PROBABILITIES, ok))
+    # every result's keys, in order, are the labels: one flat list of them all
+    if list(chain.from_iterable(probabilities)) != labels * len(ok):
+        return None
+    matrix = np.fromiter(
+        chain.from_iterable(map(dict.values, probabilities)), dtype=np.float64, count=len(ok) * k
+    ).reshape(len(ok), k)
+    if not (np.isfinite(matrix).all() and (matrix >= 0.0).all()):
+        return None
+    if not rows_sum_within(matrix, 1.0, tolerance):
+        return None
+    chosen, top = select_many(matrix)
+    if list(map(_SELECTED, ok)) != list(map(labels.__getitem__, chosen.tolist())):
+        return None
+    confidence = list(map(_CONFIDENCE, ok))
+    if confidence != top.tolist():
+        return None
+
+    probs = np.full((n, k), np.nan)
+    selected = np.full(n, -1, dtype=np.int64)
+    conf = np.full(n, np.nan)
+    latency = np.full(n, np.nan)
+    where = np.asarray(rows, dtype=np.int64)
+    probs[where] = matrix
+    selected[where] = chosen
+    conf[where] = confidence
+    latency[where] = list(map(_LATENCY, ok))
+    metadata = list(map(getattr, results, repeat("metadata"), repeat(None)))
+    return CaseResults(
+        spec=spec,
+        backend=backend,
+        provider=provider,
+        case_ids=case_ids,
+        inputs=list(map(_INPUT, records)),
+        expected=expected,
+        metadata=list(map(_METADATA, records)),
+        probs=probs,
+        selected=selected,
+        confidence=conf,
+        latency_ms=latency,
+        model=list(map(getattr, results, repeat("model"), repeat(None))),
+        model_version=list(map(getattr, results, repeat("model_version"), repeat(None))),
+        result_metadata=[redact(m) if m else {} for m in metadata],
+        error_kind=list(map(getattr, errors, repeat("kind"), repeat(None))),
+        error_message=list(map(getattr, errors, repeat("message"), repeat(None))),
+    )
