@@ -41,9 +41,9 @@ from decguard_pipeline.cli.group import cli
     envvar="DECGUARD_WORKERS",
     default=1,
     show_default=True,
-    help="Evaluate targets in this many worker processes (or $DECGUARD_WORKERS); runs on "
-    "one model server stay "
-    "within the instance's per-server limit (run_queue.tag_concurrency_limits, default 1).",
+    help="Evaluate this many targets at a time (or $DECGUARD_WORKERS), on Dagster's "
+    "multiprocess executor; runs on one model server stay within the instance's per-server "
+    "limit (run_queue.tag_concurrency_limits, default 1).",
 )
 @click.option(
     "--fail-on-gate",

@@ -1,22 +1,21 @@
-"""The runs of ``evaluate``: one run of the ``decguard_evaluate`` job, built for the work at
-hand, with one op per work item; Dagster's executor runs the ops.
+"""The runs of ``evaluate``. A work item is a chain of target-job runs executed in order (a
+target: one run; a contract's production days: one run per day, oldest first), each with
+``execute_in_process`` (defs/job_runs.py). An item may wait for others: a contract's other
+targets wait for its default target, their regression baseline; production days wait for the
+contract's targets.
 
-A work item is a chain of target-job runs executed in order by one op (a target: one run; a
-contract's production days: one run per day, oldest first). An op waits for the ops of the
-items it comes after (a contract's other targets wait for its default target, their
-regression baseline; production days wait for the contract's targets): plain Dagster
-dependencies (``In(Nothing)``). Each op executes its runs with ``execute_in_process`` on the
-run's instance (defs/job_runs.py) and returns their outcomes.
-
-* ``--workers 1``: the in-process executor, the ops one after the other in this process.
-* ``--workers N``: Dagster's multiprocess executor, ``max_concurrent: N``, its processes
-  started from a fork server that preloads the pipeline once (``preload_modules``). The op of
-  a target on a model server is tagged ``decguard/backend=<host:port>`` (defs/limits.py)
-  and the executor applies the instance's ``run_queue.tag_concurrency_limits`` to those tags
-  (one op per server at a time by default): the limits the run queue applies to the runs the
-  daemon launches. The target runs carry the same tag, so the run queue counts them too.
-* Ops are ordered by ``dagster/priority``: the longest chains first (``priorities``), so a
-  long chain does not start last while the other workers are idle.
+* ``--workers 1``: the items one after the other in this process, each after those it waits
+  for, the longest chains first (``in_order``).
+* ``--workers N``: one run of a ``decguard_evaluate`` job built for the items, one op per item,
+  waiting for the ops of the items it comes after (``In(Nothing)`` dependencies), on
+  Dagster's multiprocess executor: ``max_concurrent: N``, its processes started from a fork
+  server that preloads the pipeline and the instance once (``preload_modules``). The op of a
+  target on a model server is tagged ``decguard/backend=<host:port>`` (defs/limits.py) and the
+  executor applies the instance's ``run_queue.tag_concurrency_limits`` to those tags (one op
+  per server at a time by default): the limits the run queue applies to the runs the daemon
+  launches. The target runs carry the same tag, so the run queue counts them too. Ops are
+  ordered by ``dagster/priority``: the longest chains first (``priorities``), so a long
+  chain does not start last while the other process is idle.
 
 The job is reconstructable (``build_reconstructable_job``): its plan travels to the
 executor's processes as JSON, the definitions factory named in it, and each process builds
@@ -151,19 +150,9 @@ def op_name(index: int, item: Item) -> str:
 def _op(index: int, item: Item, plan: Plan, priority: int) -> dg.OpDefinition:
     tags = {k: v for k, v in item.tags.items() if k == BACKEND_TAG}
 
-    def run_item(context) -> list[Outcome]:  # type: ignore[no-untyped-def]  (Dagster reads it)
-        defs = _definitions(plan)
+    def run_op(context) -> list[Outcome]:  # type: ignore[no-untyped-def]  (Dagster reads it)
         mark = {EVALUATION_TAG: context.run_id}
-        return [
-            run_job(
-                defs.resolve_job_def(r.job),
-                context.instance,
-                item.contract,
-                r.key,
-                {**r.tags, **mark},
-            )
-            for r in item.runs
-        ]
+        return run_item(item, _definitions(plan), context.instance, mark)
 
     return dg.op(
         name=op_name(index, item),
@@ -171,7 +160,19 @@ def _op(index: int, item: Item, plan: Plan, priority: int) -> dg.OpDefinition:
         out=dg.Out(list),
         tags={**tags, PRIORITY_TAG: str(priority)},
         description=", ".join(f"{r.job} {r.key}" for r in item.runs),
-    )(run_item)
+    )(run_op)
+
+
+def run_item(
+    item: Item, defs: Any, instance: dg.DagsterInstance, tags: dict[str, str] | None = None
+) -> list[Outcome]:
+    """An item's runs, in order, in this process."""
+    return [
+        run_job(
+            defs.resolve_job_def(r.job), instance, item.contract, r.key, {**r.tags, **(tags or {})}
+        )
+        for r in item.runs
+    ]
 
 
 def build_job(plan: Plan) -> dg.JobDefinition:
@@ -183,16 +184,13 @@ def build_job(plan: Plan) -> dg.JobDefinition:
         ops[i].name: {f"after_{j}": dg.DependencyDefinition(ops[j].name) for j in item.after}
         for i, item in enumerate(items)
     }
-    if plan.workers <= 1:
-        executor = dg.in_process_executor
-    else:
-        executor = dg.multiprocess_executor.configured(
-            {
-                "max_concurrent": plan.workers,
-                "tag_concurrency_limits": plan.limits,
-                "start_method": {"forkserver": {"preload_modules": PRELOAD}},
-            }
-        )
+    executor = dg.multiprocess_executor.configured(
+        {
+            "max_concurrent": plan.workers,
+            "tag_concurrency_limits": plan.limits,
+            "start_method": {"forkserver": {"preload_modules": PRELOAD}},
+        }
+    )
     graph = dg.GraphDefinition(name=JOB_NAME, node_defs=ops, dependencies=deps)
     return graph.to_job(
         executor_def=executor,
@@ -240,22 +238,24 @@ def run_items(
     tags: dict[str, str],
     log: Callable[[str], None] | None = None,
 ) -> list[list[Outcome]]:
-    """The outcomes of every item, in item order, from one run of ``decguard_evaluate``.
-    ``defs``: the caller's definitions, which ops in this process use; ``build`` (a module-level
+    """The outcomes of every item, in item order. ``workers`` 1: one item after the other in
+    this process (each after the items it waits for, the longest chains first), each target a
+    run of its own as always; more: the ops of one run of ``decguard_evaluate`` on Dagster's
+    multiprocess executor. ``defs``: the caller's definitions; ``build`` (a module-level
     function, ``definitions.build_definitions``) builds them in the executor's processes."""
     if not items:
         return []
+    if workers <= 1:
+        done: dict[int, list[Outcome]] = {}
+        for i in in_order(items):
+            done[i] = run_item(items[i], defs, instance)
+        return [done[i] for i in range(len(items))]
     if workers > 1 and build is None:
         raise ValueError("workers > 1 needs build (the definitions factory of each process)")
     plan = Plan([i.to_json() for i in items], workers, contracts, warehouse_root,
                 run_limits(instance), "" if build is None else factory_name(build))  # fmt: skip
     _DEFINITIONS[(contracts, warehouse_root)] = defs  # this process's ops use the caller's
     names = [op_name(i, item) for i, item in enumerate(items)]
-    if workers <= 1:
-        result = build_job(plan).execute_in_process(
-            instance=instance, raise_on_error=False, run_config=QUIET, tags=tags
-        )
-        return _outcomes(result, items, names)
     job = dg.build_reconstructable_job(__name__, "reconstruct", (plan.__dict__,))
     with dg.execute_job(
         job, instance=instance, run_config=QUIET, tags=tags, raise_on_error=False
@@ -271,6 +271,18 @@ def _outcomes(result: Any, items: Sequence[Item], names: list[str]) -> list[list
         else _failed(item, _step_error(result, name))
         for item, name in zip(items, names, strict=True)
     ]
+
+
+def in_order(items: Sequence[Item]) -> list[int]:
+    """The items one after the other: by ``priorities``, each after the items it waits for."""
+    ranks = priorities(items)
+    pending = sorted(range(len(items)), key=lambda i: -ranks[i])
+    order: list[int] = []
+    while pending:
+        ready = next(i for i in pending if items[i].after <= set(order))
+        pending.remove(ready)
+        order.append(ready)
+    return order
 
 
 def priorities(items: Sequence[Item]) -> list[int]:

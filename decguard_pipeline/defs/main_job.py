@@ -109,7 +109,7 @@ def register_targets(
 def target_items(entry: ContractEntry, keys: list[str], first: int) -> list[parallel.Item]:
     """One item per target (``first``: the index of the first one). The other backends wait
     for the default backend's target: it is their regression baseline, and a diff must not
-    depend on which worker finished first."""
+    depend on which op finished first."""
     items = []
     baseline = {first + i for i, key in enumerate(keys) if backend_of(key) == DEFAULT_BACKEND}
     for key in keys:

@@ -1,6 +1,7 @@
-"""The order in which Dagster's executor takes the ops of `evaluate`: the longest chains of
-runs that cannot overlap first, given as each op's ``dagster/priority`` tag
-(defs/evaluation_job.py ``priorities``)."""
+"""The order of `evaluate`'s runs: the longest chains of runs that cannot overlap first, given
+to Dagster's executor as each op's ``dagster/priority`` tag (``--workers N``) or followed one
+after the other (``--workers 1``), each item after those it waits for
+(defs/evaluation_job.py ``priorities``, ``in_order``)."""
 
 from decguard_pipeline.defs.evaluation_job import (
     PRIORITY_TAG,
@@ -8,6 +9,7 @@ from decguard_pipeline.defs.evaluation_job import (
     Plan,
     Run,
     build_job,
+    in_order,
     op_name,
     priorities,
 )
@@ -43,6 +45,13 @@ def test_a_model_servers_runs_and_a_baselines_followers_go_first():
     # the server's 3 runs (its followers still wait for its default), then the baseline's
     # 2-run chain, then the rest in the given order
     assert _order(priorities(SCENARIO)) == [4, 5, 6, 1, 0, 2, 3]
+
+
+def test_one_at_a_time_each_item_comes_after_what_it_waits_for():
+    # 5 and 6 rank first but wait for 4; 2 and 3 wait for 1
+    assert in_order(SCENARIO) == [4, 5, 6, 1, 0, 2, 3]
+    backwards = [_item("x", "b", after={1}), _item("x", "a"), _item("y", "c")]
+    assert in_order(backwards) == [1, 0, 2]
 
 
 def test_the_job_has_one_op_per_item_with_its_priority_server_and_dependencies():
