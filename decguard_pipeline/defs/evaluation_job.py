@@ -33,6 +33,7 @@ from typing import Any
 
 import dagster as dg
 
+from decguard_pipeline.core import processes
 from decguard_pipeline.defs.job_runs import QUIET, Outcome, run_job
 from decguard_pipeline.defs.limits import BACKEND_TAG
 
@@ -99,6 +100,7 @@ class Plan:
     warehouse_root: str
     limits: list[dict[str, Any]]
     factory: str  # "module:function" building the definitions (definitions.build_definitions)
+    evaluation_pid: int  # the process of the evaluation, which the ops' processes end with
 
 
 # The definitions of this process's evaluation: given by ``evaluate``, built once in each
@@ -106,15 +108,13 @@ class Plan:
 _DEFINITIONS: dict[tuple[str | None, str], Any] = {}
 
 
-def _end_with_the_evaluation() -> None:
-    """End this op process when the evaluation is gone (kill -9 included), rather than finish
-    its runs for nobody: the executor's fork server exits with the evaluation, and this
-    process, its child, gets another parent. Its runs are then marked failed by the next
+def _end_with_the_evaluation(pid: int) -> None:
+    """End this op process when the evaluation (process ``pid``) is gone, kill -9 included,
+    rather than finish its runs for nobody. Its runs are then marked failed by the next
     evaluation (``instance.fail_dead_runs``) or the daemon's ``dead_runs`` sensor."""
-    parent = os.getppid()
 
     def watch() -> None:
-        while os.getppid() == parent:
+        while processes.running(pid):
             time.sleep(0.5)
         os._exit(1)
 
@@ -134,7 +134,7 @@ def _definitions(plan: Plan) -> Any:
         from decguard_pipeline.steps.contracts import discover_contracts
 
         cheaper_commits()  # as the evaluation's own process commits (defs/sqlite_commits.py)
-        _end_with_the_evaluation()
+        _end_with_the_evaluation(plan.evaluation_pid)
         module, name = plan.factory.split(":")
         build = getattr(importlib.import_module(module), name)
         entries = discover_contracts(plan.contracts)
@@ -252,8 +252,15 @@ def run_items(
         return [done[i] for i in range(len(items))]
     if workers > 1 and build is None:
         raise ValueError("workers > 1 needs build (the definitions factory of each process)")
-    plan = Plan([i.to_json() for i in items], workers, contracts, warehouse_root,
-                run_limits(instance), "" if build is None else factory_name(build))  # fmt: skip
+    plan = Plan(
+        items=[i.to_json() for i in items],
+        workers=workers,
+        contracts=contracts,
+        warehouse_root=warehouse_root,
+        limits=run_limits(instance),
+        factory="" if build is None else factory_name(build),
+        evaluation_pid=os.getpid(),
+    )
     _DEFINITIONS[(contracts, warehouse_root)] = defs  # this process's ops use the caller's
     names = [op_name(i, item) for i, item in enumerate(items)]
     job = dg.build_reconstructable_job(__name__, "reconstruct", (plan.__dict__,))

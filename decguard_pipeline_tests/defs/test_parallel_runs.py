@@ -218,9 +218,10 @@ def test_kill_evaluate_with_workers_then_the_next_one_recovers(tmp_path, loopbac
     slow.behaviour.delay_s = other.behaviour.delay_s = 0
     code, out, err = finish(place.spawn("--workers", "2"), timeout=300)
     assert code == 0, out + err
-    assert "marked 3 run(s) of a killed evaluation as failed" in err
     with dg.DagsterInstance.from_config(str(place.home)) as instance:
         runs = instance.get_runs()
+    seen = [(r.job_name, r.status.value, r.tags.get("decguard/process")) for r in runs]
+    assert "marked 3 run(s) of a killed evaluation as failed" in err, (err, seen)
     targets = sorted(r.status.value for r in runs if r.job_name.startswith("evaluate_"))
     assert targets == ["FAILURE", "FAILURE", "SUCCESS", "SUCCESS"]
     evaluations = sorted(r.status.value for r in runs if r.job_name == "decguard_evaluate")

@@ -55,7 +55,7 @@ def test_one_at_a_time_each_item_comes_after_what_it_waits_for():
 
 
 def test_the_job_has_one_op_per_item_with_its_priority_server_and_dependencies():
-    plan = Plan([i.to_json() for i in SCENARIO], 2, None, "/wh", [], "")
+    plan = Plan([i.to_json() for i in SCENARIO], 2, None, "/wh", [], "", 1)
     job = build_job(plan)
     ranks = priorities(SCENARIO)
     names = [op_name(i, item) for i, item in enumerate(SCENARIO)]
