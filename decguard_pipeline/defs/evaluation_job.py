@@ -125,20 +125,42 @@ def factory_name(build: Callable[..., Any]) -> str:
     return f"{build.__module__}:{build.__qualname__}"
 
 
+FACTORY_ENV = "DECGUARD_EVALUATION_FACTORY"  # what the fork server builds ahead (see below)
+_started: set[int] = set()  # the processes whose first op set them up
+
+
+def _build(factory: str, contracts: str | None, warehouse_root: str) -> Any:
+    import importlib
+
+    from decguard_pipeline.steps.contracts import discover_contracts
+
+    module, name = factory.split(":")
+    build = getattr(importlib.import_module(module), name)
+    return build(discover_contracts(contracts), warehouse_root=warehouse_root)
+
+
+def preload_definitions() -> None:
+    """The definitions of the evaluation, built in the executor's fork server
+    (defs/executor_preload.py), whose environment is the evaluation's: every op process
+    forked from it has them. Opens no connection (a forked process must not share one)."""
+    factory = os.environ.get(FACTORY_ENV)
+    if factory:
+        from decguard_pipeline.warehouse import Warehouse
+
+        contracts, root = os.environ.get("DECGUARD_CONTRACTS"), str(Warehouse().root)
+        _DEFINITIONS[(contracts, root)] = _build(factory, contracts, root)
+
+
 def _definitions(plan: Plan) -> Any:
-    key = (plan.contracts, plan.warehouse_root)
-    if key not in _DEFINITIONS:  # an executor process: its first op
-        import importlib
-
+    if os.getpid() not in _started:  # an executor process: its first op
         from decguard_pipeline.defs.sqlite_commits import cheaper_commits
-        from decguard_pipeline.steps.contracts import discover_contracts
 
+        _started.add(os.getpid())
         cheaper_commits()  # as the evaluation's own process commits (defs/sqlite_commits.py)
         _end_with_the_evaluation(plan.evaluation_pid)
-        module, name = plan.factory.split(":")
-        build = getattr(importlib.import_module(module), name)
-        entries = discover_contracts(plan.contracts)
-        _DEFINITIONS[key] = build(entries, warehouse_root=plan.warehouse_root)
+    key = (plan.contracts, plan.warehouse_root)
+    if key not in _DEFINITIONS:
+        _DEFINITIONS[key] = _build(plan.factory, plan.contracts, plan.warehouse_root)
     return _DEFINITIONS[key]
 
 
@@ -262,6 +284,8 @@ def run_items(
         evaluation_pid=os.getpid(),
     )
     _DEFINITIONS[(contracts, warehouse_root)] = defs  # this process's ops use the caller's
+    _started.add(os.getpid())
+    os.environ[FACTORY_ENV] = plan.factory  # for the fork server the executor starts
     names = [op_name(i, item) for i, item in enumerate(items)]
     job = dg.build_reconstructable_job(__name__, "reconstruct", (plan.__dict__,))
     with dg.execute_job(
