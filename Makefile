@@ -23,8 +23,8 @@ install: $(STAMP_RUN)
 install-test: $(STAMP_TEST)
 
 ## run: evaluate every bundled example contract through Dagster (mock backends and the demo LLM server, local warehouse)
-## (two worker processes, forked from the evaluation after its imports: ~4.3-4.8 s on an idle
-## 2-core machine against ~5.7-5.9 s with one; RUN_WORKERS=1, or DECGUARD_WORKERS, for one)
+## (two at a time on Dagster's multiprocess executor, docs/deploy.md; RUN_WORKERS=1, or
+## DECGUARD_WORKERS, for one, in-process)
 RUN_WORKERS ?= $(or $(DECGUARD_WORKERS),2)
 ## (the package's bytecode compiled first, ~70 ms when up to date: with PYTHONDONTWRITEBYTECODE
 ## set, as on many CI images, every process would otherwise compile what it imports again)

@@ -217,6 +217,7 @@ def main() -> None:
     from decguard_pipeline.defs.job_runs import QUIET
     from decguard_pipeline.defs.jobs import job_name
     from decguard_pipeline.defs.main_job import MainJobResult, register_targets
+    from decguard_pipeline.defs.sqlite_commits import cheaper_commits
     from decguard_pipeline.runs.golden import run_test
     from decguard_pipeline.steps.contracts import discover_contracts
     from decguard_pipeline.steps.properties import has_properties
@@ -260,7 +261,8 @@ def main() -> None:
         print(f"  {'total':<44} {totals[0]:>8.3f} {totals[1]:>8.3f} {totals[2]:>10.3f} "
               f"{totals[2] - totals[1]:>9.3f}   dagster/core {ratio:.1f}x\n")  # fmt: skip
 
-    with open_instance() as instance:  # as evaluate opens it (defs/instance_sqlite.py)
+    cheaper_commits()  # as evaluate commits (defs/sqlite_commits.py)
+    with open_instance() as instance:  # as evaluate opens it
         measure(ROOT / "data" / "contracts", "2. the examples, per target")
         if args.cases:  # --cases 0 skips part 3
             scaled = scaled_refund(tmp / "scaled", args.cases)

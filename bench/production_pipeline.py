@@ -57,7 +57,7 @@ KEY = "shop"
 def _child_steps(work: Path) -> None:
     """The pipeline's steps for the day, as the day's multi-asset calls them (no Dagster),
     after a warm-up day."""
-    from decguard_pipeline.core.huge_pages import no_huge_pages
+    from decguard_pipeline.defs.huge_pages import no_huge_pages
     from decguard_pipeline.steps.base import Step
     from decguard_pipeline.steps.contracts import discover_contracts
     from decguard_pipeline.steps.production.check import check_day
@@ -87,26 +87,27 @@ def _child_steps(work: Path) -> None:
 
 def _child_dagster(work: Path) -> None:
     """The day's production job through Dagster as ``evaluate`` runs it (a persistent SQLite
-    instance opened by ``open_instance``, the collector held), after a warm-up day."""
+    instance opened by ``open_instance``, its commits as cheap as evaluate's), after a
+    warm-up day."""
     import warnings
 
     os.environ["DAGSTER_HOME"] = str(work / "dagster_home")
     shutil.rmtree(work / "dagster_home", ignore_errors=True)
-    from decguard_pipeline.core.collector import held
     from decguard_pipeline.definitions import build_definitions
     from decguard_pipeline.defs.assets.production import job_name
     from decguard_pipeline.defs.instance import open_instance
     from decguard_pipeline.defs.job_runs import run_job
+    from decguard_pipeline.defs.sqlite_commits import cheaper_commits
     from decguard_pipeline.steps.contracts import discover_contracts
     from decguard_pipeline.warehouse import Warehouse
 
     warnings.filterwarnings("ignore")
-    with held() as settle, open_instance() as instance:
+    cheaper_commits()
+    with open_instance() as instance:
         entry = discover_contracts(str(work / "contracts"))[0]
         Warehouse(work / "warehouse").ensure_catalog()
         defs = build_definitions([entry], warehouse_root=str(work / "warehouse"))
         job = defs.resolve_job_def(job_name(entry))
-        settle()
         for day in (WARM_UP, DAY):
             start = time.perf_counter()
             outcome = run_job(job, instance, entry.key, day, {})

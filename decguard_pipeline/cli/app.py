@@ -90,7 +90,7 @@ def emit_report(
         print_document(report.document, stream_key="results", items=result_records(report.results))
     else:  # DecGuard's layout, our sections, then the verdict over every gate
         click.echo(render_run(report, verdict, guarded))
-    from decguard_pipeline.core.collector import leave_to_exit
+    from decguard_pipeline.cli.process_exit import leave_to_exit
 
     leave_to_exit(report, guarded)  # freed by the operating system, all at once
     _exit_for(verdict.status, fail_on_warn)
@@ -332,8 +332,8 @@ def main() -> None:
     # of every installed distribution (50-90 ms of each command's start in this project's
     # environment of ~180 of them). An explicit setting is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    from decguard_pipeline.core.collector import skip_at_exit
-    from decguard_pipeline.core.huge_pages import no_huge_pages
+    from decguard_pipeline.cli.process_exit import skip_at_exit
+    from decguard_pipeline.defs.huge_pages import no_huge_pages
 
     skip_at_exit()
     no_huge_pages()  # before the allocators map memory: 4 KiB pages zeroed as touched

@@ -12,7 +12,6 @@ import click
 
 from decguard_pipeline.cli.errors import EXIT_ERROR, EXIT_GATE_FAILED, EXIT_PASS, handled
 from decguard_pipeline.cli.group import cli
-from decguard_pipeline.core.collector import held
 
 
 @cli.command()
@@ -42,9 +41,9 @@ from decguard_pipeline.core.collector import held
     envvar="DECGUARD_WORKERS",
     default=1,
     show_default=True,
-    help="Evaluate targets in this many worker processes (or $DECGUARD_WORKERS); runs on "
-    "one model server stay "
-    "within the instance's per-server limit (run_queue.tag_concurrency_limits, default 1).",
+    help="Evaluate this many targets at a time (or $DECGUARD_WORKERS), on Dagster's "
+    "multiprocess executor; runs on one model server stay within the instance's per-server "
+    "limit (run_queue.tag_concurrency_limits, default 1).",
 )
 @click.option(
     "--fail-on-gate",
@@ -68,12 +67,9 @@ def evaluate(
     Exit codes: 0 every run completed (gates pass, warn or fail); 1 with --fail-on-gate when
     a requirement gate failed; 2 when a contract could not be evaluated or a run broke (a
     backend that failed on every case, a step error)."""
-    with handled(), held() as settle:
+    with handled():
         if contracts is not None:
             os.environ["DECGUARD_CONTRACTS"] = contracts
-        from decguard_pipeline.defs import fork_server
-
-        fork_server.start_early(workers)  # where workers come from it: its imports beside ours
         from decguard_pipeline.core.errors import DecGuardError
         from decguard_pipeline.steps.contracts import discover_contracts, project_root
 
@@ -98,19 +94,14 @@ def evaluate(
             from decguard_pipeline.definitions import build_definitions
             from decguard_pipeline.defs import instance as instances
             from decguard_pipeline.defs.main_job import evaluate_all
+            from decguard_pipeline.defs.sqlite_commits import cheaper_commits, release
             from decguard_pipeline.warehouse import Warehouse
 
             # --warehouse, else $DECGUARD_WAREHOUSE, else data/warehouse (warehouse/store.py),
-            # handed to the definitions and the workers as this root
+            # handed to the definitions and the executor's processes as this root
             wh = Warehouse(warehouse)
-            pool = None
-            if workers > 1:  # forked now, before this process opens anything (defs/workers.py)
-                from decguard_pipeline.defs.workers import open_pool
-
-                instances.ensure_dagster_home()  # the workers' $DAGSTER_HOME
-                pool = stack.enter_context(
-                    open_pool(workers, build_definitions, entries, str(wh.root), pictures=guarded)
-                )
+            cheaper_commits()  # this process's commits to a local instance (no fsync each)
+            stack.callback(release)
             instance = stack.enter_context(instances.open_instance())
             home = f"{instance.root_directory} ({instances.storage_kind(instance)})"
             recovered = instances.fail_dead_runs(instance)
@@ -121,9 +112,6 @@ def evaluate(
                     err=True,
                 )
             defs = build_definitions(entries, warehouse_root=str(wh.root))
-            # what lives until the end, out of the collector's walks (~1 s of full
-            # collections at load 4: Dagster's and our modules walked again and again)
-            settle()
             result = evaluate_all(
                 defs,
                 entries,
@@ -131,8 +119,8 @@ def evaluate(
                 wh,
                 backends=list(backends) or None,
                 workers=workers,
+                contracts=os.environ.get("DECGUARD_CONTRACTS"),
                 build=build_definitions,
-                pool=pool,
             )
         raise SystemExit(_report(result, wh, home, fail_on_gate))
 

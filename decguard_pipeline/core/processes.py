@@ -1,6 +1,6 @@
-"""Is a process still there? One answer for the three places that ask: a run's owner
-(defs/instance.py), an evaluation's workers (defs/parallel.py) and a spool's writer
-(warehouse/spool.py). And one way to end a child that lives as long as its stdin.
+"""Is a process still there? One answer for the places that ask: a run's owner
+(defs/instance.py), the writer of a stale temporary file (core/atomic_file.py) and a spool's
+writer (warehouse/spool.py). And one way to end a child that lives as long as its stdin.
 
 A zombie (killed, not yet reaped by its parent) counts as gone: it will never write again.
 On Linux the start time of ``/proc/<pid>/stat`` tells a reused pid from the original."""

@@ -13,7 +13,7 @@ import contextlib
 import os
 import re
 import socket
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -21,12 +21,7 @@ import yaml
 
 from decguard_pipeline.core import processes
 from decguard_pipeline.core.atomic_file import atomic_output
-from decguard_pipeline.defs import (
-    instance_config,
-    instance_logs,
-    instance_postgres,
-    instance_sqlite,
-)
+from decguard_pipeline.defs import instance_config, instance_create, instance_postgres
 from decguard_pipeline.defs.instance_config import HEADER  # noqa: F401  (re-exported)
 from decguard_pipeline.steps.contracts import project_root
 
@@ -118,46 +113,24 @@ def open_instance() -> Iterator[dg.DagsterInstance]:
     """``DagsterInstance.get()``, its storages created under a lock: processes creating a fresh
     SQLite instance at the same moment race on its schema and leave it unusable (two
     alembic heads), so the first opening of each storage is serialised. A new local SQLite
-    instance is made whole aside and moved into place (a kill -9 during Dagster's creation
-    left one that never opened whole), and a SQLite instance is tuned for the runs this
-    process executes (defs/instance_sqlite.py)."""
-    instance, untune = open_for_runs()
-    try:
-        with instance:
-            yield instance
-    finally:
-        untune()
-
-
-def open_for_runs() -> tuple[dg.DagsterInstance, Callable[[], None]]:
-    """What :func:`open_instance` opens (for a process that executes runs until it ends: an
-    ``evaluate`` worker): the instance, and what gives its storages and log capture back
-    Dagster's own (closing the pooled connections)."""
+    instance is made whole aside and moved into place (defs/instance_create.py)."""
     home = ensure_dagster_home()
     with _locked(home):
         text = (home / "dagster.yaml").read_text()
         config = instance_config.check_variables(text, home)
         config = config if instance_config.is_ours(text) else None
         if isinstance(config, dict):
-            instance_sqlite.create_in_place(home, config)  # a new one is made whole first
+            instance_create.create_in_place(home, config)  # a new one is made whole first
         url = instance_postgres.database_url(config)  # other machines may open it now too
-        with instance_sqlite.creating(), instance_postgres.creation_lock(url):
+        with instance_postgres.creation_lock(url):
             instance = dg.DagsterInstance.get()
             try:
-                instance.get_runs(limit=1)  # run storage
-                instance.get_dynamic_partitions("_")  # event log storage
-                instance.all_instigator_state()  # schedule storage
+                instance_create.touch_storages(instance)
             except BaseException:
                 instance.dispose()
                 raise
-    tuned = instance_sqlite.tune(instance)  # a commit per event, not a checkpoint per event
-    echo_back = instance_logs.capture_to_files(instance)  # no tail processes per run
-
-    def untune() -> None:
-        echo_back()
-        tuned.close()
-
-    return instance, untune
+    with instance:
+        yield instance
 
 
 # -- runs and the processes that execute them -------------------------------------------------

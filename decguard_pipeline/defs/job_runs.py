@@ -1,6 +1,6 @@
 """One run of a job in this process, and what it says: the target's verdict (the run's
 ``decguard/verdict`` tag; failing gates are a verdict, the run succeeds) or an error (a step
-broke, the run failed). Shared by the main job and its worker processes."""
+broke, the run failed). What each op of `evaluate` runs (defs/evaluation_job.py)."""
 
 from dataclasses import dataclass, field
 from typing import Any

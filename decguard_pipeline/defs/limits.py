@@ -5,12 +5,11 @@ Every run of a target whose backend calls a model server is tagged
 two backends, on one server share it); a backend that runs in-process (mock, python) loads no
 server and gets no tag. The instance's ``run_queue.tag_concurrency_limits`` caps the runs in
 progress per value of that tag: Dagster's run queue applies it to the runs the daemon launches
-(sensor, schedule, UI), and ``evaluate --workers`` applies the same limits, with Dagster's own
-counter, to its runs."""
+(sensor, schedule, UI), and Dagster's multiprocess executor applies the same limits to the ops
+of ``evaluate --workers`` (defs/evaluation_job.py), tagged like their runs."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -59,17 +58,3 @@ def backend_tags(entry: ContractEntry, target: str) -> dict[str, str]:
     """The tags of a run of ``target`` (``<backend>@<version>``) that the limits count."""
     server = server_of(entry, backend_of(target))
     return {} if server is None else {BACKEND_TAG: server}
-
-
-class Tagged:
-    """Something with tags, as Dagster's limit counter reads runs."""
-
-    def __init__(self, tags: Mapping[str, str]) -> None:
-        self.tags = dict(tags)
-
-
-def limit_counter(limits: Sequence[Mapping[str, Any]], in_progress: Sequence[Any]) -> Any:
-    """Dagster's run-queue counter of tag concurrency limits (the one the daemon uses)."""
-    from dagster._utils.tags import TagConcurrencyLimitsCounter
-
-    return TagConcurrencyLimitsCounter(list(limits), list(in_progress))

@@ -4,14 +4,14 @@ and checks through Dagster on a persistent instance (what ``decguard-pipeline ev
 
 import uuid
 from collections.abc import Callable
-from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 import dagster as dg
 
 from decguard_pipeline.core.contract.model import DEFAULT_BACKEND
-from decguard_pipeline.defs import fork_server, parallel
-from decguard_pipeline.defs.job_runs import Outcome
+from decguard_pipeline.defs import evaluation_job as parallel
+from decguard_pipeline.defs.instance import owner_tags
+from decguard_pipeline.defs.job_runs import Outcome, run_job
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.limits import backend_tags
 from decguard_pipeline.defs.partitions import targets_partitions
@@ -43,16 +43,16 @@ def evaluate_all(
     *,
     backends: list[str] | None = None,
     workers: int = 1,
+    contracts: str | None = None,
     build: Callable[..., dg.Definitions] | None = None,
-    pool: Executor | None = None,
 ) -> MainJobResult:
-    """Every contract: its targets registered, then their runs (and its production days) in
-    ``workers`` processes within the per-server run limits (defs/parallel.py). A contract
-    that cannot be evaluated (broken file, missing dataset, ...) is reported in ``broken``
-    and the others still run. ``build`` (``definitions.build_definitions``) makes each worker
-    process's definitions when ``workers`` > 1; ``pool``: those workers, when the caller
-    opened them already (``workers.open_pool``: before the instance)."""
-    fork_server.start_early(workers)  # unless evaluate did: its imports beside our work
+    """Every contract: its targets registered, then their runs (and its production days) as
+    the ops of one run of the ``decguard_evaluate`` job, ``workers`` at a time within the
+    per-server limits (defs/evaluation_job.py). A contract that cannot be evaluated (broken
+    file, missing dataset, ...) is reported in ``broken`` and the others still run.
+    ``contracts``: where ``entries`` were discovered and ``build``
+    (``definitions.build_definitions``, needed when ``workers`` > 1) what builds ``defs`` from
+    them: the executor's processes do so again."""
     out = MainJobResult()
     items: list[parallel.Item] = []
     production: list[bool] = []  # per item: a production chain, else a target
@@ -74,8 +74,8 @@ def evaluate_all(
             items.append(days)
             production.append(True)
     results = parallel.run_items(
-        items, instance, workers=workers, defs=defs, build=build, entries=entries,
-        warehouse_root=str(warehouse.root), pool=pool,
+        items, instance, workers=workers, defs=defs, build=build, contracts=contracts,
+        warehouse_root=str(warehouse.root), tags=owner_tags(),
     )  # fmt: skip
     for is_production, outcomes in zip(production, results, strict=True):
         (out.production if is_production else out.outcomes).extend(outcomes)
@@ -109,7 +109,7 @@ def register_targets(
 def target_items(entry: ContractEntry, keys: list[str], first: int) -> list[parallel.Item]:
     """One item per target (``first``: the index of the first one). The other backends wait
     for the default backend's target: it is their regression baseline, and a diff must not
-    depend on which worker finished first."""
+    depend on which op finished first."""
     items = []
     baseline = {first + i for i, key in enumerate(keys) if backend_of(key) == DEFAULT_BACKEND}
     for key in keys:
@@ -139,4 +139,7 @@ def run_production_days(
 ) -> list[Outcome]:
     """The contract's production days, run in this process (oldest first)."""
     item = production_item(entry, set())
-    return [] if item is None else parallel.run_item(item, defs, instance)
+    if item is None:
+        return []
+    return [run_job(defs.resolve_job_def(r.job), instance, entry.key, r.key, r.tags)
+            for r in item.runs]  # fmt: skip

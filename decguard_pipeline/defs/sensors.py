@@ -59,12 +59,12 @@ def in_progress(instance: dg.DagsterInstance, entry: ContractEntry, target: str)
 
 
 def model_versions_sensor(
-    entries: list[ContractEntry], jobs: list[AssetJob]
+    entries: list[ContractEntry], jobs: list[AssetJob], name: str = "model_versions"
 ) -> dg.SensorDefinition:
     ok = [e for e in entries if e.ok]
 
     @dg.sensor(
-        name="model_versions",
+        name=name,
         jobs=jobs,
         minimum_interval_seconds=INTERVAL_S,
         default_status=dg.DefaultSensorStatus.RUNNING,

@@ -286,11 +286,9 @@ def test_the_deploy_template_opens_on_postgres(postgres_server: Server, tmp_path
 
 
 _OPEN = (
-    "from decguard_pipeline.defs.instance import open_for_runs\n"
-    "instance, undo = open_for_runs()\n"
-    "assert instance.get_runs(limit=1) == []\n"
-    "undo()\n"
-    "instance.dispose()\n"
+    "from decguard_pipeline.defs.instance import open_instance\n"
+    "with open_instance() as instance:\n"
+    "    assert instance.get_runs(limit=1) == []\n"
     "print('opened')\n"
 )
 

@@ -66,7 +66,7 @@ def materialise(
 
 def check_specs(entry: ContractEntry, asset: str) -> list[dg.AssetCheckSpec]:
     """The check specs of one asset of the contract, as its definitions carry them."""
-    from decguard_pipeline.definitions import contract_assets_of
+    from decguard_pipeline.defs.component import contract_assets_of
 
     key = dg.AssetKey([entry.key, asset])
     return [s for a in contract_assets_of(entry) for s in a.check_specs if s.asset_key == key]

@@ -10,7 +10,7 @@ was 38% of all samples, and the day took 1.2-1.9 s with huge pages against a ste
 actually written are zeroed.
 
 ``prctl(PR_SET_THP_DISABLE)`` applies to this process and is inherited by the processes it
-forks or starts (``evaluate``'s workers, the fork server). ``$DECGUARD_HUGE_PAGES`` set to
+forks or starts (the processes of ``evaluate``'s executor). ``$DECGUARD_HUGE_PAGES`` set to
 ``1`` (or ``true``, ``yes``, ``on``) keeps huge pages, for a machine where the TLB savings
 matter more. Elsewhere than Linux it is a no-op.
 """

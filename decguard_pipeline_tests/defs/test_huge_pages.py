@@ -1,4 +1,4 @@
-"""core/huge_pages.py: the CLI and the code location turn transparent huge pages off for
+"""defs/huge_pages.py: the CLI and the code location turn transparent huge pages off for
 their process and what it starts, unless ``$DECGUARD_HUGE_PAGES=1``. Each case runs in a
 fresh interpreter whose huge pages are first turned back on (a test process may have built
 definitions already), and reads the kernel's own answer (``/proc/self/status``)."""
@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from decguard_pipeline.core import huge_pages
+from decguard_pipeline.defs import huge_pages
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or huge_pages._prctl(42) not in (0, 1),
@@ -60,7 +60,7 @@ def test_huge_pages_go_off_for_the_process_and_the_processes_it_starts():
         pytest.skip("this kernel does not report THP_enabled in /proc/self/status")
     said = _run(
         """
-        from decguard_pipeline.core.huge_pages import huge_pages_off, no_huge_pages
+        from decguard_pipeline.defs.huge_pages import huge_pages_off, no_huge_pages
         print(kernel_says(), huge_pages_off(), no_huge_pages(), kernel_says(), child_says())
         """,
         DECGUARD_HUGE_PAGES="",
@@ -72,7 +72,7 @@ def test_huge_pages_go_off_for_the_process_and_the_processes_it_starts():
 def test_decguard_huge_pages_keeps_them(keep):
     said = _run(
         """
-        from decguard_pipeline.core.huge_pages import no_huge_pages
+        from decguard_pipeline.defs.huge_pages import no_huge_pages
         print(no_huge_pages(), kernel_says() if 'THP_enabled' in open('/proc/self/status')
               .read() else '1')
         """,
@@ -85,7 +85,7 @@ def test_decguard_huge_pages_keeps_them(keep):
 def test_any_other_value_turns_them_off(value):
     said = _run(
         """
-        from decguard_pipeline.core.huge_pages import no_huge_pages
+        from decguard_pipeline.defs.huge_pages import no_huge_pages
         print(no_huge_pages())
         """,
         DECGUARD_HUGE_PAGES=value,
@@ -97,7 +97,7 @@ def test_the_command_line_turns_them_off_before_any_command():
     said = _run(
         """
         from decguard_pipeline.cli.app import main
-        from decguard_pipeline.core.huge_pages import huge_pages_off
+        from decguard_pipeline.defs.huge_pages import huge_pages_off
         sys.argv = ["decguard-pipeline", "--help"]
         try:
             main()
@@ -113,7 +113,7 @@ def test_the_command_line_turns_them_off_before_any_command():
 def test_building_the_code_location_turns_them_off():
     said = _run(
         """
-        from decguard_pipeline.core.huge_pages import huge_pages_off
+        from decguard_pipeline.defs.huge_pages import huge_pages_off
         from decguard_pipeline.definitions import build_definitions
         before = huge_pages_off()
         build_definitions([])
