@@ -89,7 +89,7 @@ def diff(
                 text += "\n\n" + render_calibration_shift(result.calibration)
             click.echo(text)
         status = result.status
-        from decguard_pipeline.core.collector import leave_to_exit
+        from decguard_pipeline.cli.process_exit import leave_to_exit
 
         leave_to_exit(result)  # both runs' columns, freed with the process all at once
         if status == "fail" or (fail_on_warn and status == "warn"):

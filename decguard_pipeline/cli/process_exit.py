@@ -11,6 +11,8 @@ from __future__ import annotations
 import atexit
 import gc
 
+from decguard_pipeline.core import collector
+
 _left_to_exit: list[object] | None = None  # see leave_to_exit
 
 
@@ -40,4 +42,5 @@ def skip_at_exit() -> None:
     if _left_to_exit is None:
         _left_to_exit = []
         _left_to_exit.append(_left_to_exit)
+        collector.take_hand_offs(leave_to_exit)  # what core is done with, left the same way
     atexit.register(gc.freeze)

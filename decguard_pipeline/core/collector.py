@@ -9,14 +9,34 @@ reference counting to free objects as always:
 * :func:`settle`: what was built goes straight to the oldest generation (``gc.freeze`` then
   ``gc.unfreeze``: two list splices) instead of being walked by the next young collection.
 
-What a process does at its exit is its entry point's business (cli/process_exit.py).
+What a process does at its exit is its entry point's business (cli/process_exit.py):
+:func:`hand_off` gives it a large object the code is done with, to free as it sees fit.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
+
+# Set by a process's entry point (cli/process_exit.skip_at_exit); None: objects are freed
+# by reference counting as always.
+_taker: Callable[[Any], None] | None = None
+
+
+def take_hand_offs(taker: Callable[[Any], None] | None) -> None:
+    """What receives :func:`hand_off`'s objects in this process (None: nothing)."""
+    global _taker
+    _taker = taker
+
+
+def hand_off(obj: Any) -> None:
+    """``obj`` (many small objects: a report's records) goes to the process's entry point,
+    which may keep it for the operating system to free at exit instead of freeing it object
+    by object now; without one, nothing happens."""
+    if _taker is not None:
+        _taker(obj)
 
 
 def settle() -> None:

@@ -38,13 +38,18 @@ class Report:  # stands for a command's report
 if sys.argv[1] == "main":
     collector.skip_at_exit()  # what the CLI's main does
 report = Report()
-collector.leave_to_exit(report)
+if sys.argv[2] == "core":  # handed off by core code, which knows no entry point
+    from decguard_pipeline.core.collector import hand_off
+    hand_off(report)
+else:
+    collector.leave_to_exit(report)
 alive = weakref.ref(report)
 del report
 print("alive" if alive() is not None else "gone", flush=True)
 """
 
 
+@pytest.mark.parametrize("by", ["cli", "core"])
 @pytest.mark.parametrize(
     ("role", "expected"),
     [
@@ -52,9 +57,9 @@ print("alive" if alive() is not None else "gone", flush=True)
         ("library", ["freed", "gone", ""]),  # in-process callers: nothing changes
     ],
 )
-def test_leave_to_exit_hands_objects_to_the_process_end_only_in_a_main(role, expected):
+def test_leave_to_exit_hands_objects_to_the_process_end_only_in_a_main(role, expected, by):
     done = subprocess.run(
-        [sys.executable, "-c", LEFT_TO_EXIT, role], capture_output=True, text=True
+        [sys.executable, "-c", LEFT_TO_EXIT, role, by], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n") == expected
