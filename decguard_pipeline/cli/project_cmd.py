@@ -32,8 +32,8 @@ from decguard_pipeline.core.collector import held
 @click.option(
     "--warehouse",
     default=None,
-    help="Warehouse folder or s3://bucket/prefix, gs://bucket/prefix (default "
-    "data/warehouse or $DECGUARD_WAREHOUSE).",
+    help="Warehouse folder or s3://bucket/prefix (default data/warehouse or "
+    "$DECGUARD_WAREHOUSE; the catalog: $DECGUARD_CATALOG, else <warehouse>/catalog.sqlite).",
 )
 @click.option(
     "--workers",
@@ -172,8 +172,8 @@ def _report(result: Any, wh: Any, home: str, fail_on_gate: bool) -> int:
 @click.option(
     "--warehouse",
     default=None,
-    help="Warehouse folder or s3://bucket/prefix, gs://bucket/prefix (default "
-    "data/warehouse or $DECGUARD_WAREHOUSE).",
+    help="Warehouse folder or s3://bucket/prefix (default data/warehouse or "
+    "$DECGUARD_WAREHOUSE; the catalog: $DECGUARD_CATALOG, else <warehouse>/catalog.sqlite).",
 )
 @click.option(
     "--format",
@@ -185,25 +185,23 @@ def _report(result: Any, wh: Any, home: str, fail_on_gate: bool) -> int:
 )
 @click.option("--max-rows", type=click.IntRange(min=1), default=200, show_default=True)
 def sql(query: str, warehouse: str | None, fmt: str, max_rows: int) -> None:
-    """Run a SQL query on the warehouse catalog (read-only) and print the result."""
+    """Run a SQL query on the warehouse (read-only: its tables and latest_* views, and
+    DuckLake's time travel, AT (VERSION => n)) and print the result."""
     with handled():
         import duckdb
 
         from decguard_pipeline.core.errors import DecGuardError
         from decguard_pipeline.warehouse import Warehouse
-        from decguard_pipeline.warehouse.catalog import retrying
 
         wh = Warehouse(warehouse)
-
-        def run() -> Any:
-            with wh.open_catalog(query) as con:
+        if not wh.exists():
+            raise DecGuardError(f"no warehouse at {wh.root}")
+        try:
+            with wh.read_only() as con:
                 relation = con.sql(query)
-                if relation is None:
-                    return None
-                return relation.limit(max_rows).df() if fmt == "table" else relation.df()
-
-        try:  # again when a compaction deleted a listed file meanwhile
-            frame = retrying(run)
+                frame = None
+                if relation is not None:
+                    frame = relation.limit(max_rows).df() if fmt == "table" else relation.df()
         except duckdb.Error as exc:
             raise DecGuardError(f"query failed: {exc}") from exc
         if frame is None:

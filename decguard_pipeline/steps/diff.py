@@ -41,7 +41,6 @@ from decguard_pipeline.warehouse.rows.diff import (
     segment_rows,
     statistical_test_rows,
 )
-from decguard_pipeline.warehouse.store import read_file
 
 NO_BASELINE = "no_baseline"  # the ``diffs.status`` of a candidate with nothing to compare to
 
@@ -71,8 +70,23 @@ def evaluation_ref(contract: str, target: str, run_id: str) -> str:
 # -- which targets the warehouse knows ------------------------------------------------------
 
 
-def _first_row(path: Path) -> dict[str, Any]:
-    return read_file(path).slice(0, 1).to_pylist()[0]
+def _newest_writes(warehouse: Warehouse, table: str, contract: str) -> dict[str, list[Any]]:
+    """Per target, the rows of the newest write of ``table`` for a contract (in the order
+    written)."""
+    out: dict[str, list[Any]] = {}
+    for row in warehouse.newest_writes(table, contract).to_pylist():
+        out.setdefault(row["target"], []).append(row)
+    return out
+
+
+def _first_times(warehouse: Warehouse, table: str, contract: str) -> dict[str, Any]:
+    """Per target, when ``table`` got its first row for a contract."""
+    found = warehouse.query(
+        f"SELECT target, min(recorded_at) AS at FROM {table} WHERE contract = $c "
+        "GROUP BY target",
+        {"c": contract},
+    ).to_pylist()
+    return {r["target"]: r["at"] for r in found}
 
 
 def known_targets(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]:
@@ -87,21 +101,20 @@ def known_targets(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]:
     requirement. Targets never evaluated cannot be a baseline (there is nothing to compare)
     and are left out.
 
-    Reads only the first and newest files of each target's ``runs``, ``targets`` and
-    ``gate_results`` partitions and its newest ``verdicts`` file, so the cost grows with the
-    contract's targets, not with the warehouse."""
-    registered = warehouse.partitions("targets", contract)
-    gates = warehouse.partitions("gate_results", contract)
+    A few queries per contract, whatever its history: each target's first ``runs`` and
+    ``targets`` rows, and its newest ``runs``, ``gate_results`` and ``verdicts`` writes."""
+    registered = _first_times(warehouse, "targets", contract)
+    evaluated = _first_times(warehouse, "runs", contract)
+    gates = _newest_writes(warehouse, "gate_results", contract)
     verdicts = approvals(contract, warehouse)
     known = []
-    for directory, files in warehouse.partitions("runs", contract).items():
-        newest = _first_row(files[-1])
-        first_seen = [_first_row(files[0])["recorded_at"]]
-        if directory in registered:
-            first_seen.append(_first_row(registered[directory][0])["recorded_at"])
-        checks = read_file(gates[directory][-1]).to_pylist() if directory in gates else []
+    for target, runs in _newest_writes(warehouse, "runs", contract).items():
+        newest = runs[0]
+        first_seen = [evaluated[target]]
+        if target in registered:
+            first_seen.append(registered[target])
+        checks = gates.get(target, [])
         golden = [c for c in checks if c["source"] == "golden"]
-        target = newest["target"]
         verdict = verdicts.get(target)
         if verdict is not None and verdict["evaluation_run_id"] == newest["run_id"]:
             passed = bool(verdict["approved"])
@@ -204,7 +217,7 @@ def diff_target(entry: ContractEntry, target: str, step: Step) -> DiffOutcome:
             candidate_path=evaluation_ref(entry.key, target, evaluated.run["run_id"]),
             created_at=step.at.isoformat(timespec="seconds"),
         )
-        _write_documents(outcome, wh.partition_dir("report_files", entry.key, target), step)
+        _write_documents(outcome, wh.files_dir(entry.key, target), step)
     where = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
     base = {
         **where,

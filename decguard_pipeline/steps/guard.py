@@ -96,7 +96,7 @@ def measure_target(entry: ContractEntry, target: str, step: Step) -> GuardMeasur
     # the other suites' answers go through the same response cache as the golden cases
     cache = target_cache(entry, target, step)
     guarded = run_guarded(loaded, config, plan, backend=backend_of(target), main=main, cache=cache)
-    directory = wh.partition_dir("report_files", entry.key, target)
+    directory = wh.files_dir(entry.key, target)
     stem = f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}"
     guarded.write_files(directory, stem, target=target, draw=pictures.draw)
 

@@ -13,7 +13,6 @@ from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.golden import load_golden, record_target
 from decguard_pipeline.steps.targets import Target, discover_targets
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.store import published_files, read_file
 
 
 @dataclass
@@ -72,23 +71,27 @@ def evaluated(entry: ContractEntry, target: str, warehouse: Warehouse, inputs: I
     dataset hashes, it decided at least one case (a backend that failed on every case is
     worth asking again) and, when suites are evaluated too, its ``guard_suites`` rows hold
     every suite's hash."""
-    files = published_files(warehouse.partition_dir("runs", entry.key, target))
-    for path in reversed(files):  # newest first: a re-evaluation is usually the latest run
-        for run in read_file(path).to_pylist():
-            if (run["contract_hash"], run["dataset_hash"]) != (
-                inputs.contract_hash,
-                inputs.dataset_hash,
-            ):
+    runs = warehouse.rows(
+        "runs",
+        "contract = $c AND target = $t",
+        {"c": entry.key, "t": target},
+        order="recorded_at DESC, run_id DESC, rowid",  # newest first: usually the latest
+    )
+    for run in runs.to_pylist():
+        if (run["contract_hash"], run["dataset_hash"]) != (
+            inputs.contract_hash,
+            inputs.dataset_hash,
+        ):
+            continue
+        n_cases, n_errored = run["n_cases"] or 0, run["n_errored"] or 0
+        if n_cases and n_errored >= n_cases:
+            continue
+        if inputs.suite_hashes:
+            suites = warehouse.read_run("guard_suites", entry.key, target, run["run_id"])
+            measured = (
+                set() if suites is None else set(suites.column("dataset_hash").to_pylist())
+            )
+            if not inputs.suite_hashes <= measured:
                 continue
-            n_cases, n_errored = run["n_cases"] or 0, run["n_errored"] or 0
-            if n_cases and n_errored >= n_cases:
-                continue
-            if inputs.suite_hashes:
-                suites = warehouse.read_run("guard_suites", entry.key, target, run["run_id"])
-                measured = (
-                    set() if suites is None else set(suites.column("dataset_hash").to_pylist())
-                )
-                if not inputs.suite_hashes <= measured:
-                    continue
-            return True
+        return True
     return False

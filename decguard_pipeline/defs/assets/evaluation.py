@@ -19,7 +19,13 @@ from typing import Any
 
 import dagster as dg
 
-from decguard_pipeline.defs.assets.base import TargetPart, asset_key, code_version, step_of
+from decguard_pipeline.defs.assets.base import (
+    TargetPart,
+    asset_key,
+    code_version,
+    one_transaction,
+    step_of,
+)
 from decguard_pipeline.defs.gate_checks import check_results, check_specs
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
@@ -187,6 +193,7 @@ def evaluation_asset(entry: ContractEntry, parts: list[TargetPart]) -> dg.Assets
                 # run alone from the UI); failing, they stop nothing after the part
                 after = [p.name] if p.name in needed else []
                 work.append((f"{p.name} checks", after, partial(check, p)))
-        yield from run_in_order(work, context.log)
+        with one_transaction(warehouse):
+            yield from run_in_order(work, context.log)
 
     return evaluation
