@@ -3,8 +3,9 @@
     python bench/scale.py [--days 365] [--contracts 20] [--targets 3] [--cases 100] [--repeat 5]
 
 Every night each target of each contract is evaluated once: one file each of ``runs``,
-``metrics`` (26 metrics), ``gate_results`` (6 gates) and ``case_results`` (``--cases`` cases),
-with the real schemas, in the warehouse layout (written directly with pyarrow, as
+``metrics`` (26 metrics), ``gate_results`` (6 gates), ``case_results`` (``--cases`` cases) and
+``verdicts`` (the evaluation's last write, which ``latest_*`` goes by), with the real schemas,
+in the warehouse layout (written directly with pyarrow, as
 ``Warehouse.write`` names and fills them, without its per-file fsync, so a year takes a minute
 instead of ten). Then each query runs on the catalog opened read-only, as
 ``decguard-pipeline sql`` and an analyst open it (a fresh connection per query, best of
@@ -32,7 +33,7 @@ from decguard_pipeline.warehouse.compaction import Settings, compact
 from decguard_pipeline.warehouse.schema import TABLES
 
 MEMORY_LIMIT = "4GB"
-TABLES_WRITTEN = ("runs", "metrics", "gate_results", "case_results")
+TABLES_WRITTEN = ("runs", "metrics", "gate_results", "case_results", "verdicts")
 QUERIES = {
     "latest_metrics": "SELECT * FROM latest_metrics",
     "latest_case_results, 1 contract": "SELECT * FROM latest_case_results WHERE contract = 'c01'",
@@ -48,7 +49,7 @@ def _column(values: list | np.ndarray, field: pa.Field) -> pa.Array:
 
 def templates(contract: str, target: str, cases: int) -> dict[str, pa.Table]:
     """One evaluation's rows per table; run_id and recorded_at are set per night."""
-    n = {"runs": 1, "metrics": 26, "gate_results": 6, "case_results": cases}
+    n = {"runs": 1, "metrics": 26, "gate_results": 6, "case_results": cases, "verdicts": 1}
     out = {}
     labels = ["refund", "reject", "review"]
     for table in TABLES_WRITTEN:
@@ -66,6 +67,8 @@ def templates(contract: str, target: str, cases: int) -> dict[str, pa.Table]:
             values |= {"source": ["golden"] * rows, "gate": [f"g{i}" for i in range(rows)],
                        "level": ["requirement"] * rows, "status": ["pass"] * rows,
                        "value": np.full(rows, 0.8)}  # fmt: skip
+        elif table == "verdicts":
+            values |= {"status": ["pass"], "approved": [True], "golden_status": ["pass"]}
         elif table == "runs":
             values |= {"n_cases": [cases], "n_labeled": [cases], "n_errored": [0],
                        "health_status": ["ok"], "wall_s": [1.5]}  # fmt: skip

@@ -3,13 +3,15 @@
     python bench/warehouse_latest.py [--evaluations 1 100 1000] [--repeat 5]
 
 One evaluation of the bundled examples writes one ``metrics`` file per target (8 targets of
-4 contracts, 26 metrics each). The warehouse is filled with N such evaluations (files
-written directly in the warehouse layout, each with its own ``recorded_at`` and run id), then
+4 contracts, 26 metrics each), and ends with its ``verdicts`` row (what ``latest_*`` goes
+by). The warehouse is filled with N such evaluations (files written directly in the
+warehouse layout, each with its own ``recorded_at`` and run id), then
 each query runs on the catalog opened read-only, as ``decguard-pipeline sql`` and an analyst
 open it (a fresh connection per query): best of ``--repeat``.
 
 Run it once with the code to compare (e.g. ``PYTHONPATH=<old checkout>``) and once as is;
-only ``metrics`` files are written, since the queries read no other table. With
+only ``metrics`` and ``verdicts`` files are written, since the queries read no other table.
+With
 ``--compact``, each size is measured again after ``warehouse compact`` (its default settings,
 a half-second grace period).
 """
@@ -50,6 +52,7 @@ QUERIES = {
 
 def fill(root: Path, evaluations: int) -> int:
     schema = TABLES["metrics"]
+    verdict = TABLES["verdicts"]
     start = datetime(2026, 1, 1, tzinfo=UTC)
     files = 0
     for n in range(evaluations):
@@ -69,10 +72,13 @@ def fill(root: Path, evaluations: int) -> int:
                     }
                     for i in range(METRICS)
                 ]
-                folder = root / "metrics" / f"contract={contract}" / f"target={target}"
-                folder.mkdir(parents=True, exist_ok=True)
                 name = f"{at.strftime('%Y%m%dT%H%M%S%fZ')}_run-{n}.parquet"
-                pq.write_table(pa.Table.from_pylist(rows, schema=schema), folder / name)
+                done = [{**rows[0], "evaluation_run_id": f"run-{n}", "status": "pass"}]
+                for table, data in (("metrics", rows), ("verdicts", done)):
+                    folder = root / table / f"contract={contract}" / f"target={target}"
+                    folder.mkdir(parents=True, exist_ok=True)
+                    kind = schema if table == "metrics" else verdict
+                    pq.write_table(pa.Table.from_pylist(data, schema=kind), folder / name)
                 files += 1
     return files
 

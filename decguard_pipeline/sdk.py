@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from decguard_pipeline.backends import Backend
 from decguard_pipeline.core.contract import LoadedContract, load_contract
@@ -33,16 +33,21 @@ from decguard_pipeline.core.errors import (
     BackendError,
     BackendTimeout,
     BackendUnavailable,
+    CalibratorError,
     ContractError,
     DecGuardError,
     InvalidResponse,
 )
 from decguard_pipeline.core.policy import apply_policy
 
+if TYPE_CHECKING:  # calibrators are imported by the guards that use one
+    from decguard_pipeline.core.calibration.artifact import LoadedCalibrator
+
 __all__ = [
     "BackendError",
     "BackendTimeout",
     "BackendUnavailable",
+    "CalibratorError",
     "ContractError",
     "DecGuard",
     "DecGuardError",
@@ -57,16 +62,28 @@ NO_POLICY = "the contract has no 'policy' section"
 
 
 class DecGuard:
-    """A contract's backend plus its runtime policy."""
+    """A contract's backend plus its runtime policy (and a calibrator, when given one)."""
+
+    _calibrator: LoadedCalibrator | None = None
 
     def __init__(
-        self, loaded: LoadedContract, backend: Backend, *, owned_backend: bool = False
+        self,
+        loaded: LoadedContract,
+        backend: Backend,
+        *,
+        owned_backend: bool = False,
+        calibrator: LoadedCalibrator | None = None,
     ) -> None:
         if loaded.contract.policy is None:
             raise ContractError(NO_POLICY)
         self.loaded = loaded
         self.backend = _adopted(backend) or backend
         self._owned_backend = owned_backend
+        if calibrator is not None:  # kept only when given: a plain guard is DecGuard's object
+            from decguard_pipeline.core.calibration.artifact import check_labels
+
+            check_labels(calibrator, loaded.contract.labels)
+            self._calibrator = calibrator
 
     @classmethod
     def from_contract(
@@ -75,15 +92,27 @@ class DecGuard:
         *,
         backend: str | Backend | None = None,
         check_health: bool = False,
+        calibrator: str | Path | LoadedCalibrator | None = None,
     ) -> Self:
         """Load the contract and build (or adopt) the backend; no request is sent unless
-        ``check_health``. A backend passed in stays the caller's to close."""
+        ``check_health``. A backend passed in stays the caller's to close.
+
+        ``calibrator`` (a ``calibrator.json`` from ``decguard-pipeline calibrate``, or one
+        loaded; default: the contract's ``pipeline.calibration.apply``): every decision is
+        made on calibrated probabilities, the raw ones kept in ``result.metadata
+        ["calibration"]``; a decision of another model version raises ``CalibratorError``."""
         # imported here: evaluation pulls in the batch runner, which single calls never need
+        from decguard_pipeline.runs.calibrator import calibrator_for
         from decguard_pipeline.runs.golden import make_backend
 
         loaded = contract if isinstance(contract, LoadedContract) else load_contract(contract)
         if loaded.contract.policy is None:
             raise ContractError(NO_POLICY)
+        applied = (
+            calibrator_for(loaded, calibrator)
+            if calibrator is None or isinstance(calibrator, str | Path)
+            else calibrator
+        )
         adopted = _adopted(backend)
         if adopted is not None:
             instance, owned = adopted, False
@@ -100,7 +129,7 @@ class DecGuard:
                 if owned:
                     instance.close()
                 raise
-        return cls(loaded, instance, owned_backend=owned)
+        return cls(loaded, instance, owned_backend=owned, calibrator=applied)
 
     def decide(self, input_data: DecisionInput, *, case_id: str = "sdk") -> PolicyDecision:
         """Ask the backend once and route its validated result."""
@@ -110,7 +139,15 @@ class DecGuard:
         request = DecisionRequest(checked.case_id, contract.spec(), checked.input)
         tolerance = contract.evaluation.probability_tolerance
         result = self.backend.decide(request, tolerance=tolerance)
-        return policy_decision(apply_policy(contract.policy, result), tolerance)
+        calibrator = self._calibrator
+        if calibrator is None:
+            return policy_decision(apply_policy(contract.policy, result), tolerance)
+        from decguard_pipeline.core.calibration.applying import calibrate_result, routed
+
+        version = result.get("model_version") or self.backend.metadata()["model_version"]
+        result = calibrate_result(result, calibrator, fallback_version=version)
+        document = routed(apply_policy(contract.policy, result), result, calibrator)
+        return policy_decision(document, tolerance)
 
     def close(self) -> None:
         """Close the backend if this object built it."""

@@ -128,6 +128,10 @@ class Backend(ABC):
         configuration or its health answer); None when it does not say."""
         return None
 
+    def version_hint_source(self) -> str:
+        """Where :meth:`version_hint` read the version (a target's ``version_source``)."""
+        return "contract" if self.inline else "health"
+
     async def aclose(self) -> None:
         """Release async resources (connection pools) inside the loop that made them."""
 

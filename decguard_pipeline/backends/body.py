@@ -13,9 +13,8 @@ chunk); other codings are passed through undecoded, as httpx does. A corrupt str
 
 from __future__ import annotations
 
-import time
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 DEFAULT_MAX_RESPONSE_BYTES = 1 << 20  # 1 MiB: a model answer is a few hundred bytes
@@ -133,16 +132,10 @@ class BoundedBody:
             self.parts.append(data)
 
 
-def read_within(
-    response: Any, limit: int, timeout_s: float, timeout: Callable[[], Exception]
-) -> bytes:
+def read_within(response: Any, limit: int) -> bytes:
     """A synchronous (httpx) response's body: at most ``limit`` decoded bytes (TooLarge
-    beyond), arriving within about ``timeout_s`` (each read waits at most the client's
-    timeout; ``timeout()`` is raised once the whole body takes longer)."""
-    deadline = time.monotonic() + timeout_s
+    beyond). How long it may take is the attempt's deadline (``deadline.py``)."""
     body = BoundedBody(response.headers, limit)
     for chunk in response.iter_raw():
         body.feed(chunk)
-        if time.monotonic() > deadline:
-            raise timeout()
     return body.finish()

@@ -24,6 +24,7 @@ from decguard_pipeline.core.decision import (
 from decguard_pipeline.core.errors import BackendError, DecGuardError, InvalidResponse
 from decguard_pipeline.core.exact import row_fsum
 from decguard_pipeline.core.secrets import scrub_optional, scrub_text
+from decguard_pipeline.core.usage import known_tokens, known_usage
 from decguard_pipeline.core.validation import redact
 
 FLUSH_EVERY = 4096
@@ -133,6 +134,11 @@ class Collector:
         rows = hits.rows
         if not len(rows):
             return
+        # counts stored before they were checked (a cache or report may hold 2^63, or the
+        # int64 it overflowed to) are unknown: for this run and for the cache's own counters
+        hits.prompt_tokens, hits.completion_tokens = known_tokens(
+            hits.prompt_tokens, hits.completion_tokens
+        )
         probs = hits.probs
         totals = row_fsum(probs)
         outside = np.abs(totals - 1.0) > self.tolerance
@@ -178,13 +184,17 @@ class Collector:
             return None, None
         return int(prompt), int(completion)
 
-    def spent(self, i: int, usage: tuple[int, int]) -> None:
+    def spent(self, i: int, usage: Any) -> None:
         """Tokens case ``i`` cost; kept even when its answer then fails validation (the
-        tokens were paid for)."""
+        tokens were paid for). A usage that cannot be real (``core.usage.known_usage``: a
+        plugin's, or a server's figure beyond int64) is unknown."""
+        counts = known_usage(usage)
+        if counts is None:
+            return
         if self.prompt_tokens is None or self.completion_tokens is None:
             n = len(self.latency)
             self.prompt_tokens, self.completion_tokens = np.full(n, np.nan), np.full(n, np.nan)
-        self.prompt_tokens[i], self.completion_tokens[i] = usage
+        self.prompt_tokens[i], self.completion_tokens[i] = counts
 
     def failed(self, i: int, exc: Exception) -> None:
         """Request ``i`` raised ``exc``: a typed error, plus the tokens it had already cost

@@ -8,6 +8,12 @@ Each bucket is a generic cell-rate algorithm with no burst allowance: requests a
 evenly (one every 60/rpm seconds), which keeps a run under a server's limit however the
 server counts it. A server's ``Retry-After`` also holds the whole backend, not only the
 request that met it: the others would only bounce off the same limit.
+
+No pacing wait is longer than ``max_wait_s`` (the backend's ``max_pacing_wait_s``): token
+reservations are corrected by the usage servers report, and a count that is wrong (yet
+plausible enough to be believed: ``core.usage.token_count`` drops the impossible ones) must
+not stop a run for days. A bucket never runs further ahead than that; a request that would
+wait longer goes after it, and the server's own limit (429 and ``Retry-After``) takes over.
 """
 
 from __future__ import annotations
@@ -29,9 +35,10 @@ class Bucket:
         self.rate = per_minute / 60.0
         self.tat = -math.inf  # theoretical arrival time of the next unit
 
-    def reserve(self, cost: float, now: float) -> float:
-        """Seconds from ``now`` until a request of ``cost`` units may go."""
-        start = max(now, self.tat)
+    def reserve(self, cost: float, now: float, max_wait_s: float = math.inf) -> float:
+        """Seconds from ``now`` until a request of ``cost`` units may go: at most
+        ``max_wait_s`` (the debt beyond it is forgiven)."""
+        start = max(now, min(self.tat, now + max_wait_s))
         self.tat = start + cost / self.rate
         return start - now
 
@@ -65,10 +72,12 @@ class Pacer:
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        max_wait_s: float = math.inf,
     ) -> None:
         self.requests = Bucket(requests_per_minute) if requests_per_minute else None
         self.tokens = Bucket(tokens_per_minute) if tokens_per_minute else None
         self.clock = clock
+        self.max_wait_s = max_wait_s
         self.hold_until = -math.inf
         self.waits = Waits()
         self._lock = threading.Lock()
@@ -79,9 +88,9 @@ class Pacer:
             now = self.clock()
             wait = max(0.0, self.hold_until - now)
             if self.requests is not None:
-                wait = max(wait, self.requests.reserve(1.0, now))
+                wait = max(wait, self.requests.reserve(1.0, now, self.max_wait_s))
             if self.tokens is not None:
-                wait = max(wait, self.tokens.reserve(tokens, now))
+                wait = max(wait, self.tokens.reserve(tokens, now, self.max_wait_s))
             self.waits.requests += 1
             if wait > 0.0:
                 self.waits.paced += 1

@@ -14,9 +14,19 @@ from typing import Any
 
 from decguard_pipeline.core.errors import InvalidResponse
 
+# A log-probability is at most 0. Servers compute them in float32, where log-softmax of the
+# most likely token can come out a few ulps above 0; beyond this, the value is no probability.
+LOGPROB_TOLERANCE = 1e-4
+
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _above_zero(value: float, field: str) -> InvalidResponse | None:
+    if value > LOGPROB_TOLERANCE:
+        return InvalidResponse(f"{field} is {value!r}, above 0: not a log-probability")
+    return None
 
 
 def softmax(scores: Sequence[float]) -> list[float]:
@@ -47,14 +57,14 @@ def _letter_index(letters: str) -> dict[str, int]:
     return {letter: i for i, letter in enumerate(letters)}
 
 
-def letter_distribution(alternatives: list[Any], letters: str) -> list[float]:
-    """Softmax over the letters' log-probabilities among the alternatives: a token counts
-    for a letter when it equals it after stripping whitespace (case-sensitive); several
-    tokens of one letter (``A``, `` A``) add their probabilities; letters absent get 0.
-    A ``null`` logprob (how some servers write -inf) is probability 0."""
+def _letter_masses(alternatives: list[Any], letters: str) -> tuple[float, list[float]]:
+    """``(top, mass)``: the largest letter log-probability among the alternatives and each
+    letter's probability relative to it (Σ exp(logprob − top) over its tokens, 0 if absent).
+    A token counts for a letter when it equals it after stripping whitespace
+    (case-sensitive); a ``null`` logprob (how some servers write -inf) counts for nothing."""
     index = _letter_index(letters)
     found: dict[int, list[float]] = {}
-    for alternative in alternatives:
+    for position, alternative in enumerate(alternatives):
         token = alternative.get("token") if type(alternative) is dict else None
         logprob = alternative.get("logprob") if token is not None else None
         if type(token) is not str or (logprob is not None and not _number(logprob)):
@@ -63,6 +73,10 @@ def letter_distribution(alternatives: list[Any], letters: str) -> list[float]:
             continue
         if not logprob < math.inf:  # NaN or +inf: not a log-probability
             raise InvalidResponse(f"a top_logprobs entry has logprob {logprob!r}")
+        field = f"choices[0].logprobs.content[0].top_logprobs[{position}].logprob"
+        positive = _above_zero(logprob, field)
+        if positive is not None:
+            raise positive
         i = index.get(token.strip())
         if i is not None and logprob > -math.inf:
             found.setdefault(i, []).append(float(logprob))
@@ -70,8 +84,18 @@ def letter_distribution(alternatives: list[Any], letters: str) -> list[float]:
         raise InvalidResponse(f"no option letter ({', '.join(letters)}) among top_logprobs")
     top = max(max(lps) for lps in found.values())
     mass = [math.fsum(math.exp(lp - top) for lp in found.get(i, ())) for i in range(len(letters))]
+    return top, mass
+
+
+def letter_scores(alternatives: list[Any], letters: str) -> tuple[list[float], list[float | None]]:
+    """``(distribution, log-probabilities)``: the softmax over the letters' log-probabilities
+    among the alternatives (several tokens of one letter, ``A`` and `` A``, add their
+    probabilities; a letter absent gets 0), and each letter's own log-probability (None when
+    absent): the logits a calibrator is fitted on (``core/calibration/logits.py``)."""
+    top, mass = _letter_masses(alternatives, letters)
     total = math.fsum(mass)
-    return [m / total for m in mass]
+    logprobs = [top + math.log(m) if m > 0.0 else None for m in mass]
+    return [m / total for m in mass], logprobs
 
 
 # -- completion_logprobs: each option's own tokens, echoed with the prompt --------------------
@@ -81,8 +105,9 @@ def continuation_scores(
     body: Any, prompts: Sequence[str], context_chars: int, normalize: str
 ) -> list[float]:
     """One score per prompt: the sum (or per-token mean) of the log-probabilities of the
-    tokens that start inside the option's span ``[context_chars, len(prompt))``. A token
-    starting before belongs to the context; one at or after the end was generated."""
+    tokens that start inside the option's span ``[context_chars, len(prompt))`` (in the
+    server's count of characters: :func:`offset_shift`). A token starting before belongs to
+    the context; one at or after the end was generated."""
     choices = body.get("choices") if isinstance(body, dict) else None
     if not isinstance(choices, list) or len(choices) != len(prompts):
         got = len(choices) if isinstance(choices, list) else 0
@@ -97,13 +122,41 @@ def continuation_scores(
         if i in by_index:
             raise InvalidResponse(f"choice index {i} answered twice")
         by_index[i] = choice
-    return [
-        _option_score(by_index[i], context_chars, len(prompt), normalize)
-        for i, prompt in enumerate(prompts)
-    ]
+    scores = []
+    for i, prompt in enumerate(prompts):
+        shift = offset_shift(by_index[i], prompt)
+        scores.append(
+            _option_score(by_index[i], i, context_chars + shift, len(prompt) + shift, normalize)
+        )
+    return scores
 
 
-def _option_score(choice: dict[str, Any], start: int, end: int, normalize: str) -> float:
+# characters a tokenizer may put before the text it echoes: SentencePiece's dummy prefix
+# (llama-cpp-python echoes "Route …" as tokens " Route", … and counts text_offset in them)
+MAX_PREFIX_CHARS = 3
+
+
+def offset_shift(choice: Any, prompt: str) -> int:
+    """How far the choice's ``text_offset`` counts ahead of ``prompt``'s characters: 0 when
+    its tokens spell the prompt from their start; ``k`` when they spell it after ``k``
+    characters the tokenizer added (SentencePiece's leading space), so that the option's
+    span is looked for where the server counted it."""
+    logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
+    tokens = logprobs.get("tokens") if isinstance(logprobs, dict) else None
+    if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+        return 0
+    spelled = "".join(tokens)
+    if spelled.startswith(prompt):
+        return 0
+    for k in range(1, MAX_PREFIX_CHARS + 1):
+        if spelled[k:].startswith(prompt):
+            return k
+    return 0
+
+
+def _option_score(
+    choice: dict[str, Any], index: int, start: int, end: int, normalize: str
+) -> float:
     logprobs = choice.get("logprobs")
     if not isinstance(logprobs, dict):
         raise InvalidResponse("a choice has no logprobs (does the server support echo?)")
@@ -113,12 +166,16 @@ def _option_score(choice: dict[str, Any], start: int, end: int, normalize: str) 
     if len(values) != len(offsets):
         raise InvalidResponse("token_logprobs and text_offset differ in length")
     own = []
-    for value, offset in zip(values, offsets, strict=True):
+    for position, (value, offset) in enumerate(zip(values, offsets, strict=True)):
         if not _number(offset):
             raise InvalidResponse(f"text_offset {offset!r} is not a number")
         if start <= offset < end:
             if not _number(value) or not math.isfinite(value):
                 raise InvalidResponse(f"an option token has logprob {value!r}")
+            field = f"logprobs.token_logprobs[{position}] of choice {index}"
+            positive = _above_zero(value, field)
+            if positive is not None:
+                raise positive
             own.append(float(value))
     if not own:
         raise InvalidResponse("no token of the option found through text_offset")

@@ -14,9 +14,12 @@ so they are redacted by value wherever a model echoes them; they never reach a r
 error message or a log.
 
 Answers are read within ``max_response_bytes`` (decoded here, not by the client; over it:
-``invalid_response``), only when they are 2xx, and a body must arrive within ``timeout_s``
-of the response headers, so a model that sends a gzip bomb or trickles its answer byte by
-byte cannot exhaust memory or hold a worker (``body.py``).
+``invalid_response``), only when they are 2xx (``body.py``), and every attempt ends within
+``timeout_s`` from sending, whole: connecting, the response head and the body together
+(``deadline.py`` for httpx, whose timeouts bound each read only; aiohttp's total timeout
+here), so a model that sends a gzip bomb or trickles its head or its answer byte by byte
+cannot exhaust memory or hold a worker. An attempt out of time is a ``timeout`` (retried
+only while it was still connecting, as DecGuard retries ``ConnectTimeout``).
 """
 
 from __future__ import annotations
@@ -200,14 +203,16 @@ class HttpTransport(Backend):
     # -- synchronous path (httpx): single calls and health checks -------------------------
 
     def _sync_client(self) -> httpx.Client:
+        from decguard_pipeline.backends.deadline import deadline_client  # httpcore: sync only
+
         headers = {"Accept-Encoding": ACCEPT_ENCODING, **self.request_headers()}
         with self._lock:
             if self._client is None:
-                self._client = httpx.Client(
+                self._client = deadline_client(
+                    tls_context(),
                     headers=headers,
                     timeout=self.settings.timeout_s,
                     follow_redirects=False,
-                    verify=tls_context(),
                 )
             return self._client
 
@@ -217,6 +222,8 @@ class HttpTransport(Backend):
         """The final answer (retries done). Only a 2xx body is read, and only when ``read``:
         the body of any other status is never used (a reply handed to ``retry_delay`` has
         its status and headers only)."""
+        from decguard_pipeline.backends.deadline import deadline
+
         client = self._sync_client()
         extra = {"Content-Type": "application/json"} if body is not None else None
         attempts = self.settings.max_retries + 1
@@ -229,7 +236,10 @@ class HttpTransport(Backend):
                 queued += pause
             reply: Reply | None = None
             try:
-                with client.stream(method, url, content=body, headers=extra) as response:
+                with (
+                    deadline(self.settings.timeout_s),
+                    client.stream(method, url, content=body, headers=extra) as response,
+                ):
                     status = response.status_code
                     if status not in self.retryable or last:
                         wanted = read and 200 <= status < 300
@@ -250,11 +260,8 @@ class HttpTransport(Backend):
         raise AssertionError("unreachable")
 
     def _read_sync(self, response: httpx.Response) -> bytes:
-        settings = self.settings
         try:
-            return read_within(
-                response, settings.max_response_bytes, settings.timeout_s, self._timeout
-            )
+            return read_within(response, self.settings.max_response_bytes)
         except TooLarge:
             raise self._too_large() from None
 
@@ -272,8 +279,10 @@ class HttpTransport(Backend):
             connector = aiohttp.TCPConnector(
                 limit=max(self._session_limit, 1), limit_per_host=0, ttl_dns_cache=300
             )
+            # total: connecting, the head and the body of one attempt together (each read
+            # alone is no bound: a head or body may trickle in a byte at a time)
             timeout = aiohttp.ClientTimeout(
-                total=None,
+                total=self.settings.timeout_s,
                 sock_connect=self.settings.timeout_s,
                 sock_read=self.settings.timeout_s,
             )
@@ -284,6 +293,7 @@ class HttpTransport(Backend):
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 timeout=timeout,
+                trace_configs=[_connection_trace()],
                 headers=self.request_headers(),
                 trust_env=False,
                 auto_decompress=False,  # bodies are decoded within the limit (body.py)
@@ -306,6 +316,7 @@ class HttpTransport(Backend):
                 await asyncio.sleep(pause)
                 queued += pause
             reply: Reply | None = None
+            progress = _Progress()
             try:
                 async with session.request(
                     method,
@@ -315,6 +326,7 @@ class HttpTransport(Backend):
                     allow_redirects=False,
                     proxy=self._proxy[0],
                     proxy_auth=self._proxy[1],
+                    trace_request_ctx=progress,
                 ) as response:
                     status = response.status
                     if status not in self.retryable or last:
@@ -329,7 +341,10 @@ class HttpTransport(Backend):
                 if last:
                     raise self._connect_error("ConnectError") from exc
             except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-                raise self._timeout() from exc
+                if progress.connected:
+                    raise self._timeout() from exc
+                if last:  # out of time while still connecting: DecGuard's ConnectTimeout
+                    raise self._connect_error("ConnectTimeout") from exc
             except aiohttp.ServerDisconnectedError as exc:
                 raise self._transport_error("RemoteProtocolError") from exc
             except aiohttp.ClientError as exc:
@@ -343,9 +358,8 @@ class HttpTransport(Backend):
     async def _read_async(self, response: Any) -> bytes:
         try:
             body = BoundedBody(response.headers, self.settings.max_response_bytes)
-            async with asyncio.timeout(self.settings.timeout_s):
-                async for chunk in response.content.iter_any():
-                    body.feed(chunk)
+            async for chunk in response.content.iter_any():  # within the session's total
+                body.feed(chunk)
             return body.finish()
         except TooLarge:
             raise self._too_large() from None
@@ -378,6 +392,32 @@ class HttpTransport(Backend):
             client, self._client = self._client, None
         if client is not None:
             client.close()
+
+
+class _Progress:
+    """How far one aiohttp attempt got (set by :func:`_connection_trace`)."""
+
+    __slots__ = ("connected",)
+
+    def __init__(self) -> None:
+        self.connected = False
+
+
+async def _connected(session: Any, context: Any, params: Any) -> None:
+    progress = context.trace_request_ctx
+    if isinstance(progress, _Progress):
+        progress.connected = True
+
+
+def _connection_trace() -> Any:
+    """Marks an attempt connected once it holds a connection (new or reused): the session's
+    total timeout firing before that is a connect timeout, retried as DecGuard retries one."""
+    import aiohttp
+
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_create_end.append(_connected)
+    trace.on_connection_reuseconn.append(_connected)
+    return trace
 
 
 _SOCKET_ERROR = re.compile(r"\. \w+Error\(\d+, .*\)$")

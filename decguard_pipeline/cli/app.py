@@ -14,6 +14,7 @@ from decguard_pipeline.cli.options import (
     argument,
     backend_option,
     cache_options,
+    calibrator_option,
     concurrency_option,
     contract_argument,
     dataset_option,
@@ -23,6 +24,7 @@ from decguard_pipeline.cli.options import (
     healthcheck_option,
     html_option,
     output_option,
+    run_dir_option,
 )
 from decguard_pipeline.core.product import PROGRAM
 
@@ -36,14 +38,20 @@ def emit_report(
     *,
     html: Path | None = None,
     sidecar: dict[str, Any] | None = None,
+    run_dir: tuple[Path, Any] | None = None,
 ) -> None:
     """Write/print a test/fuzz report and exit with its gate status. ``guarded`` (a
     core.guard.evaluation.GuardedRun) adds the sidecar, pictures and text sections after DecGuard's.
     ``html`` also writes the HTML page (with ``sidecar``, else the sidecar sections of this
-    run); nothing else changes with it."""
+    run); nothing else changes with it. ``run_dir``: a Guard Eval Harness run
+    (core.guard.eval_harness.HarnessRun) and its directory, written after the report files."""
     from decguard_pipeline.core.report.golden import CHUNKED_LISTS, result_records
     from decguard_pipeline.core.report.jsonio import print_document, write_document
-    from decguard_pipeline.core.report.render import render_report
+    from decguard_pipeline.core.report.run_text import render_run
+    from decguard_pipeline.core.verdict import decide, run_checks
+
+    # the one verdict of the run: what the text ends with, the page shows and the exit says
+    verdict = decide(run_checks(report, guarded))
 
     if output is not None:
         write_document(
@@ -60,45 +68,46 @@ def emit_report(
             for name, section in report.extensions.items():
                 status = section["status"] if name == "calibration" else None  # its gates
                 write_section(output, report.document, name, section, status=status)
+        if report.products:  # a fitted calibrator and its sweep's picture next to the report
+            from decguard_pipeline.runs.calibrator import write_products
+
+            for path in write_products(report, output):
+                click.echo(f"calibrator results written to {path}", err=True)
     if html is not None:
         from decguard_pipeline.core.report.html import write_report_html
+        from decguard_pipeline.core.report.run_text import extension_gated
 
+        # the page shows the pipeline's verdict when gates of ours judge the run too
+        page_verdict = verdict if extension_gated(report, guarded) else None
         if sidecar is None:
             sidecar = run_sidecar(report, guarded, output)
         source = output.name if output is not None else ""
-        write_report_html(html, report, sidecar, source=source)
+        write_report_html(html, report, sidecar, source=source, verdict=page_verdict)
         click.echo(f"HTML report written to {html}", err=True)
+    if run_dir is not None:
+        directory, harness = run_dir
+        harness.write(directory)
+        click.echo(f"Guard Eval Harness run written to {directory}", err=True)
     if fmt == "json":
         print_document(report.document, stream_key="results", items=result_records(report.results))
-    else:
-        click.echo(render_report(report.document))
-        if guarded is not None:
-            click.echo("\n" + guarded.render())
-        if "statistics" in report.extensions:
-            from decguard_pipeline.core.golden.statistics import render_golden_statistics
-
-            click.echo("\n" + render_golden_statistics(report.extensions["statistics"]))
-        if "cache" in report.extensions:
-            from decguard_pipeline.core.cache.summary import render_cache
-
-            click.echo("\n" + render_cache(report.extensions["cache"]))
-        if "usage" in report.extensions:
-            from decguard_pipeline.core.usage import render_usage
-
-            click.echo("\n" + render_usage(report.extensions["usage"]))
-        if "calibration" in report.extensions:
-            from decguard_pipeline.core.calibration.render import render_calibration
-
-            click.echo("\n" + render_calibration(report.extensions["calibration"]))
-        if "consistency" in report.extensions:
-            from decguard_pipeline.core.consistency.section import render_consistency
-
-            click.echo("\n" + render_consistency(report.extensions["consistency"]))
+    else:  # DecGuard's layout, our sections, then the verdict over every gate
+        click.echo(render_run(report, verdict, guarded))
     from decguard_pipeline.core.collector import leave_to_exit
-    from decguard_pipeline.runs.golden import command_status
 
     leave_to_exit(report, guarded)  # freed by the operating system, all at once
-    _exit_for(command_status(report, None if guarded is None else guarded.status), fail_on_warn)
+    _exit_for(verdict.status, fail_on_warn)
+
+
+def harness_of(loaded: Any, config: Any, report: Any, guarded: Any, dataset: Path | None) -> Any:
+    """The Guard Eval Harness run of this run (``--run-dir``), for the target the pipeline
+    would name."""
+    from decguard_pipeline.runs.guard import harness_files
+    from decguard_pipeline.steps.targets import UNVERSIONED, target_key
+
+    backend = report.document["backend"]
+    version = backend["model_version"] or backend["model"] or UNVERSIONED
+    target = target_key(backend["name"], version)
+    return harness_files(loaded, config, report, guarded, target=target, dataset=dataset)
 
 
 def run_sidecar(report: Any, guarded: Any, output: Path | None) -> dict[str, Any] | None:
@@ -132,7 +141,8 @@ def _run(
     fmt: str, max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool,
     seed: int | None, properties: tuple[str, ...], minimize: bool | None,
     suite: str | None = None, html: Path | None = None, cache: str | None = None,
-    no_cache: bool = False, retry_errors: Path | None = None,
+    no_cache: bool = False, retry_errors: Path | None = None, run_dir: Path | None = None,
+    calibrator: Path | None = None,
 ) -> None:  # fmt: skip
     with handled():
         import gc
@@ -168,6 +178,16 @@ def _run(
                 backend=backend, suite=suite, dataset=dataset,
             )  # fmt: skip
         loaded = load_contract(contract) if options is None else options.loaded
+        harness = None
+        if run_dir is not None:  # a contract that cannot name its positive label fails now
+            from decguard_pipeline.runs.guard import harness_config
+
+            harness = harness_config(loaded)
+        applied = None
+        if mode != "fuzz":  # fuzz compares the model's own answers
+            from decguard_pipeline.runs.calibrator import calibrator_for
+
+            applied = calibrator_for(loaded, calibrator)
         with demo_server_for([loaded.contract]):  # when the contract names the demo server
             report, guarded = run_guarded_test(
                 loaded,
@@ -181,10 +201,14 @@ def _run(
                 properties=list(properties) or None,
                 minimize=minimize,
                 cache=None if options is None else options.cache,
+                calibrator=applied,
             )
         if options is not None:  # the sidecar section and the text block
             report.extensions["cache"] = options.cache.stats.section()
-        emit_report(report, fmt, output, fail_on_warn, guarded, html=html)
+        written = None
+        if run_dir is not None:
+            written = (run_dir, harness_of(loaded, harness, report, guarded, dataset))
+        emit_report(report, fmt, output, fail_on_warn, guarded, html=html, run_dir=written)
 
 
 @cli.command("test")
@@ -203,16 +227,20 @@ def _run(
               help="Only this suite of the contract's pipeline.suites (default: all).")  # fmt: skip
 @html_option
 @cache_options
+@run_dir_option
+@calibrator_option
 def test_command(
     contract: Path, dataset: Path | None, backend: str | None, output: Path | None, fmt: str,
     max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool, all_checks: bool,
     seed: int | None, properties: tuple[str, ...], minimize: bool | None, suite: str | None,
     html: Path | None, cache: str | None, no_cache: bool, retry_errors: Path | None,
+    run_dir: Path | None,
+    calibrator: Path | None,
 ) -> None:  # fmt: skip
     """Run the golden dataset through a backend and check the contract's gates."""
     _run("all" if all_checks else "test", contract, dataset, backend, output, fmt,
          max_concurrency, fail_on_warn, healthcheck, seed, properties, minimize, suite,
-         html, cache, no_cache, retry_errors)  # fmt: skip
+         html, cache, no_cache, retry_errors, run_dir, calibrator)  # fmt: skip
 
 
 @cli.command()
@@ -227,18 +255,19 @@ def test_command(
 @healthcheck_option
 @html_option
 @cache_options
+@run_dir_option
 def fuzz(
     contract: Path, dataset: Path | None, backend: str | None, seed: int | None,
     properties: tuple[str, ...], minimize: bool | None, output: Path | None, fmt: str,
     max_concurrency: int | None, fail_on_warn: bool, healthcheck: bool, html: Path | None,
-    cache: str | None, no_cache: bool, retry_errors: Path | None,
+    cache: str | None, no_cache: bool, retry_errors: Path | None, run_dir: Path | None,
 ) -> None:  # fmt: skip
     """Check the contract's metamorphic properties: every case is changed in controlled
     ways (option order, formatting, irrelevant context, paraphrases, ...) and the decision
     distributions before and after are compared. The same seed gives the same run."""
     _run("fuzz", contract, dataset, backend, output, fmt, max_concurrency, fail_on_warn,
          healthcheck, seed, properties, minimize, html=html, cache=cache, no_cache=no_cache,
-         retry_errors=retry_errors)  # fmt: skip
+         retry_errors=retry_errors, run_dir=run_dir)  # fmt: skip
 
 
 @cli.command()
@@ -279,12 +308,14 @@ def _register_commands() -> None:
     """Commands defined in their own modules (each decorates ``cli`` on import)."""
     from decguard_pipeline.cli import (  # noqa: F401
         cache_cmd,
+        calibrate_cmd,
         check_cmd,
         diff_cmd,
         list_cmd,
         project_cmd,
         replay_cmd,
         run_cmd,
+        site_cmd,
         warehouse_cmd,
     )
 

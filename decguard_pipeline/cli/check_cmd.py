@@ -11,6 +11,7 @@ from decguard_pipeline.cli.errors import EXIT_GATE_FAILED, handled
 from decguard_pipeline.cli.group import cli
 from decguard_pipeline.cli.options import (
     PathArg,
+    calibrator_option,
     contract_argument,
     fail_on_warn_option,
     format_option,
@@ -28,6 +29,7 @@ from decguard_pipeline.cli.options import (
 @output_option
 @format_option
 @fail_on_warn_option
+@calibrator_option
 def check_command(
     contract: Path,
     dataset: Path,
@@ -35,6 +37,7 @@ def check_command(
     output: Path | None,
     fmt: str,
     fail_on_warn: bool,
+    calibrator: Path | None,
 ) -> None:
     """Analyze collected production decisions offline and apply post-deployment gates."""
     with handled():
@@ -46,13 +49,18 @@ def check_command(
         from decguard_pipeline.core.report.sidecar import sidecar_path
 
         loaded = load_contract(contract)
+        from decguard_pipeline.runs.calibrator import calibrator_for
+
+        applied = calibrator_for(loaded, calibrator)
         if output is None:
-            report = run_check(loaded, dataset=dataset, baseline=baseline)
+            report = run_check(loaded, dataset=dataset, baseline=baseline, calibrator=applied)
         else:  # the report's records assembled column-wise, as the pipeline writes a day's
             from decguard_pipeline.steps.production.report_file import check_to_file
 
-            report = check_to_file(loaded, dataset, baseline, output)
+            report = check_to_file(loaded, dataset, baseline, output, applied)
+        calibrated = (report.extensions or {}).get("calibrated")
         extended = settings_of(loaded) is not None and report.extensions is not None
+        extended = extended or calibrated is not None
         if output is not None:
             click.echo(f"production report written to {output}", err=True)
             if extended:
@@ -64,7 +72,11 @@ def check_command(
             report.print_json()
         else:
             click.echo(render_check(report.document))
-            if extended:
+            if extended and settings_of(loaded) is not None:
                 click.echo("\n" + render_extensions(report.extensions))
+            if calibrated is not None:
+                from decguard_pipeline.core.production.calibrated import render_calibrated_check
+
+                click.echo("\n" + render_calibrated_check(calibrated))
         if report.status == "fail" or (fail_on_warn and report.status == "warn"):
             raise SystemExit(EXIT_GATE_FAILED)

@@ -75,7 +75,7 @@ def diff(
                 html,
                 result.document,
                 result.statistics,
-                flip_matrix=result.flip_matrix(),
+                flip_matrix=result.flips(),
                 source=output.name if output is not None else "",
             )
             click.echo(f"HTML report written to {html}", err=True)

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 import click
 
 from decguard_pipeline.core.errors import DecGuardError
+from decguard_pipeline.core.formatting import printable
 from decguard_pipeline.core.secrets import scrub_text
 
 EXIT_PASS, EXIT_GATE_FAILED, EXIT_ERROR = 0, 1, 2
@@ -20,7 +21,7 @@ def handled() -> Iterator[None]:
     try:
         yield
     except DecGuardError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {printable(str(exc), lines=True)}", err=True)  # it may quote a server
         raise SystemExit(EXIT_ERROR) from None
     except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
         raise
@@ -31,7 +32,7 @@ def handled() -> Iterator[None]:
         if os.environ.get("DECGUARD_DEBUG"):
             click.echo(scrub_text(traceback.format_exc()), err=True, nl=False)
         # any exception text may quote a model's answer: scrubbed like everything printed
-        message = scrub_text(f"{type(exc).__name__}: {exc}")
+        message = printable(scrub_text(f"{type(exc).__name__}: {exc}"), lines=True)
         click.echo(
             f"internal error: {message} (set DECGUARD_DEBUG=1 for a traceback)",
             err=True,

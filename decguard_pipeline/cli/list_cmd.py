@@ -11,6 +11,8 @@ from decguard_pipeline.cli.group import cli
 SOURCES = {
     "decguard": 'DecGuard 0.1 metrics (report "metrics" section)',
     "pipeline": "Pipeline metrics (sidecar <report>.pipeline.json, contract section pipeline.*)",
+    "geh": "Guard Eval Harness metrics (test/fuzz --run-dir: datasets/<suite>/metrics.json, "
+    "as `geh list metrics`)",
 }
 
 

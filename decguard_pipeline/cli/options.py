@@ -83,6 +83,14 @@ def html_option(f: F) -> F:
     )(f)  # fmt: skip
 
 
+def run_dir_option(f: F) -> F:
+    return click.option(
+        "--run-dir", "run_dir", type=PathArg, default=None, metavar="DIR",
+        help="Also write a Guard Eval Harness run directory (datasets/<suite>/metrics.json, "
+        "summary.json, manifest.json) for the contract's guarded label.",
+    )(f)  # fmt: skip
+
+
 def format_option(f: F) -> F:
     return click.option(
         "--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text",
@@ -142,4 +150,15 @@ def cache_options(f: F) -> F:
         help="Reuse the answers kept in this directory (or s3://bucket/prefix, with "
         "$DECGUARD_CATALOG) and keep the new ones (default: $DECGUARD_CACHE; off when "
         "neither is set).",
+    )(f)  # fmt: skip
+
+
+def calibrator_option(f: F) -> F:
+    """A fitted calibrator applied to every decision (pipeline extension,
+    docs/contracts.md#calibrators); default: the contract's pipeline.calibration.apply."""
+    return click.option(
+        "--calibrator", "calibrator", type=PathArg, default=None, metavar="FILE",
+        help="Decide on probabilities calibrated by this calibrator.json (from `calibrate`; "
+        "default: the contract's pipeline.calibration.apply). Refused for another model "
+        "version.",
     )(f)  # fmt: skip

@@ -32,8 +32,8 @@ from decguard_pipeline.core.collector import held
 @click.option(
     "--warehouse",
     default=None,
-    help="Warehouse folder or s3://bucket/prefix (default data/warehouse or "
-    "$DECGUARD_WAREHOUSE; the catalog: $DECGUARD_CATALOG, else <warehouse>/catalog.sqlite).",
+    help="Warehouse folder or s3://bucket/prefix, gs://bucket/prefix (default "
+    "data/warehouse or $DECGUARD_WAREHOUSE).",
 )
 @click.option(
     "--workers",
@@ -162,7 +162,7 @@ def _report(result: Any, wh: Any, home: str, fail_on_gate: bool) -> int:
         click.echo(f"error: {where}: {error}", err=True)
     if errors:
         return EXIT_ERROR
-    failing = [r for r in rows if r["status"] == "fail" or r["regression"].startswith("FAIL")]
+    failing = [r for r in rows if r["verdict"] == "fail"]
     failing += [d for d in days if d["status"] == "fail"]
     return EXIT_GATE_FAILED if fail_on_gate and failing else EXIT_PASS
 
@@ -172,8 +172,8 @@ def _report(result: Any, wh: Any, home: str, fail_on_gate: bool) -> int:
 @click.option(
     "--warehouse",
     default=None,
-    help="Warehouse folder or s3://bucket/prefix (default data/warehouse or "
-    "$DECGUARD_WAREHOUSE; the catalog: $DECGUARD_CATALOG, else <warehouse>/catalog.sqlite).",
+    help="Warehouse folder or s3://bucket/prefix, gs://bucket/prefix (default "
+    "data/warehouse or $DECGUARD_WAREHOUSE).",
 )
 @click.option(
     "--format",
@@ -185,25 +185,32 @@ def _report(result: Any, wh: Any, home: str, fail_on_gate: bool) -> int:
 )
 @click.option("--max-rows", type=click.IntRange(min=1), default=200, show_default=True)
 def sql(query: str, warehouse: str | None, fmt: str, max_rows: int) -> None:
-    """Run a SQL query on the warehouse (read-only: its tables and latest_* views, and
-    DuckLake's time travel, AT (VERSION => n)) and print the result."""
+    """Run a read-only SQL query on the warehouse's views and print the result. Only queries
+    run (SELECT, SHOW, DESCRIBE, EXPLAIN), and they reach no file outside the warehouse."""
     with handled():
+        import tempfile
+
         import duckdb
 
         from decguard_pipeline.core.errors import DecGuardError
         from decguard_pipeline.warehouse import Warehouse
+        from decguard_pipeline.warehouse.read_only import check_query, confine
 
-        wh = Warehouse(warehouse)
-        if not wh.exists():
-            raise DecGuardError(f"no warehouse at {wh.root}")
         try:
-            with wh.read_only() as con:
-                relation = con.sql(query)
-                frame = None
-                if relation is not None:
-                    frame = relation.limit(max_rows).df() if fmt == "table" else relation.df()
+            check_query(query)
         except duckdb.Error as exc:
             raise DecGuardError(f"query failed: {exc}") from exc
+        wh = Warehouse(warehouse)
+        with tempfile.TemporaryDirectory(prefix="decguard-sql-") as spill:
+            try:
+                with wh.read_only(query) as con:
+                    confine(con, wh.root, Path(spill))
+                    relation = con.sql(query)
+                    frame = None
+                    if relation is not None:
+                        frame = relation.limit(max_rows).df() if fmt == "table" else relation.df()
+            except duckdb.Error as exc:
+                raise DecGuardError(f"query failed: {exc}") from exc
         if frame is None:
             return
         if fmt == "csv":
@@ -234,15 +241,24 @@ QUIET_DEV = "ignore:Function `dev_command` is superseded:FutureWarning"
     help="What the webserver and daemon print.",
 )
 def ui(port: int, log_level: str) -> None:
-    """Open the Dagster UI (webserver and daemon) on workspace.yaml, and serve the warehouse's
-    report files (HTML reports, diffs) read-only on localhost so the UI's links open them."""
+    """Open the Dagster UI (webserver and daemon) on workspace.yaml, serve the warehouse's
+    report files (HTML reports, diffs) read-only on localhost so the UI's links open them, and
+    serve the evaluation site (built from the warehouse, rebuilt when it changes). A contract
+    naming the bundled demo LLM server (${DECGUARD_DEMO_LLM_URL}, unset) gets one on a free
+    loopback port while the UI runs, as with `evaluate`."""
     with handled():
+        import shutil
         import subprocess
+        import tempfile
 
         from decguard_pipeline.cli.report_server import serve_reports
+        from decguard_pipeline.cli.site_server import serve_site
         from decguard_pipeline.defs.instance import fail_dead_runs, open_instance
         from decguard_pipeline.defs.report_links import FOLDER, REPORTS_PORT, REPORTS_URL
+        from decguard_pipeline.defs.site_links import SITE_PORT, SITE_URL
+        from decguard_pipeline.demo.autostart import demo_server_for
         from decguard_pipeline.steps.contracts import project_root
+        from decguard_pipeline.steps.site.live import LiveSite
         from decguard_pipeline.warehouse import Warehouse
 
         with open_instance() as instance:  # runs of a killed `evaluate` must not fill the queue
@@ -254,17 +270,44 @@ def ui(port: int, log_level: str) -> None:
                 click.echo(f"report files on http://localhost:{REPORTS_PORT}/", err=True)
             except OSError as exc:
                 click.echo(f"report files not served (port {REPORTS_PORT}: {exc})", err=True)
+        site, site_folder = None, None
+        if SITE_URL not in os.environ:  # else the deployment serves a built site itself
+            site_folder = Path(tempfile.mkdtemp(prefix="decguard-site-"))
+            try:
+                site = serve_site(LiveSite(Warehouse(), site_folder), SITE_PORT)
+                click.echo(f"evaluation site on http://localhost:{SITE_PORT}/", err=True)
+            except OSError as exc:
+                click.echo(f"evaluation site not served (port {SITE_PORT}: {exc})", err=True)
         workspace = project_root() / "workspace.yaml"
         dagster = Path(sys.executable).with_name("dagster")
         warnings = ",".join(w for w in (os.environ.get("PYTHONWARNINGS"), QUIET_DEV) if w)
         command = [str(dagster), "dev", "-w", str(workspace), "-p", str(port)]
         command += ["--log-level", log_level]
-        child = subprocess.Popen(command, env={**os.environ, "PYTHONWARNINGS": warnings})
+        # the demo LLM server, as `evaluate` starts it: the code server, the sensor and the
+        # runs the UI launches inherit its address (without it they could not reach it)
+        demo = ExitStack()
+        url = demo.enter_context(demo_server_for(_contracts(), own_process=True))
+        if url is not None:
+            click.echo(f"demo LLM server on {url}/", err=True)
         try:
-            code = child.wait()
-        except KeyboardInterrupt:  # Ctrl-C reached dagster dev too: let it shut down
-            code = child.wait()
+            child = subprocess.Popen(command, env={**os.environ, "PYTHONWARNINGS": warnings})
+            try:
+                code = child.wait()
+            except KeyboardInterrupt:  # Ctrl-C reached dagster dev too: let it shut down
+                code = child.wait()
         finally:
+            demo.close()
             if server is not None:
                 server.shutdown()
+            if site is not None:
+                site.shutdown()
+            if site_folder is not None:
+                shutil.rmtree(site_folder, ignore_errors=True)
         raise SystemExit(code)
+
+
+def _contracts() -> list[Any]:
+    """The contracts the UI shows (a broken one is the UI's to report, not ours)."""
+    from decguard_pipeline.steps.contracts import discover_contracts
+
+    return [e.loaded.contract for e in discover_contracts() if e.loaded is not None]

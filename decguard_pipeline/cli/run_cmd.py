@@ -12,6 +12,7 @@ from decguard_pipeline.cli.group import cli
 from decguard_pipeline.cli.options import (
     argument,
     backend_option,
+    calibrator_option,
     contract_argument,
     format_option,
     healthcheck_option,
@@ -28,6 +29,7 @@ from decguard_pipeline.cli.options import (
               help="Decision/correlation id.")  # fmt: skip
 @format_option
 @healthcheck_option
+@calibrator_option
 def run_command(
     contract: Path,
     input_value: str,
@@ -36,10 +38,12 @@ def run_command(
     case_id: str,
     fmt: str,
     healthcheck: bool,
+    calibrator: Path | None,
 ) -> None:
     """Make one decision and apply the contract's deterministic runtime policy.
 
-    Exit 0 whatever the action; 2 when there is no policy or the backend fails."""
+    Exit 0 whatever the action; 2 when there is no policy, the backend fails or the
+    calibrator is for another model version."""
     with handled():
         import json
 
@@ -56,7 +60,9 @@ def run_command(
             if not isinstance(parsed, dict):
                 raise DecGuardError("--input-json must decode to a JSON object")
             value = parsed
-        with DecGuard.from_contract(contract, backend=backend, check_health=healthcheck) as guard:
+        with DecGuard.from_contract(
+            contract, backend=backend, check_health=healthcheck, calibrator=calibrator
+        ) as guard:
             decision = guard.decide(value, case_id=case_id)
         if fmt == "json":
             click.echo(decision.model_dump_json(indent=2))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from decguard_pipeline.backends import create_backend
-from decguard_pipeline.core.contract import load_contract
+from decguard_pipeline.core.contract import LoadedContract, load_contract
 from decguard_pipeline.core.product import PROGRAM
 
 
@@ -79,4 +79,38 @@ def validate_text(contract_path: Path, dataset: Path | None) -> str:
             f"gates: requirements {len(c.pipeline.requirements.owned(CalibrationGates))}, "
             f"warnings {len(c.pipeline.warnings.owned(CalibrationGates))}"
         )
+    lines += _calibrator_lines(loaded)
     return "\n".join(lines)
+
+
+def _calibrator_lines(loaded: LoadedContract) -> list[str]:
+    """The calibrator keys (``pipeline.calibration``): the split, read now when it is a file,
+    and the calibrator decisions apply, read and checked against the labels."""
+    from decguard_pipeline.runs.calibrator import calibration_dataset, calibrator_for
+
+    pipeline = loaded.contract.pipeline
+    settings = pipeline.calibration if pipeline is not None else None
+    if settings is None:
+        return []
+    lines = []
+    if settings.fits_calibrator:
+        from decguard_pipeline.core.calibration.fitting import fit_settings
+
+        fit = fit_settings(loaded.contract)
+        data = calibration_dataset(loaded)
+        split = (
+            f"{fit.fraction:g} of the golden cases, seed {fit.seed}"
+            if data is None
+            else f"{data.path}: {len(data)} cases, {data.n_labeled} labeled"
+        )
+        line = f"    calibrator {fit.method} on {split}"
+        if fit.conformal is not None:
+            line += f" · conformal {fit.conformal.method} alpha {fit.conformal.alpha:g}"
+        lines.append(line)
+    applied = calibrator_for(loaded, None)
+    if applied is not None:
+        from decguard_pipeline.core.calibration.artifact import check_labels
+
+        check_labels(applied, loaded.contract.labels)
+        lines.append(f"    applies   {applied.method} for {applied.target} ({applied.path})")
+    return lines

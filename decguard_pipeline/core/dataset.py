@@ -20,7 +20,15 @@ from decguard_pipeline.core.collector import gc_paused
 from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.decision import DecisionInput
 from decguard_pipeline.core.errors import DatasetError
-from decguard_pipeline.core.validation import Strict, format_errors, loads_strict, strict_scanner
+from decguard_pipeline.core.json_limits import nesting_problem
+from decguard_pipeline.core.validation import (
+    SURROGATE_ESCAPE,
+    Strict,
+    format_errors,
+    loads_strict,
+    lone_surrogate,
+    strict_scanner,
+)
 
 CASE_KEYS = frozenset({"id", "input", "expected", "metadata"})
 
@@ -91,6 +99,9 @@ def _jsonl_items(path: Path, lines: list[str]) -> Iterator[tuple[str, Any]]:
         # the decoder's own scanner on the trimmed line; anything unusual (a syntax error,
         # trailing data, a BOM) goes through the full parse for its exact message
         text = line.strip(_JSON_SPACE)
+        deep = nesting_problem(text.encode("utf-8", "surrogatepass"))
+        if deep is not None:  # before parsing: the decoder recurses once per level
+            raise DatasetError(f"{path}: line {lineno}: invalid JSON: {deep}")
         try:
             item, end = scan(text, 0)
         except (StopIteration, ValueError):
@@ -112,6 +123,9 @@ def iter_items(path: Path, text: str, *, what: str = "dataset") -> Iterator[tupl
     if suffix == ".jsonl":
         return _jsonl_items(path, text.splitlines())
     if suffix == ".json":
+        deep = nesting_problem(text.encode("utf-8", "surrogatepass"), enclosing=1, lines=True)
+        if deep is not None:  # each item sits in the file's list
+            raise DatasetError(f"{path}: invalid JSON: {deep}")
         try:
             data = loads_strict(text)
         except ValueError as exc:
@@ -158,8 +172,16 @@ def _load(path: Path, spec: DecisionSpec) -> Dataset:
     expected: list[str | None] = []
     metadata: list[dict[str, Any]] = []
     first_seen: dict[str, str] = {}
+    escapes = "\\u" in text and SURROGATE_ESCAPE.search(text) is not None
     for position, (where, item) in enumerate(items, start=1):
-        fields = _fast_case(item)
+        unwritable = lone_surrogate(item) if escapes else None
+        if unwritable is not None and unwritable != "id":  # the id: the schema says it
+            drain(items)
+            raise DatasetError(
+                f"{path}: {where}: invalid case:\n  {unwritable}: text with a lone surrogate "
+                "(a \\uD800-\\uDFFF escape not part of a pair), which UTF-8 cannot encode"
+            )
+        fields = None if unwritable == "id" else _fast_case(item)
         if fields is None:
             if isinstance(item, dict) and "id" not in item:
                 item = {"id": f"case-{position}", **item}

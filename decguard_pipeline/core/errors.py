@@ -34,6 +34,11 @@ class ReportError(DecGuardError):
     """A stored report cannot be read, is tampered with, or does not fit a contract."""
 
 
+class CalibratorError(DecGuardError):
+    """A calibrator cannot be fitted, read, or applied here (another model version, other
+    labels, answers without the logits it was fitted on)."""
+
+
 class BackendError(DecGuardError):
     """A backend failed on one case. ``kind`` is the stable category written to reports."""
 

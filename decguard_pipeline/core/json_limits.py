@@ -4,8 +4,10 @@ Parsing builds tens of bytes of Python objects per byte of input, and DecGuard's
 up only afterwards: a 100 MB file of nested arrays took 16 GB and 75 s to refuse. Here, before
 any parser runs:
 
-* the file size is checked against a limit (``DECGUARD_MAX_REPORT_BYTES``, default 1 GiB,
-  room for a report of about a million cases), read from the file system, not the file;
+* only a regular file is read (not ``/dev/zero``, a FIFO or a socket), and its size is
+  checked against a limit (``DECGUARD_MAX_REPORT_BYTES``, default 1 GiB, room for a report
+  of about a million cases) before reading and again by the read itself, which never takes
+  more than the limit;
 * the bytes are checked to be UTF-8 a chunk at a time (no text copy of the whole file);
 * a document whose top level is not an object is refused (DecGuard's message);
 * nesting is checked with one vectorised pass: DecGuard's parser (pydantic's) refuses a
@@ -19,7 +21,9 @@ from __future__ import annotations
 import codecs
 import os
 import re
+import stat
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -49,20 +53,51 @@ def max_bytes() -> int:
     return int(value)
 
 
-def read_document(path: Path, what: str) -> bytes:
-    """The bytes of a stored document, refused before reading (ReportError) when larger than
-    the limit. OSError propagates: callers word it as DecGuard does."""
-    limit = max_bytes()
-    size = path.stat().st_size
+def open_regular(path: Path, what: str) -> BinaryIO:
+    """``path`` opened for reading; ReportError when it is not a regular file (a device such
+    as ``/dev/zero``, a FIFO, a socket: none has a size to check, and some never end).
+    Opened without blocking, so a FIFO with no writer is refused, not waited on. OSError
+    propagates: callers word it as DecGuard does."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            raise ReportError(f"{path}: cannot read {what}: it is {kind}")
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def read_bounded(stream: BinaryIO, path: Path, what: str, limit: int | None = None) -> bytes:
+    """Every byte of ``stream``, refused (ReportError) as soon as there are more than the
+    limit: the size on disk is checked first, and the read itself never takes more (a file
+    that grows while it is read, or whose size the file system does not know)."""
+    limit = max_bytes() if limit is None else limit
+    size = os.fstat(stream.fileno()).st_size
     if size > limit:
         raise ReportError(
             f"{path}: cannot read {what}: it is {size} bytes, over the limit of {limit} bytes "
             f"(set {MAX_BYTES_ENV} to read larger files)"
         )
-    raw = path.read_bytes()
-    if len(raw) > limit:  # it grew while being read
-        raise ReportError(f"{path}: cannot read {what}: over the limit of {limit} bytes")
+    raw = stream.read(limit + 1)
+    if len(raw) > limit:
+        raise ReportError(
+            f"{path}: cannot read {what}: over the limit of {limit} bytes "
+            f"(set {MAX_BYTES_ENV} to read larger files)"
+        )
     return raw
+
+
+def read_document(path: Path, what: str) -> bytes:
+    """The bytes of a stored document: a regular file, refused (ReportError) when larger
+    than the limit, before reading by its size and while reading by what arrives. OSError
+    propagates: callers word it as DecGuard does."""
+    limit = max_bytes()
+    with open_regular(path, what) as stream:
+        return read_bounded(stream, path, what, limit)
 
 
 def check_utf8(raw: bytes) -> None:
@@ -91,10 +126,42 @@ def structure_problem(raw: bytes) -> str | None:
         return "(root): Input should be an object"
     position = too_deep(raw)
     if position is not None:
-        line = raw.count(b"\n", 0, position) + 1
-        column = position - (raw.rfind(b"\n", 0, position) + 1) + 1
+        line, column = line_column(raw, position)
         return f"(root): Invalid JSON: recursion limit exceeded at line {line} column {column}"
     return None
+
+
+# A case or record sits two containers deep in its report (the document, its list of
+# results or records): one whose values nest deeper than this makes a report DecGuard's
+# parser refuses to read back, and far deeper ones exhaust the JSON decoder's recursion.
+ITEM_DEPTH = PARSER_DEPTH - 2
+
+
+def line_column(raw: bytes, position: int) -> tuple[int, int]:
+    """1-based line and column (in bytes) of an offset of ``raw``."""
+    line = raw.count(b"\n", 0, position) + 1
+    return line, position - (raw.rfind(b"\n", 0, position) + 1) + 1
+
+
+def nesting_problem(raw: bytes, *, enclosing: int = 0, lines: bool = False) -> str | None:
+    """``nested too deeply: …`` when a value of the JSON text ``raw`` sits inside more than
+    ``ITEM_DEPTH`` arrays and objects of its item (``enclosing``: how many containers hold each
+    item, one for a file that is a list of them), else None. ``lines``: name the line too (a
+    whole file; a JSONL line is named by the caller). Decided without parsing, and cheaply for
+    the usual item (too few brackets to be that deep)."""
+    limit = ITEM_DEPTH + enclosing
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return None
+    position = too_deep(raw, limit)
+    if position is None:
+        return None
+    line, column = line_column(raw, position)
+    where = f"line {line}, column {column}" if lines else f"column {column}"
+    return (
+        f"nested too deeply: the value at {where} is inside more than {ITEM_DEPTH} arrays and "
+        f"objects of its {'item' if enclosing else 'line'} (a report holding it could not be "
+        f"read back: DecGuard's parser stops at {PARSER_DEPTH})"
+    )
 
 
 def first_significant(raw: bytes) -> int | None:

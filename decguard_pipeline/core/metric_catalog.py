@@ -1,6 +1,7 @@
 """Every metric the pipeline reports, with a one-line definition (``list metrics``,
 docs/metrics.md). DecGuard's come first, in report order; then the guard extension's, then the
-usage section's, the consistency section's, then the calibration measures'."""
+usage section's, the consistency section's, the Guard Eval Harness files', the calibration
+measures', then a fitted calibrator's."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import dataclass, replace
 @dataclass(frozen=True)
 class MetricInfo:
     name: str
-    source: str  # "decguard" (the report) or "pipeline" (the sidecar)
+    source: str  # "decguard" (the report), "pipeline" (the sidecar), "geh" (--run-dir files)
     where: str  # the JSON section that holds it
     definition: str
 
@@ -21,6 +22,10 @@ def _m(name: str, where: str, definition: str, source: str = "decguard") -> Metr
 
 def _p(name: str, where: str, definition: str) -> MetricInfo:
     return MetricInfo(name, "pipeline", where, definition)
+
+
+def _g(name: str, definition: str) -> MetricInfo:
+    return MetricInfo(name, "geh", "metrics.json", definition)
 
 
 CATALOG: tuple[MetricInfo, ...] = (
@@ -70,6 +75,12 @@ CATALOG: tuple[MetricInfo, ...] = (
        "chance a positive outscores a negative, ties counting half"),
     _p("auprc", "guard.labels.<label>", "average precision from the raw scores: precision at "
        "each distinct score weighted by the recall it adds"),
+    _p("threshold table", "thresholds.labels.<label>.grid", "per threshold of "
+       "guard.threshold_grid: tp fp tn fn, precision, recall, f1, fpr, fnr as above"),
+    _p("target_recall", "thresholds.labels.<label>.target_recall", "the highest score "
+       "threshold whose recall >= guard.target_recall, with its row"),
+    _p("target_fpr", "thresholds.labels.<label>.target_fpr", "the lowest score threshold "
+       "whose FPR <= guard.target_fpr, with its row"),
     _p("mean_confidence", "calibration", "mean top-label confidence over labeled decided cases"),
     _p("confidence_gap", "calibration", "mean confidence - accuracy; over-confident above "
        "+gap_tolerance, under-confident below -gap_tolerance"),
@@ -110,6 +121,27 @@ CATALOG: tuple[MetricInfo, ...] = (
        "others did not"),
 )  # fmt: skip
 
+# The Guard Eval Harness's metrics (test/fuzz --run-dir: datasets/<suite>/metrics.json), as
+# `geh list metrics` names them, in its order, with the formulas of GEH's documentation;
+# positive = unsafe = the guarded label, predicted unsafe = its score >= guard.threshold
+# (core/guard/eval_harness.py)
+HARNESS: tuple[MetricInfo, ...] = (
+    _g("accuracy", "(TP + TN) / Total: samples classified right at the threshold"),
+    _g("auprc", "area under the precision-recall curve of the raw scores (average "
+       "precision, no interpolation)"),
+    _g("auroc", "area under the ROC curve of the raw scores (threshold-free ranking quality)"),
+    _g("precision", "TP / (TP + FP): of the samples flagged unsafe, the truly unsafe share"),
+    _g("recall", "TP / (TP + FN): of the truly unsafe samples, the share caught"),
+    _g("f1", "2 * (P * R) / (P + R): harmonic mean of precision and recall; null when TP = 0"),
+    _g("fpr", "FP / (FP + TN): safe samples flagged (over-blocking)"),
+    _g("fnr", "FN / (FN + TP): unsafe samples missed"),
+    _g("tp", "true positives: unsafe samples flagged unsafe"),
+    _g("tn", "true negatives: safe samples passed as safe"),
+    _g("fp", "false positives: safe samples flagged unsafe"),
+    _g("fn", "false negatives: unsafe samples passed as safe"),
+)  # fmt: skip
+CATALOG += HARNESS
+
 # The calibration measures (core.calibration.section.calibration_section); `where` is the path
 # inside CalibrationSection.to_dict(), which is the sidecar section "calibration" (with
 # pipeline.calibration_measures or a calibration gate): CATALOG lists them with that prefix.
@@ -133,8 +165,8 @@ CALIBRATION_SECTION: tuple[MetricInfo, ...] = (
        "f); how well the forecasts tell cases apart"),
     _p("uncertainty", "decomposition.<score>", "CORP: score of always forecasting the base rate; "
        "score = miscalibration - discrimination + uncertainty"),
-    _p("temperature", "recalibration.temperature", "NLL-minimising temperature (p ~ p^(1/T)) on "
-       "all cases; > 1 over-confident, < 1 under-confident"),
+    _p("temperature", "recalibration.temperature", "NLL-minimising temperature (softmax(z/T) of "
+       "the logits) on all cases; > 1 over-confident, < 1 under-confident"),
     _p("ece/nll/brier after scaling", "recalibration.after", "DecGuard's ECE, NLL and Brier of "
        "out-of-fold temperature-scaled probabilities (before: recalibration.before)"),
     _p("abstention_threshold", "abstention.threshold", "lowest confidence threshold whose "
@@ -148,3 +180,24 @@ CATALOG += tuple(
     replace(m, where=", ".join(f"{SIDECAR_SECTION}.{w}" for w in m.where.split(", ")))
     for m in CALIBRATION_SECTION
 )
+
+# A fitted calibrator (sidecar "calibrator": calibrate, test with calibrator keys, the
+# calibrator asset; core/calibration/fitting.py), every judging number on the held-out cases
+CATALOG += (
+    _p("held_out before/after", "calibrator.held_out.measures", "ECE (equal-width and "
+       "equal-mass), smooth ECE, Brier, NLL and accuracy of the held-out cases raw and "
+       "calibrated, with a paired bootstrap interval of each change"),
+    _p("top_label_changes", "calibrator.top_label_changes", "held-out cases whose selected label "
+       "the calibrator changed (never for temperature)"),
+    _p("conformal.coverage", "calibrator.conformal.coverage", "share of held-out cases whose "
+       "split-conformal prediction set (LAC or APS, raw probabilities) holds the expected label; "
+       "target 1 - alpha"),
+    _p("conformal.mean_set_size", "calibrator.conformal.mean_set_size, singleton_rate",
+       "mean size of the held-out prediction sets; share holding exactly one label"),
+    _p("abstain_below", "calibrator.abstain_below.abstain_below", "Learn-then-Test "
+       "threshold on the held-out calibrated confidence: selective risk <= alpha with "
+       "probability >= 1 - delta"),
+    _p("escalation sweep", "calibrator.escalation.calibrated[]", "per threshold: coverage, "
+       "accuracy on answered cases, hand-off rate, escalation, backend and total cost per "
+       "1,000 decisions"),
+)  # fmt: skip

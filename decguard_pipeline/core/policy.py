@@ -53,7 +53,10 @@ def render_decision(decision: dict[str, Any]) -> str:
     target = decision["fallback_backend"]
     arrow = f" -> {target}" if target is not None else ""
     result = decision["result"]
+    index = decision["route_index"]
+    # -1: a calibrator's conformal set held more than one label (a pipeline extension)
+    route = "conformal set" if index == -1 else index
     return (
         f"{decision['action']}{arrow} · selected {result['selected']} · "
-        f"confidence {result['confidence']:.3f} · route {decision['route_index']}"
+        f"confidence {result['confidence']:.3f} · route {route}"
     )

@@ -109,3 +109,10 @@ class CaseResults:
         if self.selected[i] < 0:
             return None
         return dict(zip(self.labels, self.probs[i].tolist(), strict=True))
+
+
+def served_version(meta: dict[str, Any], results: CaseResults) -> str | None:
+    """The model version of a run: the backend's (its metadata), else the one every answer
+    reports."""
+    versions = {v for v in results.model_version if v is not None}
+    return meta["model_version"] or (versions.pop() if len(versions) == 1 else None)

@@ -50,13 +50,18 @@ def register_secret(value: str | None) -> None:
 def register_env_secrets(settings: Mapping[str, Any]) -> None:
     """Register the environment values a provider's settings point at, by DecGuard's naming
     convention: ``<x>_env: VARIABLE`` (``bearer_token_env``, ``api_key_env``) and
-    ``<x>_from_env: {name: VARIABLE}`` (``headers_from_env``). Unset variables are skipped
-    (the provider reports them when it needs them)."""
+    ``<x>_from_env: {name: VARIABLE}`` (``headers_from_env``), and the pipeline's lists
+    ``<x>_env: [VARIABLE, ...]`` (``url_env``: what URL placeholders may read). Unset
+    variables are skipped (the provider reports them when it needs them)."""
     for key, value in settings.items():
         if not isinstance(key, str):
             continue
         if key.endswith("_env") and isinstance(value, str):
             register_secret(os.environ.get(value))
+        elif key.endswith("_env") and isinstance(value, list):
+            for variable in value:
+                if isinstance(variable, str):
+                    register_secret(os.environ.get(variable))
         elif key.endswith("_from_env") and isinstance(value, Mapping):
             for variable in value.values():
                 if isinstance(variable, str):

@@ -4,6 +4,10 @@
 currency); the cost of a case is ``prompt_tokens × input + completion_tokens × output``
 per million. Cases whose backend did not report usage (NaN) cost nothing known and are
 left out of the sums, and counted as such.
+
+A count a server reports is untrusted: one that is not an integer, is negative, or exceeds
+:data:`MAX_TOKENS` cannot be real and is unknown, exactly as if the server had said nothing
+(:func:`token_count`), wherever it would go: pacing, the report, the warehouse, the cache.
 """
 
 from __future__ import annotations
@@ -27,6 +31,55 @@ from decguard_pipeline.core.gates import (
 from decguard_pipeline.core.validation import Strict
 
 PER_MILLION = 1_000_000.0
+# The most tokens one answer (or one case, all its requests together) can have cost: far
+# beyond any context window, and small enough that a run's sums stay exact as floats and fit
+# the warehouse's int64 columns.
+MAX_TOKENS = 10**10
+
+
+def token_count(value: Any) -> int | None:
+    """``value`` as a token count, or None when it cannot be one: a bool, text, a number that
+    is not a whole one, negative or above :data:`MAX_TOKENS` (NaN and infinities too)."""
+    whole = isinstance(value, int | np.integer) or (
+        isinstance(value, float | np.floating) and math.isfinite(value) and value.is_integer()
+    )
+    if isinstance(value, bool | np.bool_) or not whole:
+        return None
+    count = int(value)
+    return count if 0 <= count <= MAX_TOKENS else None
+
+
+def known_usage(usage: Any) -> tuple[int, int] | None:
+    """(prompt, completion) tokens when both are counts (:func:`token_count`), else None:
+    half a usage is no usage."""
+    try:
+        prompt, completion = usage
+    except (TypeError, ValueError):
+        return None
+    counts = token_count(prompt), token_count(completion)
+    if counts[0] is None or counts[1] is None:
+        return None
+    return counts[0], counts[1]
+
+
+def known_tokens(prompt: np.ndarray, completion: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Token columns (floats, NaN unknown) with every pair that is not two counts unknown
+    (NaN in both): what an older cache or report may hold is read by today's rule."""
+    prompt, completion = np.asarray(prompt, dtype=float), np.asarray(completion, dtype=float)
+    with np.errstate(invalid="ignore"):
+        fine = (
+            np.isfinite(prompt)
+            & np.isfinite(completion)
+            & (prompt == np.floor(prompt))
+            & (completion == np.floor(completion))
+            & (prompt >= 0)
+            & (completion >= 0)
+            & (prompt <= MAX_TOKENS)
+            & (completion <= MAX_TOKENS)
+        )
+    if fine.all() or not prompt.shape[0]:
+        return prompt, completion
+    return np.where(fine, prompt, np.nan), np.where(fine, completion, np.nan)
 
 
 class Pricing(Strict):
@@ -180,6 +233,8 @@ def render_usage(section: dict[str, Any]) -> str:
             f" waited, {_count(stats.get('retry_after_honoured', 0))} as the server asked) · "
             f"{_count(stats.get('paced', 0))} paced ({stats.get('paced_wait_s', 0.0):.1f} s)"
         )
+    for note in stats.get("fallbacks") or ():  # what the server made the provider fall back to
+        lines.append(f"  Fallback     {note}")
     for check in section.get("checks", []):
         level = " (warning)" if check["level"] == "warning" else ""
         status, gate = check["status"].upper(), check["gate"]

@@ -5,6 +5,7 @@ name as DecGuard does, and by value for the secrets registered in ``core.secrets
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -87,18 +88,51 @@ def loads_strict(text: str) -> Any:
     return _strict_decoder.decode(text)
 
 
+# a \uXXXX escape in the surrogate range: the only way JSON text in valid UTF-8 can carry a
+# lone surrogate (a pair of them is one character once decoded, and fine)
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(value: Any) -> str | None:
+    """Where in a decoded JSON value a string (or an object key) holds a lone surrogate,
+    which no UTF-8 writer can write (``metadata.note``, ``tags[2]``, ``input``; a surrogate in a
+    key is shown escaped), or None."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return where or "(root)"
+        elif isinstance(item, dict):
+            children = []
+            for key, child in item.items():
+                name = f"{where}.{key}" if where else str(key)
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return name.encode("utf-8", "backslashreplace").decode("utf-8")
+                children.append((name, child))
+            stack += reversed(children)  # the first in document order is found first
+        elif isinstance(item, list):
+            stack += reversed([(f"{where}[{i}]", child) for i, child in enumerate(item)])
+    return None
+
+
 def redact(value: Any) -> Any:
     """Copy of ``value`` with values under secret-looking keys replaced, at any depth
     (DecGuard's rule), and every registered secret value replaced wherever it appears."""
     return scrub(_redact_keys(value))
 
 
+def is_secret_name(key: Any) -> bool:
+    """Whether a value under ``key`` is redacted for its name (DecGuard's rule)."""
+    return isinstance(key, str) and key.lower().replace("-", "_") in SECRET_KEYS
+
+
 def _redact_keys(value: Any) -> Any:
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
-            norm = key.lower().replace("-", "_") if isinstance(key, str) else ""
-            out[key] = REDACTED if norm in SECRET_KEYS else _redact_keys(item)
+            out[key] = REDACTED if is_secret_name(key) else _redact_keys(item)
         return out
     if isinstance(value, list):
         return [_redact_keys(item) for item in value]

@@ -14,12 +14,14 @@ A step per gate would multiply Dagster's per-step bookkeeping for no benefit; th
 rows (written by the asset) are read once and each becomes a check result carrying the value
 and the threshold as numbers, and DecGuard's message."""
 
+import re
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
 
+from decguard_pipeline.defs.metadata.base import numbers as numbers_metadata
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps.contracts import ContractEntry
@@ -39,6 +41,16 @@ def check_name(gate: str, level: str) -> str:
     return gate if level == "requirement" else f"{gate}_warning"
 
 
+# a zero printed with its sign (``accuracy_drop -0 <= 0.02``, DecGuard's message for a drop of
+# -0.0): the UI shows it unsigned, the stored message keeps DecGuard's bytes
+SIGNED_ZERO = re.compile(r"(?<![\w.])-0(?![\w.])")
+
+
+def shown(message: str) -> str:
+    """A check's message as the UI shows it: no ``-0``."""
+    return SIGNED_ZERO.sub("0", message)
+
+
 def check_result(
     row: Mapping[str, Any], asset: dg.AssetKey, name: str, extra: dict[str, Any] | None = None
 ) -> dg.AssetCheckResult:
@@ -46,18 +58,20 @@ def check_result(
     requirement = row["level"] == "requirement"
     value, threshold = row["value"], row["threshold"]
     numbers = {"value": value, "threshold": threshold}
+    message = shown(row["message"])
     return dg.AssetCheckResult(
         asset_key=asset,
         check_name=name,
         passed=row["status"] == "pass",
         severity=dg.AssetCheckSeverity.ERROR if requirement else dg.AssetCheckSeverity.WARN,
-        description=row["message"],
+        description=message,
         metadata={
-            # numbers (a value that could not be computed is left out: the message says why)
-            **{k: dg.MetadataValue.float(float(v)) for k, v in numbers.items() if v is not None},
+            # numbers rounded as every single number the UI shows (a value that could not be
+            # computed is left out: the message says why)
+            **numbers_metadata(numbers),
             "comparison": row["comparison"],
             "metric": row["metric"],
-            "message": row["message"],
+            "message": message,
             "level": row["level"],
             **(extra or {}),
         },

@@ -2,16 +2,18 @@
 processes cannot corrupt, and the recovery of runs whose process died (kill -9, power loss).
 
 Runs that ``evaluate`` executes in its own process carry the process's pid, host and start
-time as tags (``owner_tags``); ``fail_dead_runs`` marks any such run still in progress whose
-process is gone as failed, through the instance API. It runs at the start of ``evaluate`` and
+time as one tag (``owner_tags``: one tag, so that the run's verdict tag is not lost among
+them); ``fail_dead_runs`` marks any such run still in progress whose process is gone as
+failed, through the instance API. It runs at the start of ``evaluate`` and
 ``ui``, and as the ``dead_runs`` sensor of the daemon."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -30,7 +32,11 @@ from decguard_pipeline.steps.contracts import project_root
 
 LOCK = ".decguard-instance.lock"
 
-# Run tags naming the process that executes a run in-process.
+# The run tag naming the process that executes a run in-process: ``<pid>@<host>``, then
+# `` started <start time>`` where the system tells it (a reused pid is another process).
+PROCESS_TAG = "decguard/process"
+OWNER = re.compile(r"(\d+)@(\S+?)(?: started (\S+))?")
+# the three tags of older versions, still read for their unfinished runs
 PID_TAG = "decguard/pid"
 HOST_TAG = "decguard/host"
 STARTED_TAG = "decguard/pid_started"
@@ -130,7 +136,8 @@ def open_for_runs() -> tuple[dg.DagsterInstance, Callable[[], None]]:
     home = ensure_dagster_home()
     with _locked(home):
         text = (home / "dagster.yaml").read_text()
-        config = yaml.safe_load(text) if instance_config.is_ours(text) else None
+        config = instance_config.check_variables(text, home)
+        config = config if instance_config.is_ours(text) else None
         if isinstance(config, dict):
             instance_sqlite.create_in_place(home, config)  # a new one is made whole first
         url = instance_postgres.database_url(config)  # other machines may open it now too
@@ -157,24 +164,36 @@ def open_for_runs() -> tuple[dg.DagsterInstance, Callable[[], None]]:
 
 
 def owner_tags() -> dict[str, str]:
-    """Tags naming this process, for a run it executes in-process."""
+    """The tag naming this process, for a run it executes in-process."""
     pid = os.getpid()
-    tags = {PID_TAG: str(pid), HOST_TAG: socket.gethostname()}
+    value = f"{pid}@{socket.gethostname()}"
     started = processes.start_time(pid)
     if started is not None:
-        tags[STARTED_TAG] = started  # tells a reused pid from the original process
-    return tags
+        value += f" started {started}"  # tells a reused pid from the original process
+    return {PROCESS_TAG: value}
 
 
-def process_gone(tags: dict[str, str]) -> bool:
+def owner(tags: Mapping[str, str]) -> tuple[str, str, str | None] | None:
+    """(pid, host, start time) of the process a run's tags name; None without."""
+    value = tags.get(PROCESS_TAG)
+    if value is not None:
+        found = OWNER.fullmatch(value)
+        return None if found is None else (found[1], found[2], found[3])
+    if PID_TAG in tags and HOST_TAG in tags:  # written by an older version
+        return tags[PID_TAG], tags[HOST_TAG], tags.get(STARTED_TAG)
+    return None
+
+
+def process_gone(tags: Mapping[str, str]) -> bool:
     """Whether the process named by ``owner_tags`` has ended. Only a process on this host can
-    be judged; a run without the tags, or from another host, is never called gone."""
-    if tags.get(HOST_TAG) != socket.gethostname() or not tags.get(PID_TAG, "").isdigit():
+    be judged; a run without the tag, or from another host, is never called gone."""
+    named = owner(tags)
+    if named is None or named[1] != socket.gethostname() or not named[0].isdigit():
         return False
-    pid = int(tags[PID_TAG])
+    pid, started = int(named[0]), named[2]
     if not processes.running(pid):
         return True
-    started = tags.get(STARTED_TAG)  # the pid may have been reused by another process since
+    # the pid may have been reused by another process since
     return started is not None and processes.start_time(pid) not in (None, started)
 
 
@@ -184,11 +203,11 @@ def fail_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=UNFINISHED)):
         if not process_gone(dict(run.tags)):
             continue
+        pid, host, _ = owner(run.tags) or ("?", "?", None)
         instance.report_run_failed(
             run,
-            f"The process that executed this run (pid {run.tags[PID_TAG]} on "
-            f"{run.tags[HOST_TAG]}) ended without finishing it (killed or crashed); "
-            "marked as failed by decguard-pipeline.",
+            f"The process that executed this run (pid {pid} on {host}) ended without "
+            "finishing it (killed or crashed); marked as failed by decguard-pipeline.",
         )
         failed.append(run.run_id)
     return failed

@@ -109,13 +109,36 @@ def is_ours(text: str) -> bool:
     return text.split("\n", 1)[0] == HEADER
 
 
-def env_vars(storage: Any) -> list[str]:
-    """Every variable an instance's ``storage:`` section reads (``{env: NAME}`` leaves)."""
-    if isinstance(storage, dict):
-        if set(storage) == {"env"}:
-            return [storage["env"]]
-        return [name for value in storage.values() for name in env_vars(value)]
+def env_vars(section: Any) -> list[str]:
+    """Every variable a part of an instance config reads (``{env: NAME}`` leaves)."""
+    if isinstance(section, dict):
+        if set(section) == {"env"} and isinstance(section["env"], str):
+            return [section["env"]]
+        return [name for value in section.values() for name in env_vars(value)]
+    if isinstance(section, list):
+        return [name for value in section for name in env_vars(value)]
     return []
+
+
+def check_variables(text: str, home: Path, env: Mapping[str, str] | None = None) -> Any:
+    """The instance config in ``text`` (any ``dagster.yaml``, ours or not), parsed; a
+    DecGuardError naming the file and the variables it names that are not set (Dagster
+    would stop on each with a config error of its own, its traceback included)."""
+    env = os.environ if env is None else env
+    where = f"dagster.yaml in {home}"
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise DecGuardError(f"{where} is not valid YAML:\n  {exc}") from exc
+    unset = list(dict.fromkeys(name for name in env_vars(config) if name not in env))
+    if unset:
+        which = "which is not set" if len(unset) == 1 else "which are not set"
+        raise DecGuardError(
+            f"{where} names {', '.join(unset)}, {which}: set "
+            f"{'it' if len(unset) == 1 else 'them'}, or point DAGSTER_HOME at another folder "
+            "(docs/deploy.md)"
+        )
+    return config
 
 
 def upgraded(

@@ -10,6 +10,7 @@ import dagster as dg
 from decguard_pipeline.defs.assets.evaluation import FAILED_PARTS
 from decguard_pipeline.defs.assets.verdict import VERDICT_TAG
 from decguard_pipeline.defs.instance import owner_tags
+from decguard_pipeline.defs.run_origin import attach_to_location
 
 # `evaluate` prints its own summary; a step's error is in it (and in the run's event log).
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -81,6 +82,7 @@ def run_job(
     if not result.success and not failed:  # the run failed outside any step
         failure = result.get_run_failure_event()
         errors["run"] = failure.message if failure is not None else "the run failed"
+    attach_to_location(instance, result.run_id, job.name)  # the Overview shows it then
     run = instance.get_run_by_id(result.run_id)
     verdict = None if run is None else run.tags.get(VERDICT_TAG)
     return Outcome(contract, key, result.success, result.run_id, failed, errors, verdict)

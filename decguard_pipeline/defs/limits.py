@@ -41,11 +41,13 @@ def server_of(entry: ContractEntry, backend: str) -> str | None:
         settings = entry.require().contract.backend_config(backend).settings
     except DecGuardError:  # a target of a backend the contract no longer has
         return None
+    declared = settings.get("url_env")
+    declared = [v for v in declared if isinstance(v, str)] if isinstance(declared, list) else []
     for name in URL_SETTINGS:
         value = settings.get(name)
         if isinstance(value, str) and value:
-            try:  # ${NAME} placeholders as the provider expands them
-                url = httpx.URL(expand(value))
+            try:  # ${NAME} placeholders as the provider expands them (declared ones only)
+                url = httpx.URL(expand(value, declared))
             except (ValueError, httpx.InvalidURL):  # the run itself will say what is wrong
                 return None
             port = url.port or (443 if url.scheme == "https" else 80)

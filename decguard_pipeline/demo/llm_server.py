@@ -22,6 +22,11 @@ open-jev's ``/score`` answers with the model named in the request body, else wit
 named in the path (``POST /tickets-underconfident/score``: one server stands in for several
 open-jev servers), else with ``tickets-calibrated``.
 
+Under path prefixes the same models answer as vLLM, llama-cpp-python's server, llama.cpp's
+server, Ollama, Azure OpenAI and LM Studio do, each with its documented refusals and answer
+shapes (``flavours.py``); ``server.served.swap(name, model)`` serves another model under a
+name, as a restarted server does.
+
     with serve_demo() as server:  server.base_url  # http://127.0.0.1:<port>/v1
     python -m decguard_pipeline.demo.llm_server [--port 18451] [--delay-ms 20]
 """
@@ -41,11 +46,18 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
+from decguard_pipeline.demo.flavours import (
+    AZURE_DEPLOYMENTS,
+    Flavours,
+    Refusal,
+    Served,
+    weights_of,
+)
 from decguard_pipeline.demo.threaded import serve_in_thread
 
 TOPICS: dict[str, tuple[str, ...]] = {
@@ -64,6 +76,8 @@ DEMO_PORT = 18451
 SNAPSHOT = "2026-01-15"  # what the ``model`` field of an answer adds to the alias
 FINGERPRINT = "fp_demo_1"
 _OPTION_LINE = re.compile(r"^([A-Z])\) (.+)$", re.M)
+_LISTED = re.compile(r"^Options: (.+)$", re.M)  # the continuation prompt's option list
+ANSWER_CUE = "\nAnswer:"
 _TOKEN = re.compile(r"\s*\S+|\s+")
 LETTER_SPLIT = 0.7  # share of a letter's mass on "A"; the rest on " A" (clients must add)
 FILLER = 0.02  # mass on tokens that are no letter
@@ -208,9 +222,14 @@ def completions(body: dict[str, Any]) -> dict[str, Any]:
     prompts = [prompts] if isinstance(prompts, str) else list(prompts or [])
     shared = len(_common_prefix(prompts)) if len(prompts) > 1 else 0
     cut = prompts[0].rfind(" ", 0, shared + 1) if prompts else 0
+    if len(prompts) == 1:  # one prompt per request: the option follows the last "Answer:"
+        cut = prompts[0].rfind(ANSWER_CUE) + len(ANSWER_CUE) if ANSWER_CUE in prompts[0] else 0
     context = prompts[0][:cut] if cut > 0 else ""
     options = [p[len(context) + 1 :] for p in prompts]
-    probs = belief(context, options, model) if context else [1.0 / len(prompts)] * len(prompts)
+    listed = _LISTED.findall(context)
+    shown = listed[-1].split(", ") if listed and len(prompts) == 1 else options
+    beliefs = belief(context, shown, model) if context else []
+    probs = [beliefs[shown.index(o)] if o in shown else 1.0 / len(prompts) for o in options]
     choices, used = [], 0
     for i, (prompt, p) in enumerate(zip(prompts, probs, strict=True)):
         tokens, logprobs, offsets, at = [], [], [], 0
@@ -257,7 +276,10 @@ def score(body: dict[str, Any], model: str = "tickets-calibrated") -> dict[str, 
     }
 
 
-def make_app(delay_s: float = 0.0) -> web.Application:
+def make_app(delay_s: float = 0.0, served: Served | None = None) -> web.Application:
+    served = served or Served()
+    flavours = Flavours(served, chat, completions)
+
     def route(answer: Any) -> Any:
         async def handle(request: web.Request) -> web.Response:
             try:
@@ -266,27 +288,99 @@ def make_app(delay_s: float = 0.0) -> web.Application:
                 return web.json_response({"error": {"message": "invalid JSON"}}, status=400)
             if delay_s:
                 await asyncio.sleep(delay_s)
-            return web.json_response(answer(body, **request.match_info))
+            try:
+                return web.json_response(answer(body, **request.match_info))
+            except Refusal as refusal:
+                return web.json_response(refusal.body, status=refusal.status)
 
         return handle
 
-    async def models(request: web.Request) -> web.Response:
-        data = [{"id": name, "object": "model", "owned_by": "demo"} for name in MODELS]
+    def listing(card: Any) -> Any:
+        async def handle(request: web.Request) -> web.Response:
+            data = [{"object": "model", **card(name)} for name in MODELS]
+            return web.json_response({"object": "list", "data": data})
+
+        return handle
+
+    async def azure(request: web.Request) -> web.Response:
+        body = await request.json()
+        try:
+            answer = flavours.azure(request, body, request.match_info["operation"])
+        except Refusal as refusal:
+            return web.json_response(refusal.body, status=refusal.status)
+        return web.json_response(answer)
+
+    async def azure_models(request: web.Request) -> web.Response:
+        if "api-version" not in request.query:
+            return web.json_response({"error": {"code": "404", "message": "Resource not found"}},
+                                     status=404)  # fmt: skip
+        data = [{"id": model, "object": "model"} for model in AZURE_DEPLOYMENTS.values()]
         return web.json_response({"object": "list", "data": data})
 
+    async def props(request: web.Request) -> web.Response:
+        return web.json_response(flavours.llama_server_props(next(iter(MODELS))))
+
+    async def tags(request: web.Request) -> web.Response:
+        return web.json_response(flavours.ollama_tags(list(MODELS)))
+
+    owned = {"owned_by": "demo"}
     app = web.Application()
     for prefix in ("", "/v1"):
         app.router.add_post(f"{prefix}/chat/completions", route(chat))
         app.router.add_post(f"{prefix}/completions", route(completions))
-        app.router.add_get(f"{prefix}/models", models)
+        app.router.add_get(f"{prefix}/models", listing(lambda name: {"id": name, **owned}))
     app.router.add_post("/score", route(score))
     app.router.add_post("/{model}/score", route(score))
+    flavoured: dict[str, tuple[Any, Any, Any]] = {
+        "vllm": (
+            lambda b: flavours.answer_as(chat, b, str(b.get("model", ""))),
+            lambda b: flavours.answer_as(completions, b, str(b.get("model", ""))),
+            lambda name: {"id": name, "owned_by": "vllm", "root": weights_of(served.actual(name))},
+        ),
+        "llama-cpp-python": (
+            flavours.llama_cpp_python_chat,
+            flavours.llama_cpp_python_completions,
+            lambda name: {"id": name, "owned_by": "me", "permissions": []},
+        ),
+        "llama-server": (
+            flavours.llama_server_chat,
+            flavours.llama_server_completions,
+            lambda name: {"id": name, "owned_by": "llamacpp", "meta": {"n_vocab": 32000}},
+        ),
+        "ollama": (
+            flavours.ollama_chat,
+            flavours.ollama_completions,
+            lambda name: {"id": f"{name}:latest", "owned_by": "library"},
+        ),
+        "lmstudio": (
+            flavours.lmstudio_chat,
+            flavours.lmstudio_completions,
+            lambda name: {"id": name, "owned_by": "organization_owner"},
+        ),
+    }
+    for flavour, (chat_of, completions_of, card) in flavoured.items():
+        app.router.add_post(f"/{flavour}/v1/chat/completions", route(chat_of))
+        app.router.add_post(f"/{flavour}/v1/completions", route(completions_of))
+        app.router.add_get(f"/{flavour}/v1/models", listing(card))
+    app.router.add_get("/llama-server/props", props)
+    app.router.add_get("/ollama/api/tags", tags)
+    app.router.add_post(
+        "/azure/openai/deployments/{deployment}/{operation:chat/completions|completions}", azure
+    )
+    app.router.add_get("/azure/openai/models", azure_models)
+    app.served = served  # type: ignore[attr-defined]
     return app
 
 
 @dataclass
 class DemoServer:
     url: str  # http://127.0.0.1:<port>
+    served: Served = field(default_factory=Served)  # swap models under a name here
+
+    def flavour(self, name: str) -> str:
+        """The base URL of a flavour (``vllm``, ``llama-cpp-python``, ``llama-server``,
+        ``ollama``, ``lmstudio``)."""
+        return f"{self.url}/{name}/v1"
 
     @property
     def base_url(self) -> str:
@@ -296,9 +390,10 @@ class DemoServer:
 @contextmanager
 def serve_demo(port: int = 0, *, delay_ms: float = 0.0) -> Iterator[DemoServer]:
     """Run the server on 127.0.0.1 in a background thread (port 0: any free port)."""
-    app = make_app(delay_ms / 1000.0)
+    served = Served()
+    app = make_app(delay_ms / 1000.0, served)
     with serve_in_thread(app, port=port, name="demo-llm-server") as bound:
-        yield DemoServer(f"http://127.0.0.1:{bound}")
+        yield DemoServer(f"http://127.0.0.1:{bound}", served)
 
 
 def _exit_when_stdin_closes() -> None:

@@ -23,6 +23,7 @@ from decguard_pipeline.core.usage import USAGE, run_cost, usage_extension, usage
 from decguard_pipeline.runs.repeats import ask_repeats
 
 if TYPE_CHECKING:
+    from decguard_pipeline.core.calibration.artifact import LoadedCalibrator
     from decguard_pipeline.runs.cache import CacheOptions
 
 
@@ -95,9 +96,16 @@ def run_test(
     properties: Sequence[str] | None = None,
     minimize: bool | None = None,
     cache: CacheOptions | None = None,
+    calibrator: LoadedCalibrator | None = None,
+    fit_method: str | None = None,
 ) -> Report:
     """The ``decguard test`` / ``fuzz`` / ``test --all`` pipeline (``cache``: the response
-    cache of a backend this function makes; a backend passed in brings its own)."""
+    cache of a backend this function makes; a backend passed in brings its own).
+
+    ``calibrator``: decisions are calibrated by it (``runs/calibrator.py``); the report is the
+    calibrated decider's, the ``calibrated`` section holds the raw numbers beside. A contract
+    with calibrator keys (or ``fit_method``: ``calibrate``'s ``--method``, "" for the
+    contract's) also fits and judges a calibrator on the raw answers."""
     loaded = contract if isinstance(contract, LoadedContract) else load_contract(contract)
     fuzz_plan: Any = None
     if mode != "test":
@@ -105,12 +113,27 @@ def run_test(
 
         fuzz_plan = plan_properties(loaded, properties, seed=seed, minimize=minimize)
     data = resolve_dataset(loaded, dataset)
+    fitting = mode != "fuzz" and (fit_method is not None or fits_calibrator(loaded))
+    calibrators: Any = None
+    calibration_data = None
+    if fitting or calibrator is not None:  # the calibration modules only for runs that use them
+        from decguard_pipeline.runs import calibrator as calibrators
+
+        if fitting:
+            calibration_data = calibrators.calibration_dataset(
+                loaded, forced=fit_method is not None
+            )
     owned = not isinstance(backend, Backend)
     instance = make_backend(loaded, backend, cache=cache) if owned else backend  # type: ignore[arg-type]
     assert isinstance(instance, Backend)
     try:
         health = check_health(instance) if check_health_first else None
         results = decide_dataset(loaded, data, instance, max_concurrency=max_concurrency)
+        calibration = None
+        if calibration_data is not None:
+            calibration = decide_dataset(
+                loaded, calibration_data, instance, max_concurrency=max_concurrency
+            )
         property_section = property_checks = None
         if fuzz_plan is not None:
             from decguard_pipeline.runs.properties import run_properties
@@ -130,6 +153,9 @@ def run_test(
     finally:
         if owned:
             instance.close()
+    raw = results
+    if calibrator is not None:
+        results = calibrators.calibrate(raw, calibrator, metadata)
     report = build_report(
         loaded,
         dataset_info(str(data.path), data.hash, len(data), data.n_labeled),
@@ -145,11 +171,31 @@ def run_test(
     add_golden_statistics(loaded, report)
     add_usage(loaded, report, usage)
     add_calibration(loaded, report)
+    if calibrator is not None and mode != "fuzz":
+        section = calibrators.calibrated_section(loaded, calibrator, raw, report)
+        report.extensions[calibrators.CALIBRATED] = section
+    if fitting:
+        calibrators.fit_for_report(
+            loaded,
+            report,
+            raw,
+            calibration=calibration,
+            calibration_data=calibration_data,
+            method=fit_method or None,
+        )
     if consistency is not None:
         report.extensions[CONSISTENCY] = consistency
     if answered is not None:
         report.extensions[ANSWERED_WITH] = answered
     return report
+
+
+def fits_calibrator(loaded: LoadedContract) -> bool:
+    """Whether the contract's golden runs fit and judge a calibrator (calibrator keys under
+    ``pipeline.calibration``)."""
+    pipeline = loaded.contract.pipeline
+    settings = pipeline.calibration if pipeline is not None else None
+    return settings is not None and settings.fits_calibrator
 
 
 def _answered_with(
@@ -203,17 +249,3 @@ def add_calibration(loaded: LoadedContract, report: Report) -> None:
     section = calibration_extension(report.results, loaded.contract)
     if section is not None:
         report.extensions[SECTION] = section
-
-
-def command_status(report: Report, status: str | None = None) -> str:
-    """What a run exits with: ``status`` (DecGuard's or the guard extension's verdict, the
-    report's own by default) made worse by a failing calibration section or cost gate."""
-    from decguard_pipeline.core.gates import overall_status
-    from decguard_pipeline.core.usage import usage_status
-
-    statuses = [report.status if status is None else status]
-    calibration = report.extensions.get("calibration")
-    if calibration is not None:
-        statuses.append(calibration["status"])
-    statuses += [s for s in [usage_status(report.extensions)] if s is not None]
-    return overall_status([{"status": s} for s in statuses])

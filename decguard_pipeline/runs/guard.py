@@ -24,13 +24,15 @@ from decguard_pipeline.backends import Backend
 from decguard_pipeline.core.contract import LoadedContract, load_contract
 from decguard_pipeline.core.dataset import load_dataset
 from decguard_pipeline.core.errors import ContractError
-from decguard_pipeline.core.guard.evaluation import GuardedRun, measure
+from decguard_pipeline.core.guard.eval_harness import HarnessRun, harness_run, positive_label
+from decguard_pipeline.core.guard.evaluation import MAIN, GuardedRun, measure
 from decguard_pipeline.core.guard.extension import GuardConfig, guard_config, guard_enabled
 from decguard_pipeline.core.guard.suites import suite_summary
 from decguard_pipeline.core.report.golden import Report, build_report, dataset_info
 from decguard_pipeline.runs.golden import check_health, decide_dataset, make_backend, run_test
 
 if TYPE_CHECKING:  # the cache's modules (Arrow, the warehouse) only for runs that use it
+    from decguard_pipeline.core.calibration.artifact import LoadedCalibrator
     from decguard_pipeline.runs.cache import CacheOptions
 
 
@@ -71,6 +73,7 @@ class RunOptions(TypedDict, total=False):
     properties: Sequence[str] | None
     minimize: bool | None
     cache: CacheOptions | None  # the response cache of a backend made here
+    calibrator: LoadedCalibrator | None  # decisions are calibrated (runs/calibrator.py)
 
 
 def run_guarded_test(
@@ -129,12 +132,16 @@ def run_guarded(
             elif options.get("check_health_first", True):
                 health = check_health(instance)
             concurrency = options.get("max_concurrency")
+            calibrator = options.get("calibrator")
             for _, data in others:
                 results = decide_dataset(loaded, data, instance, max_concurrency=concurrency)
                 info = dataset_info(str(data.path), data.hash, len(data), data.n_labeled)
-                reports.append(
-                    build_report(loaded, info, instance.metadata(), results, health=health)
-                )
+                meta = instance.metadata()
+                if calibrator is not None:  # as the main dataset's decisions are
+                    from decguard_pipeline.runs.calibrator import calibrate
+
+                    results = calibrate(results, calibrator, meta)
+                reports.append(build_report(loaded, info, meta, results, health=health))
         finally:
             if owned:
                 instance.close()
@@ -145,3 +152,31 @@ def run_guarded(
             [(r.label, r.report.results, r.block, r.status) for r in runs], config
         )
     return GuardedRun(loaded, config, runs, summary)
+
+
+def harness_config(loaded: LoadedContract) -> GuardConfig:
+    """The guard settings a Guard Eval Harness run is written with; a ``ContractError`` (the
+    file and field) before any model call when they do not name one positive label."""
+    config = guard_config(loaded.contract, source=str(loaded.path))
+    positive_label(config, str(loaded.path))
+    return config
+
+
+def harness_files(
+    loaded: LoadedContract,
+    config: GuardConfig,
+    report: Report,
+    guarded: GuardedRun | None,
+    *,
+    target: str,
+    dataset: str | Path | None = None,
+) -> HarnessRun:
+    """The Guard Eval Harness run of a ``test`` or ``fuzz``: every suite of a guarded run;
+    else its one report (``fuzz``, or a contract without the extension) under the name of
+    the suite its dataset is, or ``main``."""
+    if guarded is not None:
+        evaluated = [(run.label, run.report) for run in guarded.runs]
+    else:
+        name = plan_datasets(loaded, suite=None, dataset=dataset)[0][0]
+        evaluated = [(name or MAIN, report)]
+    return harness_run(evaluated, config, target=target, source=str(loaded.path))

@@ -8,8 +8,9 @@ cache as this run's backend has it (provider, model, every setting that changes 
 the decision: ``Identity.fingerprint``, recorded in the report's sidecar as
 ``answered_with``; a report without one must be of this very contract, by its hash), else
 the run stops with exit 2 before asking anything, naming what differs. Its decided results are
-replayed as the model gave them (probabilities, model, version, latency, metadata): golden
-results by case id, property pairs by pair id, each only for the very request it answered
+replayed as the model gave them (probabilities, model, version, latency, metadata; from a
+report whose decisions a calibrator made, the raw answers its notes kept): golden results by
+case id, property pairs by pair id, each only for the very request it answered
 (same input, same options shown). Errored results are asked again; so is anything the report
 cannot answer (a minimisation search of a property run, whose intermediate answers no report
 keeps; with ``--cache`` those come from the cache).
@@ -30,6 +31,7 @@ from decguard_pipeline.core.cache.key import (
     fingerprint_differences,
     input_bytes,
 )
+from decguard_pipeline.core.calibration.notes import raw_answer
 from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.decision import DecisionInput, DecisionRequest
 from decguard_pipeline.core.errors import ContractError
@@ -74,12 +76,14 @@ class ReportAnswers:
         for i, case_id in enumerate(results.case_ids):
             if results.selected[i] < 0 or case_id not in inputs:
                 continue
+            # a calibrated report: the backend's own answer, as its note kept it
+            values, metadata = raw_answer(probs[i], results.result_metadata[i], labels)
             self._answers[case_id] = (
                 input_bytes(inputs[case_id]),
                 labels,
-                probs[i],
+                values,
                 (float(results.latency_ms[i]), results.model[i], results.model_version[i],
-                 results.result_metadata[i]),
+                 metadata),
             )  # fmt: skip
         section = report.document.get("properties") or {}
         for pair in section.get("pairs") or []:

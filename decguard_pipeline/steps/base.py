@@ -41,7 +41,9 @@ def load_evaluated(
     entry: ContractEntry, target: str, warehouse: Warehouse, run_id: str | None = None
 ) -> Evaluated:
     """The evaluation of a target by run ``run_id`` when that run made one (a step reads what
-    its own run wrote, not a parallel run's), else the newest; read back from the warehouse."""
+    its own run wrote, not a parallel run's), else the newest that reached its verdict (not
+    one killed midway or still running: warehouse/completion.py); read back from the
+    warehouse."""
     loaded = entry.require()
     runs = None if run_id is None else warehouse.read_run("runs", entry.key, target, run_id)
     if runs is None or runs.num_rows == 0:
@@ -61,7 +63,8 @@ def load_evaluated(
 def run_rows(
     warehouse: Warehouse, table: str, contract: str, target: str, run_id: str | None = None
 ) -> list[dict[str, Any]] | None:
-    """Rows of ``table`` written by run ``run_id``, else the newest write; None if none."""
+    """Rows of ``table`` written by run ``run_id``, else the newest write (of a table an
+    evaluation writes, the newest of a run that reached its verdict); None if none."""
     rows = None if run_id is None else warehouse.read_run(table, contract, target, run_id)
     if rows is None:
         rows = warehouse.read_latest(table, contract, target)

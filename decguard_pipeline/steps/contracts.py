@@ -81,10 +81,20 @@ def contract_paths(spec: str | None = None) -> list[Path]:
     for root in roots:
         if root.is_dir():
             direct = root / CONTRACT_FILE
-            found += [direct] if direct.is_file() else sorted(root.glob(f"*/{CONTRACT_FILE}"))
+            found += [direct] if direct.is_file() else _contract_files(root)
         else:
             found.append(root)
     return found
+
+
+def _contract_files(root: Path) -> list[Path]:
+    """``*/decguard.yaml`` under ``root``, a broken or looping link included (a glob drops
+    it silently; loading it then says what is wrong)."""
+    return sorted(
+        folder / CONTRACT_FILE
+        for folder in root.iterdir()
+        if folder.is_dir() and os.path.lexists(folder / CONTRACT_FILE)
+    )
 
 
 def _where(path: Path) -> str:
@@ -92,10 +102,19 @@ def _where(path: Path) -> str:
     return str(path.parent if path.name == CONTRACT_FILE else path)
 
 
+def _identity(path: Path) -> Path:
+    """The file a path names, links followed; a path whose links loop (or cannot be
+    followed) names itself: loading it then fails with the system's message."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: "Symlink loop" (Python before 3.13)
+        return path.absolute()
+
+
 def _collision_key(key: str, path: Path) -> str:
     """A key for a contract refused for a collision: unique (from its own path) so that each
     refused contract still shows as its own broken asset."""
-    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
+    digest = hashlib.sha256(str(_identity(path)).encode()).hexdigest()[:8]
     return f"{key}__collision_{digest}"
 
 
@@ -108,7 +127,7 @@ def discover_contracts(spec: str | None = None) -> list[ContractEntry]:
     paths: list[Path] = []
     seen: set[Path] = set()
     for path in contract_paths(spec):  # the same file listed twice is one contract
-        resolved = path.resolve()
+        resolved = _identity(path)
         if resolved not in seen:
             seen.add(resolved)
             paths.append(path)

@@ -70,55 +70,58 @@ def evaluation_ref(contract: str, target: str, run_id: str) -> str:
 # -- which targets the warehouse knows ------------------------------------------------------
 
 
-def _newest_writes(warehouse: Warehouse, table: str, contract: str) -> dict[str, list[Any]]:
-    """Per target, the rows of the newest write of ``table`` for a contract (in the order
-    written)."""
-    out: dict[str, list[Any]] = {}
-    for row in warehouse.newest_writes(table, contract).to_pylist():
-        out.setdefault(row["target"], []).append(row)
-    return out
-
-
 def _first_times(warehouse: Warehouse, table: str, contract: str) -> dict[str, Any]:
     """Per target, when ``table`` got its first row for a contract."""
     found = warehouse.query(
-        f"SELECT target, min(recorded_at) AS at FROM {table} WHERE contract = $c "
-        "GROUP BY target",
+        f"SELECT target, min(recorded_at) AS at FROM {table} WHERE contract = $c GROUP BY target",
         {"c": contract},
     ).to_pylist()
     return {r["target"]: r["at"] for r in found}
 
 
-def known_targets(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]:
+def known_targets(
+    contract: str, warehouse: Warehouse, candidate: str | None = None
+) -> list[dict[str, Any]]:
     """Every evaluated target of a contract as ``choose_baseline`` wants it.
 
-    ``backend`` is the contract backend of the key; ``model_version`` is the key's version
-    segment (unique per target, also when a backend reports no version and the key uses its
-    model name); ``created_at`` is the target's first registration or first evaluation,
-    whichever came first; ``requirements_passed`` is True when the target's newest evaluation
-    was approved (its verdict: no failing requirement of any kind, ``steps/verdict.py``), or,
-    before it has a verdict, when its newest golden gate results hold no failing
-    requirement. Targets never evaluated cannot be a baseline (there is nothing to compare)
-    and are left out.
+    A target is evaluated once a run reached its verdict (warehouse/completion.py); its
+    entry describes the newest such run. ``backend`` is the contract backend of the key;
+    ``model_version`` is the key's version segment (unique per target, also when a backend
+    reports no version and the key uses its model name); ``created_at`` is the target's first
+    registration or first evaluation, whichever came first; ``requirements_passed`` is True
+    when that run was approved (its verdict: no failing requirement of any kind,
+    ``steps/verdict.py``), or, when the newest verdict is of another run, when that run's
+    golden gate results hold no failing requirement. Targets never evaluated cannot be a
+    baseline (there is nothing to compare) and are left out, but for ``candidate``, the
+    target being diffed (its own evaluation is not complete before its verdict): its entry
+    gives its ``created_at``.
 
     A few queries per contract, whatever its history: each target's first ``runs`` and
-    ``targets`` rows, and its newest ``runs``, ``gate_results`` and ``verdicts`` writes."""
+    ``targets`` rows, its newest completed ``runs`` write and its newest ``verdicts``."""
     registered = _first_times(warehouse, "targets", contract)
     evaluated = _first_times(warehouse, "runs", contract)
-    gates = _newest_writes(warehouse, "gate_results", contract)
+    completed: dict[str, dict[str, Any]] = {}
+    for row in warehouse.newest_writes("runs", contract).to_pylist():
+        completed[row["target"]] = row  # the last row of the write, as read_latest's
     verdicts = approvals(contract, warehouse)
     known = []
-    for target, runs in _newest_writes(warehouse, "runs", contract).items():
-        newest = runs[0]
+    for target in sorted(evaluated):
+        newest = completed.get(target)
+        if newest is None:
+            if target != candidate:
+                continue
+            newest = warehouse.rows(  # not evaluated yet: only its dates matter
+                "runs", "contract = $c AND target = $t", {"c": contract, "t": target}
+            ).to_pylist()[-1]
         first_seen = [evaluated[target]]
         if target in registered:
             first_seen.append(registered[target])
-        checks = gates.get(target, [])
-        golden = [c for c in checks if c["source"] == "golden"]
         verdict = verdicts.get(target)
         if verdict is not None and verdict["evaluation_run_id"] == newest["run_id"]:
             passed = bool(verdict["approved"])
         else:
+            checks = warehouse.read_run("gate_results", contract, target, newest["run_id"])
+            golden = [c for c in checks.to_pylist() if c["source"] == "golden"] if checks else []
             passed = bool(golden) and not any(
                 c["level"] == "requirement" and c["status"] == "fail" for c in golden
             )
@@ -147,7 +150,7 @@ class Resolved:
 
 def resolve_baseline(entry: ContractEntry, target: str, warehouse: Warehouse) -> Resolved:
     loaded = entry.require()
-    known = known_targets(entry.key, warehouse)
+    known = known_targets(entry.key, warehouse, candidate=target)
     candidate = next((k for k in known if k["target"] == target), None)
     if candidate is None:
         raise DecGuardError(f"{entry.key}: target {target!r} has not been evaluated yet")
@@ -209,9 +212,15 @@ def diff_target(entry: ContractEntry, target: str, step: Step) -> DiffOutcome:
         baseline = load_evaluated(entry, baseline_target, wh)
         outcome.diff = diff_reports(
             as_evaluated(
-                golden_report(entry, baseline_target, wh, evaluated=baseline).report, baseline
+                golden_report(
+                    entry, baseline_target, wh, evaluated=baseline, measures=False
+                ).report,
+                baseline,
             ),
-            as_evaluated(golden_report(entry, target, wh, evaluated=evaluated).report, evaluated),
+            as_evaluated(
+                golden_report(entry, target, wh, evaluated=evaluated, measures=False).report,
+                evaluated,
+            ),
             contract=loaded,
             baseline_path=evaluation_ref(entry.key, baseline_target, baseline.run["run_id"]),
             candidate_path=evaluation_ref(entry.key, target, evaluated.run["run_id"]),
@@ -248,7 +257,7 @@ def _write_documents(outcome: DiffOutcome, directory: Path, step: Step) -> None:
         outcome.diff_path.with_name(outcome.diff_path.name.removesuffix(".json") + ".html"),
         diff.document,
         diff.statistics,
-        flip_matrix=diff.flip_matrix(),
+        flip_matrix=diff.flips(),
         source=outcome.diff_path.name,
     )
 

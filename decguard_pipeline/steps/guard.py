@@ -17,7 +17,7 @@ from decguard_pipeline.core.contract import LoadedContract
 from decguard_pipeline.core.gates import combine_checks
 from decguard_pipeline.core.guard.evaluation import MAIN, GuardedRun, SuiteRun
 from decguard_pipeline.core.guard.extension import GuardConfig, guard_config
-from decguard_pipeline.runs.guard import plan_datasets, run_guarded
+from decguard_pipeline.runs.guard import harness_files, plan_datasets, run_guarded
 from decguard_pipeline.steps import pictures
 from decguard_pipeline.steps.base import Step, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
@@ -25,6 +25,7 @@ from decguard_pipeline.steps.golden import golden_report
 from decguard_pipeline.steps.targets import backend_of
 from decguard_pipeline.warehouse.rows.guard import guard_rows, suite_cases_table
 
+RUN_DIR = "geh"  # <stem>.geh/: the Guard Eval Harness run directory of a materialisation
 SUITE_GATES = "suite_gates"  # DecGuard's own gates on the other suites, as one check
 PARTIAL_RUNS = "partial_runs"
 
@@ -61,6 +62,8 @@ class GuardMeasured:
 
     guarded: GuardedRun  # runs (main first), summary, image and sidecar paths
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # table -> rows
+    # where the Guard Eval Harness run was published (one guarded label only)
+    run_dir: str | None = None
 
     @property
     def runs(self) -> list[SuiteRun]:
@@ -82,8 +85,10 @@ class GuardMeasured:
 
 
 def measure_target(entry: ContractEntry, target: str, step: Step) -> GuardMeasured:
-    """Extension metrics and checks of every planned dataset of a target; pictures and the
-    sidecar under ``report_files``; rows in the ``guard_*`` and ``suite_case_results`` tables.
+    """Extension metrics and checks of every planned dataset of a target; pictures, the
+    sidecar and (for one guarded label) the Guard Eval Harness run directory
+    ``<stem>.geh/`` under ``report_files``; rows in the ``guard_*`` and ``suite_case_results``
+    tables.
     The main dataset is the target's evaluation in the warehouse, its DecGuard report built
     by the golden steps; the other suites go through the target's backend."""
     loaded = entry.require()
@@ -99,11 +104,15 @@ def measure_target(entry: ContractEntry, target: str, step: Step) -> GuardMeasur
     directory = wh.files_dir(entry.key, target)
     stem = f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}"
     guarded.write_files(directory, stem, target=target, draw=pictures.draw)
+    run_dir = None
+    if len(config.guarded) == 1:  # GEH's files are about one positive label
+        harness = harness_files(loaded, config, main, guarded, target=target)
+        run_dir = wh.location(harness.write(directory / f"{stem}.{RUN_DIR}"))
 
     where = step.keys(entry.key, target)
     backend = main.document["backend"]
     who = {"backend": backend["name"], "model_version": backend["model_version"]}
-    measured = GuardMeasured(guarded, guard_rows(guarded, {**where, **who}))
+    measured = GuardMeasured(guarded, guard_rows(guarded, {**where, **who}), run_dir)
     for table, rows in measured.rows.items():
         wh.write(table, rows, **where)
     if len(guarded.runs) > 1:

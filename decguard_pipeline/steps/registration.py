@@ -1,5 +1,6 @@
 """Register targets: discover each backend's current version, record it when it changed, and
-tell whether a target was already evaluated on the contract and data as they are now."""
+tell whether a target was already evaluated (a run reached its verdict) on the contract and
+data as they are now."""
 
 from __future__ import annotations
 
@@ -65,18 +66,32 @@ def current_inputs(entry: ContractEntry) -> Inputs:
     return Inputs(loaded.hash, dataset, suites)
 
 
-def evaluated(entry: ContractEntry, target: str, warehouse: Warehouse, inputs: Inputs) -> bool:
+@dataclass(frozen=True)
+class Evaluations:
+    """What the runs of a target on the current inputs came to."""
+
+    evaluated: bool  # one of them evaluated it (see :func:`evaluations`)
+    failed: int  # runs that wrote their runs row but ended without evaluating it
+
+
+def evaluations(
+    entry: ContractEntry, target: str, warehouse: Warehouse, inputs: Inputs
+) -> Evaluations:
     """Whether some run already evaluated ``target`` on ``inputs`` (whoever started it:
-    ``evaluate``, the sensor, a schedule, the UI): its ``runs`` row has the same contract and
-    dataset hashes, it decided at least one case (a backend that failed on every case is
-    worth asking again) and, when suites are evaluated too, its ``guard_suites`` rows hold
-    every suite's hash."""
+    ``evaluate``, the sensor, a schedule, the UI): it reached its verdict (a run killed or
+    broken before that left rows, but did not evaluate the target: warehouse/completion.py),
+    its ``runs`` row has the same contract and dataset hashes, it decided at least one case
+    (a backend that failed on every case is worth asking again) and, when suites are
+    evaluated too, its ``guard_suites`` rows hold every suite's hash. Else, how many runs
+    on these contract and dataset hashes ended without it (no verdict, or no case decided)."""
+    done = warehouse.completed_runs(entry.key, target)
     runs = warehouse.rows(
         "runs",
         "contract = $c AND target = $t",
         {"c": entry.key, "t": target},
-        order="recorded_at DESC, run_id DESC, rowid",  # newest first: usually the latest
+        order="recorded_at DESC, run_id DESC",  # newest first: usually the latest
     )
+    failed = 0
     for run in runs.to_pylist():
         if (run["contract_hash"], run["dataset_hash"]) != (
             inputs.contract_hash,
@@ -84,14 +99,18 @@ def evaluated(entry: ContractEntry, target: str, warehouse: Warehouse, inputs: I
         ):
             continue
         n_cases, n_errored = run["n_cases"] or 0, run["n_errored"] or 0
-        if n_cases and n_errored >= n_cases:
+        if run["run_id"] not in done or (n_cases and n_errored >= n_cases):
+            failed += 1
             continue
         if inputs.suite_hashes:
             suites = warehouse.read_run("guard_suites", entry.key, target, run["run_id"])
-            measured = (
-                set() if suites is None else set(suites.column("dataset_hash").to_pylist())
-            )
+            measured = set() if suites is None else set(suites.column("dataset_hash").to_pylist())
             if not inputs.suite_hashes <= measured:
                 continue
-        return True
-    return False
+        return Evaluations(True, failed)
+    return Evaluations(False, failed)
+
+
+def evaluated(entry: ContractEntry, target: str, warehouse: Warehouse, inputs: Inputs) -> bool:
+    """Whether some run already evaluated ``target`` on ``inputs`` (:func:`evaluations`)."""
+    return evaluations(entry, target, warehouse, inputs).evaluated

@@ -46,7 +46,7 @@ class Target:
     provider: str
     model: str | None
     model_version: str | None  # raw, as the backend reported it
-    version_source: str  # contract | health | canary | model | none
+    version_source: str  # contract | health | server | probe | canary | model | none
 
     def as_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,7 +64,7 @@ def discover_target(
     backend = make_backend(loaded, backend_name)
     try:
         check_health(backend)
-        version, source = backend.version_hint(), "contract" if backend.inline else "health"
+        version, source = backend.version_hint(), backend.version_hint_source()
         if version is None and canary_input is not None:
             spec = loaded.contract.spec()
             result = backend.decide(

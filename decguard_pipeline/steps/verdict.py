@@ -22,9 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from decguard_pipeline.core.guard.curves import calibration_of
+from decguard_pipeline.core.report.html import read_sidecar
+from decguard_pipeline.core.report.sidecar import sections_of
+from decguard_pipeline.core.report.verify import load_report
 from decguard_pipeline.core.verdict import GOLDEN, GUARD, PROPERTIES, REGRESSION, Verdict, decide
 from decguard_pipeline.steps.base import Step, load_evaluated, run_rows
 from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.golden import write_page
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.verdict import verdict_row
 
@@ -86,7 +90,8 @@ def decide_target(entry: ContractEntry, target: str, step: Step) -> TargetVerdic
     wh = step.warehouse
     evaluated = load_evaluated(entry, target, wh, step.run_id)
     checks = stored_checks(entry, target, wh, step.run_id)
-    verdict = decide(checks)
+    regression = _last(wh, "diffs", entry, target, step.run_id)
+    verdict = decide(checks, baseline=None if regression is None else regression["baseline_target"])
     metrics = {
         r["metric"]: r["value"]
         for r in run_rows(wh, "metrics", entry.key, target, step.run_id) or []
@@ -98,17 +103,61 @@ def decide_target(entry: ContractEntry, target: str, step: Step) -> TargetVerdic
     report = _last(wh, "reports", entry, target, step.run_id)
     report_path = None if report is None else report["path"]
     html = None if report_path is None else Path(report_path).with_suffix(".html")
+    diff_html = _diff_html(regression)
+    if html is not None and html.is_file():  # the page says the verdict, as every surface
+        judged_page(entry, target, step, verdict, Path(report_path), diff_html)
     row = verdict_row(
         step.keys(entry.key, target),
         evaluated.run,
         verdict,
         numbers,
-        regression=_last(wh, "diffs", entry, target, step.run_id),
+        regression=regression,
         report_path=report_path,
         report_html=str(html) if html is not None and html.is_file() else None,
+        diff_html=diff_html,
     )
     wh.write("verdicts", [row], **step.keys(entry.key, target))
     return TargetVerdict(target, verdict, row, checks)
+
+
+def judged_page(
+    entry: ContractEntry,
+    target: str,
+    step: Step,
+    verdict: Verdict,
+    report_path: Path,
+    diff_html: str | None,
+) -> Path:
+    """Write the report's page again (atomically, same file) with the pipeline's verdict in
+    its banner and the link to the diff's page: the report written before the diff and the
+    verdict showed DecGuard's verdict alone. Read back from the report file and its sidecar
+    (milliseconds), so a verdict materialised alone writes it too."""
+    report = load_report(report_path)
+    stored = read_sidecar(report_path, report)
+    if stored is not None:
+        report.extensions.update(sections_of(stored))
+    diff_href = None
+    if diff_html is not None and Path(diff_html).parent == report_path.parent:
+        diff_href = Path(diff_html).name  # next to the page: a link that works anywhere
+    return write_page(entry, target, step, report, report_path, verdict=verdict,
+                      diff_href=diff_href)  # fmt: skip
+
+
+def stored_verdict(
+    entry: ContractEntry, target: str, warehouse: Warehouse, run_id: str | None
+) -> dict[str, dict[str, Any]]:
+    """The ``verdicts`` row of run ``run_id`` (else the newest) as the verdict check's row."""
+    rows = run_rows(warehouse, "verdicts", entry.key, target, run_id)
+    return {"verdict": rows[-1]} if rows else {}
+
+
+def _diff_html(regression: dict[str, Any] | None) -> str | None:
+    """The page of the regression diff (``<stem>.diff.html`` next to its JSON), when written."""
+    path = None if regression is None else regression.get("diff_path")
+    if not path:
+        return None
+    html = Path(path).with_name(Path(path).name.removesuffix(".json") + ".html")
+    return str(html) if html.is_file() else None
 
 
 def latest_verdicts(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]:

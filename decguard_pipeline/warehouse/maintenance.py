@@ -1,9 +1,11 @@
 """``warehouse compact``: DuckLake's own maintenance, called in order.
 
 1. With ``keep_days``, retention: the rows older than that are deleted, in one transaction,
-   except each contract's and target's newest write (``latest_*`` keeps its answer) and the
-   ``targets`` and ``runs`` tables (a target's first registration and first evaluation choose
-   regression baselines; ``runs`` says whether a target was already evaluated).
+   except each contract's and target's newest write and, in a table an evaluation writes,
+   its newest write of a run that reached its verdict (``latest_*`` keeps its answer), and
+   the ``targets``, ``runs`` and ``verdicts`` tables (a target's first registration and first
+   evaluation choose regression baselines; ``runs`` says whether a target was already
+   evaluated, ``verdicts`` which runs completed: warehouse/completion.py).
 2. ``ducklake_flush_inlined_data``: rows inlined in the catalog (small writes) move into
    Parquet files.
 3. ``ducklake_merge_adjacent_files`` (and ``ducklake_rewrite_data_files`` after a retention,
@@ -27,13 +29,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from decguard_pipeline.core.errors import DecGuardError
+from decguard_pipeline.warehouse.completion import completed_condition, gated
 from decguard_pipeline.warehouse.lake import ALIAS
-from decguard_pipeline.warehouse.schema import TABLES
+from decguard_pipeline.warehouse.schema import TABLES, VERDICTS
 from decguard_pipeline.warehouse.store import Warehouse
 from decguard_pipeline.warehouse.views import NEWEST
 
 # Retention never deletes these (see the module docstring).
-KEPT_WHOLE = frozenset({"targets", "runs"})
+KEPT_WHOLE = frozenset({"targets", "runs", VERDICTS})
 
 
 @dataclass(frozen=True)
@@ -118,9 +121,14 @@ def compact(
             for table in TABLES:
                 if table in KEPT_WHOLE:
                     continue
+                shown = f'SELECT rowid FROM "{table}" AS _t {NEWEST}'
+                if gated(table):
+                    shown += (
+                        f' UNION ALL SELECT rowid FROM "{table}" AS _t '
+                        f"WHERE {completed_condition('_t')} {NEWEST}"
+                    )
                 found = con.execute(
-                    f'DELETE FROM "{table}" WHERE recorded_at < $cutoff AND rowid NOT IN '
-                    f'(SELECT rowid FROM "{table}" {NEWEST})',
+                    f'DELETE FROM "{table}" WHERE recorded_at < $cutoff AND rowid NOT IN ({shown})',
                     {"cutoff": cutoff},
                 ).fetchone()
                 result.tables[table].rows_dropped = int(found[0]) if found else 0

@@ -27,9 +27,10 @@ from urllib.parse import quote
 import pyarrow as pa
 
 from decguard_pipeline.warehouse import objects
+from decguard_pipeline.warehouse.completion import completed_condition, gated
 from decguard_pipeline.warehouse.lake import ALIAS, Lake, catalog_place, lake_of
-from decguard_pipeline.warehouse.locations import Location, ObjectPath, location
-from decguard_pipeline.warehouse.schema import NO_TARGET, TABLES
+from decguard_pipeline.warehouse.locations import Location, ObjectPath, StorageError, location
+from decguard_pipeline.warehouse.schema import NO_TARGET, TABLES, VERDICTS
 from decguard_pipeline.warehouse.transaction import ORDER, Transaction
 from decguard_pipeline.warehouse.views import NEWEST
 
@@ -115,7 +116,7 @@ class Warehouse:
         if self._key in active:
             yield active[self._key]
             return
-        tx = Transaction(self.lake, self.root / FILES)
+        tx = Transaction(self.lake, self.root)
         active[self._key] = tx
         try:
             yield tx
@@ -214,19 +215,20 @@ class Warehouse:
 
             yield append
 
-    def files_dir(self, contract: str, target: str = NO_TARGET) -> Path:
+    def files_dir(self, contract: str, target: str = NO_TARGET, folder: str = FILES) -> Path:
         """Where a step writes its files beside the tables (reports, sidecars, pictures):
-        ``<root>/report_files/contract=…/target=…/``. On object storage, a local folder of
+        ``<root>/<folder>/contract=…/target=…/``. On object storage, a local folder of
         the step's transaction, uploaded there before its rows commit; rows naming a file
         in it name its ``s3://`` location."""
+        part = f"{folder}/{_files_part(contract, target)}"
         if not isinstance(self.root, ObjectPath):
-            folder = self.root / FILES / _files_part(contract, target)
-            folder.mkdir(parents=True, exist_ok=True)
-            return folder
+            local = self.root / part
+            local.mkdir(parents=True, exist_ok=True)
+            return local
         tx = _active().get(self._key)
         if tx is None:
             raise RuntimeError("files beside the tables of an object store need a transaction")
-        return tx.files_dir(_files_part(contract, target))
+        return tx.files_dir(part)
 
     def read_bytes(self, where: str | os.PathLike[str] | Location) -> bytes:
         """The bytes of a file written beside the tables, by the location a row names."""
@@ -253,14 +255,23 @@ class Warehouse:
             con.close()
 
     @contextlib.contextmanager
-    def read_only(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection that can only read (the catalog attached ``READ_ONLY``): what
-        ``decguard-pipeline sql`` runs a user's query on."""
-        con = lake_of(self.root, self.place, read_only=True).cursor()
+    def read_only(self, sql: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection that can only read (the catalog attached ``READ_ONLY``) on a DuckDB
+        of its own, closed after the block: what ``decguard-pipeline sql`` runs a user's query
+        on, locking its settings down (warehouse/read_only.py) without touching this
+        process's other connections. ``sql`` is the query it is for (unused: every view is
+        in the catalog)."""
+        if not self.exists():
+            raise StorageError(f"no warehouse at {self.root}")
+        lake = Lake(self.root, self.place, read_only=True)
         try:
-            yield con
+            con = lake.cursor()
+            try:
+                yield con
+            finally:
+                con.close()
         finally:
-            con.close()
+            lake.db.close()
 
     def query(self, sql: str, params: list[Any] | dict[str, Any] | None = None) -> pa.Table:
         with self.connect() as con:
@@ -268,11 +279,24 @@ class Warehouse:
 
     def read_latest(self, table: str, contract: str, target: str = NO_TARGET) -> pa.Table | None:
         """The rows of the newest write of ``table`` for one contract and target (in the
-        order written); None when there is none."""
+        order written); of a table a target's evaluation writes, the newest write of a run
+        that reached its verdict (warehouse/completion.py): the rows ``latest_<table>``
+        shows. None when there is none."""
         rows = self.rows(
-            table, f"contract = $c AND target = $t {NEWEST}", {"c": contract, "t": target}
+            table,
+            f"contract = $c AND target = $t{_completed(table)} {NEWEST}",
+            {"c": contract, "t": target},
         )
         return rows if rows.num_rows else None
+
+    def completed_runs(self, contract: str, target: str) -> set[str]:
+        """The runs that wrote a verdict of one contract and target."""
+        found = self.query(
+            f"SELECT DISTINCT run_id FROM {self._source(VERDICTS)} "
+            "WHERE contract = $c AND target = $t",
+            {"c": contract, "t": target},
+        )
+        return {str(r) for r in found.column("run_id").to_pylist()}
 
     def read_run(self, table: str, contract: str, target: str, run_id: str) -> pa.Table | None:
         """The rows run ``run_id`` wrote (its newest write when it wrote several); None when
@@ -291,7 +315,9 @@ class Warehouse:
         """Rows of ``table`` matching ``where`` (SQL, ``$name`` parameters; it may end with
         a ``QUALIFY``), in ``order`` (default: the order written), with the table's schema."""
         with self.connect() as con:
-            sql = f"SELECT * FROM {self._source(table)}" + (f" WHERE {where}" if where else "")
+            sql = f"SELECT * FROM {self._source(table)} AS _t" + (
+                f" WHERE {where}" if where else ""
+            )
             found = con.execute(
                 f"SELECT * EXCLUDE ({ORDER}) FROM ({sql}) ORDER BY {order or ORDER}",
                 params or None,
@@ -308,7 +334,14 @@ class Warehouse:
     def newest_writes(self, table: str, contract: str) -> pa.Table:
         """The rows of each target's newest write of ``table`` for a contract (what
         ``latest_<table>`` shows of it), in the order written."""
-        return self.rows(table, f"contract = $c {NEWEST}", {"c": contract})
+        return self.rows(table, f"contract = $c{_completed(table)} {NEWEST}", {"c": contract})
+
+    def stamp(self) -> int:
+        """The warehouse's current snapshot: it changes with every commit, so a reader can
+        tell it has nothing new to read."""
+        with self.connect() as con:
+            found = con.execute(f"SELECT id FROM {ALIAS}.current_snapshot()").fetchone()
+        return int(found[0]) if found else 0
 
     def targets(self, table: str, contract: str) -> list[str]:
         """The targets with rows of ``table`` for a contract, in name order."""
@@ -381,6 +414,11 @@ def _copies_folder() -> Path:
     folder = Path(tempfile.mkdtemp(prefix=f"decguard-copies-{os.getpid()}-"))
     atexit.register(shutil.rmtree, folder, True)
     return folder
+
+
+def _completed(table: str) -> str:
+    """The ``AND`` of a ``rows`` filter keeping a gated table's completed runs."""
+    return f" AND {completed_condition('_t')}" if gated(table) else ""
 
 
 def _files_part(contract: str, target: str) -> str:

@@ -1,7 +1,9 @@
 """The views kept in the warehouse's catalog beside its tables: per table ``latest_<table>``
-(per contract and target, the rows of the newest write) and ``latest_all_checks``. They are
-DuckLake views, so any DuckDB that attaches the catalog has them, and they name their tables
-unqualified: they work whatever name the catalog is attached as.
+(per contract and target, the rows of the newest write; of a table a target's evaluation
+writes, the newest write of a run that reached its verdict: warehouse/completion.py) and
+``latest_all_checks``. They are DuckLake views, so any DuckDB that attaches the catalog has
+them, and they name their tables unqualified: they work whatever name the catalog is attached
+as.
 
 A write is one ``(run_id, recorded_at)`` of a table's contract and target (every row a step
 writes carries the step's run id and one timestamp). The newest is the greatest
@@ -11,6 +13,7 @@ ranking takes: docs/adr/warehouse-format.md)."""
 
 from __future__ import annotations
 
+from decguard_pipeline.warehouse.completion import completed_condition, gated
 from decguard_pipeline.warehouse.schema import TABLES
 
 ALL_CHECKS = "latest_all_checks"
@@ -27,7 +30,14 @@ NEWEST = (
 
 
 def latest(table: str) -> str:
-    return f'CREATE OR REPLACE VIEW "latest_{table}" AS SELECT * FROM "{table}" {NEWEST}'
+    """``latest_<table>``: the newest write per contract and target; of a table a target's
+    evaluation writes, among the writes of runs that reached their verdict
+    (warehouse/completion.py)."""
+    where = f" WHERE {completed_condition('_t')}" if gated(table) else ""
+    return (
+        f'CREATE OR REPLACE VIEW "latest_{table}" AS SELECT _t.* FROM "{table}" AS _t'
+        f"{where} {NEWEST}"
+    )
 
 
 def names() -> list[str]:

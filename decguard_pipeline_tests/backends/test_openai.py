@@ -63,6 +63,10 @@ def test_logprobs_adds_same_letter_tokens_and_ignores_the_rest():
     got = [decided["probabilities"][label] for label in SPEC.labels]
     assert got == pytest.approx(expected, abs=1e-12)
     assert decided["selected"] == "billing"
+    # the logits a calibrator reads: each letter's own log-probability, in the order shown
+    assert decided["metadata"]["logprobs"] == pytest.approx(
+        [-0.9, math.log(math.exp(-1.2) + math.exp(-2.5)), -4.0], abs=1e-12
+    )
     assert decided["model"] == "gpt-test"
     assert decided["model_version"] == "test-model-2026-01-01"
     assert sent == {
@@ -87,6 +91,7 @@ def test_logprobs_letters_not_offered_get_zero_and_none_found_is_invalid():
     with llm_server(answer) as server:
         results = run(backend(server.url), ["only C", "no letter here"])
     assert results.probs[0].tolist() == [0.0, 0.0, 1.0]
+    assert results.result_metadata[0] == {"logprobs": [None, None, -0.3]}  # absent: null
     assert results.error_kind == [None, "invalid_response"]
     assert results.error_message[1] == "no option letter (A, B, C) among top_logprobs"
 
@@ -185,6 +190,7 @@ def test_completion_logprobs_scores_each_option_by_its_own_tokens(normalize):
     else:
         scores = [-1.2, -0.6, -2.0]
     assert results.probs[0].tolist() == pytest.approx(by_hand_softmax(scores), abs=1e-12)
+    assert results.result_metadata[0]["logprobs"] == pytest.approx(scores, abs=1e-12)
     assert results.prompt_tokens.tolist() == [90.0]
     assert results.completion_tokens.tolist() == [3.0]
 

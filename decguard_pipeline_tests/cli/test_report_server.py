@@ -4,7 +4,9 @@ no listing, nothing outside it, loopback only; and the links the assets show poi
 from __future__ import annotations
 
 import http.client
+import os
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +65,64 @@ def test_links_without_a_server_are_paths_only(tmp_path, monkeypatch, base):
         assert list(links) == ["report_html_path"]
     assert links["report_html_path"].value == str(page)
     assert report_url(tmp_path / "elsewhere.html") is None  # not under report_files
+
+
+def test_nothing_outside_the_folder_through_links_dotfiles_or_special_files(tmp_path):
+    """Real symbolic links, hidden files, a FIFO and a device, fetched over real HTTP: only
+    regular files that resolve inside the folder are served."""
+    folder = tmp_path / "report_files"
+    page = folder / "contract=c" / "target=t" / "x.html"
+    page.parent.mkdir(parents=True)
+    page.write_text("<p>report</p>")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside")
+    (folder / ".env").write_text("TOKEN=1")
+    (folder / "contract=c" / ".hidden").mkdir()
+    (folder / "contract=c" / ".hidden" / "y.html").write_text("hidden")
+    links = {
+        "passwd.html": Path("/etc/passwd"),
+        "secret.html": secret,
+        "up": tmp_path,  # a folder link out
+        "zero.html": Path("/dev/zero"),
+        "env.html": folder / ".env",  # inside, but a dotfile
+        "loop.html": folder / "loop.html",
+        "same.html": page,  # inside: served
+    }
+    for name, target in links.items():
+        (folder / name).symlink_to(target)
+    os.mkfifo(folder / "fifo.html")
+    port = free_port()
+    server = serve_reports(folder, port)
+    try:
+        assert get(port, "/contract=c/target=t/x.html") == (200, b"<p>report</p>")
+        assert get(port, "/same.html") == (200, b"<p>report</p>")
+        for path in (
+            "/passwd.html", "/secret.html", "/up/secret.txt", "/zero.html", "/env.html",
+            "/.env", "/%2eenv", "/contract=c/.hidden/y.html", "/loop.html", "/fifo.html",
+            "/contract=c/target=t/",
+        ):  # fmt: skip
+            status, body = get(port, path)
+            assert status == 404, (path, status, body[:80])
+            assert b"outside" not in body and b"root:" not in body and b"TOKEN" not in body
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_served_file_is_sent_as_long_as_announced(tmp_path):
+    folder = tmp_path / "report_files"
+    folder.mkdir()
+    (folder / "big.json").write_bytes(b"x" * 300_000)
+    port = free_port()
+    server = serve_reports(folder, port)
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection.request("HEAD", "/big.json")
+        response = connection.getresponse()
+        assert response.status == 200 and response.getheader("Content-Length") == "300000"
+        assert response.read() == b""
+        connection.close()
+        assert get(port, "/big.json") == (200, b"x" * 300_000)
+    finally:
+        server.shutdown()
+        server.server_close()

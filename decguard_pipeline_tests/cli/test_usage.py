@@ -44,10 +44,12 @@ def test_sidecar_has_tokens_and_cost_the_report_none(tmp_path, ours, ref):
     assert "prompt_tokens" not in text and "usage" not in json.loads(text)
     assert ref("report", out).exit_code == 0
 
-    # the text: DecGuard's layout, then the usage block
+    # the text: DecGuard's layout, the usage block, then DecGuard's final line (no cost gate
+    # here: its verdict is the run's)
     lines = ran.stdout.splitlines()
     usage_at = next(i for i, line in enumerate(lines) if line.startswith("  Usage "))
-    assert lines[usage_at - 2].startswith(("PASS", "WARN", "FAIL"))  # DecGuard's last line
+    assert "PASS: all gates hold" not in lines[:usage_at] and lines[usage_at - 1] == ""
+    assert lines[-2:] == ["", "PASS: all gates hold"]
     assert lines[usage_at] == (
         f"  Usage        5 of 5 cases with token counts · prompt {usage['prompt_tokens']} · "
         "completion 5 tokens"
@@ -91,7 +93,19 @@ def test_cost_gate_decides_the_exit_status(tmp_path, ours, level, threshold, exi
     assert check["level"] == ("requirement" if level == "requirements" else "warning")
     # DecGuard's own verdict is untouched: its gates all hold
     assert json.loads((tmp_path / "out.json").read_text())["status"] == "pass"
-    assert f"{status.upper():<4}  max_cost_per_1000" in ran.stdout
+    # every gate, the cost gate included, before the one final line: the run's verdict
+    lines = ran.stdout.splitlines()
+    gate_at = next(i for i, line in enumerate(lines) if "max_cost_per_1000" in line)
+    assert lines[gate_at].startswith(f"    {status.upper():<4}  max_cost_per_1000")
+    assert lines[gate_at + 1 :] == ["", FINAL[status]]
+    assert sum(line.startswith(("PASS", "WARN", "FAIL", "Pipeline verdict")) for line in lines) == 1
+
+
+FINAL = {
+    "pass": "Pipeline verdict: PASS — every gate holds",
+    "fail": "Pipeline verdict: FAIL — cost.max_cost_per_1000",
+    "warn": "Pipeline verdict: WARN — cost.max_cost_per_1000",
+}
 
 
 def test_cost_gate_on_a_backend_without_pricing_fails_as_not_computed(tmp_path, ours):

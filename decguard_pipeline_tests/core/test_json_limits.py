@@ -6,8 +6,10 @@ message is DecGuard's own, at the same line and column (pydantic is the oracle).
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -242,3 +244,69 @@ def test_hostile_files_are_refused_before_parsing(tmp_path, shape, message):
     assert code == 2
     assert stderr == f"error: {path}: not a DecGuard 0.1 report:\n  {message}\n"
     assert peak < 3 * HOSTILE_MB + 150, f"peak {peak} MiB"
+
+
+# -- files that are not what their size says ----------------------------------------------
+
+_ONE_GIB = 1 << 30
+
+
+def _capped() -> None:
+    """In the child: at most 1 GiB of data, so reading a device for ever fails fast."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_DATA, (_ONE_GIB, _ONE_GIB))
+
+
+def _command(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(BIN / "decguard-pipeline"), *args],
+        capture_output=True, text=True, timeout=120, preexec_fn=_capped,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+def test_a_device_or_fifo_is_refused_before_anything_is_read(stored):
+    """``stat()`` gives a device and a FIFO no size: a link to ``/dev/zero`` passed the size
+    check and was read until memory ran out (2.7 GB), a FIFO without a writer hung."""
+    Path("zero.json").symlink_to("/dev/zero")
+    os.mkfifo("fifo.json")
+    for name in ("zero.json", "fifo.json"):
+        for args, what in (
+            (["report", name], "report"),
+            (["diff", name, "test.json"], "report"),
+            (["replay", name], "report"),
+            (
+                ["check", "refund/decguard.yaml", "-d", "refund/production.jsonl",
+                 "--baseline", name],
+                "production report",
+            ),
+        ):  # fmt: skip
+            ran = _command(*args)
+            assert (ran.returncode, ran.stderr) == (
+                2,
+                f"error: {name}: cannot read {what}: it is not a regular file\n",
+            ), args
+    Path("folder.json").mkdir()
+    ran = _command("report", "folder.json")
+    assert (ran.returncode, ran.stderr) == (
+        2,
+        "error: folder.json: cannot read report: it is a directory\n",
+    )
+
+
+def test_the_limit_holds_on_what_is_read_not_on_the_size_reported(stored):
+    """A file whose size the file system does not know is read only up to the limit:
+    ``/proc/self/pagemap`` reports 0 bytes and holds hundreds of gigabytes (before, it was
+    read until memory ran out)."""
+    if not os.access("/proc/self/pagemap", os.R_OK):
+        pytest.skip("no /proc/self/pagemap here")
+    Path("pagemap.json").symlink_to("/proc/self/pagemap")
+    limit = {"DECGUARD_MAX_REPORT_BYTES": "4095"}  # pagemap is read in 8-byte entries
+    for args in (["report", "pagemap.json"], ["replay", "pagemap.json"]):
+        ran = _command(*args, env=limit)
+        assert (ran.returncode, ran.stderr) == (
+            2,
+            "error: pagemap.json: cannot read report: over the limit of 4095 bytes "
+            "(set DECGUARD_MAX_REPORT_BYTES to read larger files)\n",
+        ), args

@@ -70,11 +70,14 @@ def test_failing_cost_requirement_blocks_the_approval(tmp_path):
     assert done["golden_metrics"].metadata["cost_per_1000"].value == pytest.approx(per_1000)
     # the scoreboard shows the cost when it is known (4 significant digits)
     [row] = done["scoreboard"].metadata["scoreboard"].records
-    assert float(row.data["cost_per_1000"]) == pytest.approx(per_1000, rel=5e-4)
-    assert "| cost / 1k |" in done["scoreboard"].metadata["scoreboard_markdown"].value
+    assert float(row.data["cost / 1k"]) == pytest.approx(per_1000, rel=5e-4)
+    [target] = [r.data["target"] for r in done["scoreboard"].metadata["scoreboard"].records]
+    assert f"cost.max_cost_per_1000 {per_1000:.4g} > 0.01" in (
+        done["scoreboard"].metadata[target].value
+    )
     check = _checks(result)["max_cost_per_1000"]
     assert (check.passed, check.severity) == (False, dg.AssetCheckSeverity.ERROR)
-    assert check.metadata["value"].value == pytest.approx(per_1000, rel=1e-12)
+    assert check.metadata["value"].value == pytest.approx(per_1000, rel=1e-11)
     assert check.description == f"cost_per_1000 {per_1000:.4g} violates <= 0.01"
 
     wh = Warehouse(tmp_path / "wh")

@@ -91,7 +91,7 @@ def test_the_response_cache_on_an_s3_warehouse(s3_server, s3_bucket, tmp_path, l
             env=env, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
-        assert summary_line(done.stdout, "default@tiny-v1").split()[2:4] == ["0.750", "0.110"]
+        assert summary_line(done.stdout, "default@tiny-v1").split()[3:5] == ["0.750", "0.110"]
         now = len([r for r in server.behaviour.requests if r.get("case_id") != "canary"])
         asked.append(now - before)
     assert asked == [4, 0]
@@ -132,7 +132,7 @@ def test_two_machines_one_postgres_instance_one_s3_warehouse(
         monkeypatch.setenv("DAGSTER_PG_URL", pg_url)
         with dg.DagsterInstance.from_config(str(place.home)) as instance:
             runs = instance.get_runs()
-            seen.append({(r.job_name, r.tags["decguard/target"], r.run_id) for r in runs})
+            seen.append({(r.job_name, r.tags["dagster/partition"], r.run_id) for r in runs})
             assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
     assert seen[0] == seen[1]
     assert {(job, target) for job, target, _ in seen[0]} == {

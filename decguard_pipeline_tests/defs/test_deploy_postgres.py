@@ -69,7 +69,7 @@ def test_evaluate_on_postgres_records_runs_events_and_checks(
     write_contract(place.contracts / "tiny", MOCK)
     code, out, err = finish(spawn(on_postgres(place, pg_url)), timeout=240)
     assert code == 0, out + err
-    assert summary_line(out, "default@tiny-v1").split()[2:4] == ["0.750", "0.110"]
+    assert summary_line(out, "default@tiny-v1").split()[3:5] == ["0.750", "0.110"]
     assert f"dagster home {place.home} (postgres)" in out
 
     # the instance config names the variable; neither the URL nor the password is written
@@ -218,7 +218,7 @@ def test_dead_run_recovery_on_postgres(pg_url: str, tmp_path: Path, loopback, mo
     code, out, err = finish(spawn(env), timeout=240)
     assert code == 0, out + err
     assert "marked" not in err  # the sensor already recovered it
-    assert summary_line(out, "default@tiny-v1").split()[2:4] == ["0.750", "0.110"]
+    assert summary_line(out, "default@tiny-v1").split()[3:5] == ["0.750", "0.110"]
 
 
 def test_two_homes_share_one_postgres_instance(
@@ -242,7 +242,7 @@ def test_two_homes_share_one_postgres_instance(
     for place in (a, b):
         with open_home(place.home, monkeypatch, {"DAGSTER_PG_URL": pg_url}) as instance:
             runs = instance.get_runs()
-            seen.append({(r.job_name, r.tags["decguard/target"], r.run_id) for r in runs})
+            seen.append({(r.job_name, r.tags["dagster/partition"], r.run_id) for r in runs})
             assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
     assert seen[0] == seen[1]
     assert {(job, target) for job, target, _ in seen[0]} == {

@@ -24,6 +24,7 @@ from decguard_pipeline.core.report.jsonio import write_document
 from decguard_pipeline.definitions import build_definitions
 from decguard_pipeline.defs.assets.base import asset_key
 from decguard_pipeline.defs.assets.diff import NAME, check_result, parts
+from decguard_pipeline.defs.assets.verdict import EPHEMERAL
 from decguard_pipeline.defs.gate_checks import check_name
 from decguard_pipeline.defs.jobs import job_name
 from decguard_pipeline.defs.partitions import targets_name
@@ -289,9 +290,10 @@ def write_contract(folder: Path, version: str, invoice: str) -> Path:
 
 
 def gate_results(entry, target: str, wh: Warehouse) -> dict[str, dg.AssetCheckResult]:
-    """What the regression checks report for ``target``, by check name: the stored rows (as
-    the multi-asset check loads them) through ``check_result``, called directly."""
-    rows = check_rows(entry, target, wh)
+    """What the regression checks report for ``target``, by check name: the rows the diff
+    called directly stored (as the multi-asset check loads its run's) through
+    ``check_result``, called directly."""
+    rows = check_rows(entry, target, wh, EPHEMERAL)
     asset = asset_key(entry, NAME)
     named = [(check_name(gate, level), (gate, level)) for gate, level in regression_gates(
         entry.require())]  # fmt: skip
@@ -323,9 +325,9 @@ def test_next_version_is_diffed_against_the_previous_one_with_statistics(tmp_pat
     first = call_part(entry, regression_diff, "default@v1", wh)
     assert (first["status"], first["baseline"]) == ("NO_BASELINE", "none")
     assert list(gate_results(entry, "default@v1", wh)) == GATES
-    row = wh.read_latest("diffs", "tickets", "default@v1").to_pylist()[0]
+    row = wh.read_run("diffs", "tickets", "default@v1", EPHEMERAL).to_pylist()[0]
     assert row["status"] == "no_baseline" and row["baseline_target"] is None
-    assert wh.read_latest("diff_intervals", "tickets", "default@v1") is None
+    assert wh.read_run("diff_intervals", "tickets", "default@v1", EPHEMERAL) is None
     v1_report = tmp_path / "v1.json"
     assert ours("test", contract, "-o", v1_report, "-f", "json").exit_code == 0
 
@@ -333,7 +335,7 @@ def test_next_version_is_diffed_against_the_previous_one_with_statistics(tmp_pat
     write_contract(folder, "v2", V2_INVOICE)
     evaluate(entry, "default@v2", wh, "run-2")  # golden min_accuracy 5/8 holds
     meta = call_part(entry, regression_diff, "default@v2", wh)
-    row = wh.read_latest("diffs", "tickets", "default@v2").to_pylist()[0]
+    row = wh.read_run("diffs", "tickets", "default@v2", EPHEMERAL).to_pylist()[0]
     assert (row["baseline_target"], row["baseline_rule"]) == ("default@v1", "previous_version")
     assert row["baseline_reason"] == "previous passing version of backend 'default'"
     assert (row["baseline_model_version"], row["model_version"]) == ("v1", "v2")
@@ -343,7 +345,7 @@ def test_next_version_is_diffed_against_the_previous_one_with_statistics(tmp_pat
     assert (row["accuracy_baseline"], row["accuracy_candidate"]) == (1.0, 5 / 8)
     tv = 0.5 * (abs(0.9 - 0.3) + abs(0.05 - 0.6) + abs(0.05 - 0.1))  # per flipped case
     assert row["mean_tv_distance"] == pytest.approx(3 * tv / 8)
-    changes = wh.read_latest("diff_changes", "tickets", "default@v2").to_pylist()
+    changes = wh.read_run("diff_changes", "tickets", "default@v2", EPHEMERAL).to_pylist()
     assert [(c["case_id"], c["kind"], c["expected"], c["baseline_selected"],
              c["candidate_selected"], c["baseline_confidence"], c["candidate_confidence"])
             for c in changes] == [
@@ -351,7 +353,7 @@ def test_next_version_is_diffed_against_the_previous_one_with_statistics(tmp_pat
     ]  # fmt: skip
     assert all(c["tv_distance"] == pytest.approx(tv) for c in changes)
     assert changes[0]["input_preview"] == "The invoice is missing"
-    segments = wh.read_latest("diff_segments", "tickets", "default@v2").to_pylist()
+    segments = wh.read_run("diff_segments", "tickets", "default@v2", EPHEMERAL).to_pylist()
     assert [
         (s["segment_value"], s["candidate_accuracy"], s["answer_flip_rate"], s["is_worst"])
         for s in segments
@@ -376,7 +378,7 @@ def test_next_version_is_diffed_against_the_previous_one_with_statistics(tmp_pat
     assert flips.metadata["mode"].value == "point" and "statistics" not in flips.metadata
 
     # statistics rows: the whole diff and each segment; exact McNemar by hand
-    tests = wh.read_latest("diff_tests", "tickets", "default@v2").to_pylist()
+    tests = wh.read_run("diff_tests", "tickets", "default@v2", EPHEMERAL).to_pylist()
     mcnemar = {
         t["segment_value"]: (t["baseline_only"], t["candidate_only"], t["p_value"],
                              t["p_value_candidate_worse"])
@@ -385,7 +387,7 @@ def test_next_version_is_diffed_against_the_previous_one_with_statistics(tmp_pat
     # two-sided min(1, 2·P(X <= 0)) and one-sided P(X >= b) for X ~ Binomial(b, 1/2)
     assert mcnemar == {None: (3, 0, 0.25, 0.125), "chat": (1, 0, 1.0, 0.5),
                        "email": (2, 0, 0.5, 0.25)}  # fmt: skip
-    intervals = wh.read_latest("diff_intervals", "tickets", "default@v2").to_pylist()
+    intervals = wh.read_run("diff_intervals", "tickets", "default@v2", EPHEMERAL).to_pylist()
     overall = {(r["metric"], r["side"]): r for r in intervals if r["segment_key"] is None}
     delta = overall[("accuracy", "delta")]
     assert delta["value"] == 5 / 8 - 1.0 and delta["method"] == "paired_bootstrap"

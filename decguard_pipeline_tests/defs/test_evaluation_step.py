@@ -50,7 +50,8 @@ def expected_checks(doc: dict[str, Any]) -> set[tuple[str, str]]:
     (a warning gate ``_warning``): the golden gates and DecGuard's implicit
     ``max_error_rate``; each property's error and violation rates (and flip rate when set);
     the regression gates and the implicit ``max_error_rate_increase``; the guard's extension
-    gates, ``partial_runs`` and, with a second suite, ``suite_gates``."""
+    gates, ``partial_runs`` and, with a second suite, ``suite_gates``; and the verdict's own
+    check."""
     golden = _named(doc.get("requirements", {}), "requirement") | {"max_error_rate"}
     golden |= _named(doc.get("warnings", {}), "warning")
     regression = {k for k in doc.get("regression") or {} if k.startswith(GATE_PREFIXES)}
@@ -66,7 +67,7 @@ def expected_checks(doc: dict[str, Any]) -> set[tuple[str, str]]:
         guard |= _named(pipeline.get("warnings", {}), "warning") | {"partial_runs"}
         guard |= {"suite_gates"} if len(pipeline.get("suites") or {}) > 1 else set()
         out |= {("guard_metrics", g) for g in guard}
-    return out
+    return out | {("verdict", "verdict")}
 
 
 def expected_upstream(doc: dict[str, Any]) -> dict[str, set[str]]:
@@ -197,7 +198,7 @@ def test_a_broken_part_stops_only_what_depends_on_it(tmp_path):
     shown = failure.step_failure_data.user_failure_data.description
     assert shown.startswith(f"guard_metrics: {contract}: invalid contract:\n")
     assert message in shown and shown.endswith(
-        "not run (after a broken part): approved_target, verdict"
+        "not run (after a broken part): approved_target, verdict, verdict checks"
     )
     done = {e.asset_key.path[-1] for e in events if e.is_step_materialization}
     assert done == {"contract", "golden_dataset", "case_results", "golden_metrics", "report",

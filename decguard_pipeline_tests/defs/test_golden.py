@@ -178,7 +178,8 @@ def test_golden_metrics_are_computed_once(contracts, tmp_path, monkeypatch):
 def test_check_names_follow_the_report_checks(contracts, monkeypatch):
     """One Dagster check per golden gate, in the order of the report's checks: requirements
     (the implicit max_error_rate included, or the contract's own), then warnings; then the
-    cost gates, in the order of the run's usage section (the tickets example has one). The
+    calibration gates and the cost gates, in the order of the run's sections (the tickets
+    example has one of each). The
     demo server the tickets example names is started for the test."""
     severity = contracts / "severity" / "decguard.yaml"
     severity.write_text(
@@ -197,11 +198,10 @@ def test_check_names_follow_the_report_checks(contracts, monkeypatch):
             names[entry.key] = [spec.name for spec in specs]
             report = run_test(entry.require(), backend="default")
             usage = report.extensions.get("usage", {}).get("checks", [])
-            in_report = [
-                check_name(c["gate"], c["level"]) for c in [*report.document["checks"], *usage]
-            ]
-            assert names[entry.key] == in_report
-    assert names["tickets"][-1] == "max_cost_per_1000_warning"
+            calibration = report.extensions.get("calibration", {}).get("checks", [])
+            checks = [*report.document["checks"], *calibration, *usage]
+            assert names[entry.key] == [check_name(c["gate"], c["level"]) for c in checks]
+    assert names["tickets"][-2:] == ["max_smece_warning", "max_cost_per_1000_warning"]
     assert names["severity"][-2:] == ["min_accuracy_warning", "max_error_rate_warning"]
     assert "max_error_rate" in names["severity"]  # the implicit requirement
     assert names["spam"].count("max_error_rate") == 1  # the contract's own, not twice
@@ -252,7 +252,8 @@ def test_failing_requirement_is_a_verdict_not_a_crash(contracts, tmp_path):
     [verdict] = wh.read_latest("verdicts", "refund", target).to_pylist()
     assert (verdict["status"], verdict["approved"]) == ("fail", False)
     # every failing requirement, the golden one and the example's order property
-    assert verdict["failing"] == ["max_ece", "option_order.max_violation_rate"]
+    assert verdict["failing"] == ["golden.max_ece", "option_order.max_violation_rate"]
+    assert verdict["headline"] == "FAIL — golden.max_ece, option_order.max_violation_rate"
     # the scoreboard's row for the target, and the numbers of golden_metrics are numbers
     [board] = [
         e.materialization.metadata
@@ -260,7 +261,14 @@ def test_failing_requirement_is_a_verdict_not_a_crash(contracts, tmp_path):
         if e.asset_key.to_user_string() == "refund/scoreboard"
     ]
     rows = {r.data["target"]: r.data for r in board["scoreboard"].records}
-    assert rows[target]["verdict"] == "FAIL" and rows[target]["approved"] is False
+    assert rows[target]["ECE"] == 0.1751
+    assert board[target].value.startswith(
+        "**FAIL** · golden.max_ece 0.1751 > 0.15, option_order.max_violation_rate 0.8182 > 0"
+    )
+    # the verdict's own check is red, and says why
+    [judged] = [e for e in result.get_asset_check_evaluations() if e.check_name == "verdict"]
+    assert (judged.passed, judged.severity) == (False, dg.AssetCheckSeverity.ERROR)
+    assert judged.description == verdict["headline"]
     [golden] = [
         e.materialization.metadata
         for e in result.get_asset_materialization_events()
@@ -281,6 +289,8 @@ def test_failing_requirement_is_a_verdict_not_a_crash(contracts, tmp_path):
     ]
     assert "ece 0.1751 violates <= 0.15" in failed[0].description
     assert failed[0].metadata["threshold"].value == 0.15
+    # rounded as every number the UI shows (the sum is 0.17510000000000003)
+    assert failed[0].metadata["value"].value == 0.1751
 
 
 def test_failing_warning_does_not_stop_the_report(contracts, tmp_path):
@@ -290,7 +300,8 @@ def test_failing_warning_does_not_stop_the_report(contracts, tmp_path):
     assert result.success
     warned = [e for e in result.get_asset_check_evaluations() if not e.passed]
     assert [(e.check_name, e.severity) for e in warned] == [
-        ("min_accuracy_warning", dg.AssetCheckSeverity.WARN)
+        ("min_accuracy_warning", dg.AssetCheckSeverity.WARN),
+        ("verdict", dg.AssetCheckSeverity.WARN),  # the verdict WARN: yellow, not red
     ]
     report = Warehouse(tmp_path / "wh").read_latest("reports", "spam", "default@spam-mock-v1")
     assert report.to_pylist()[0]["status"] == "warn"

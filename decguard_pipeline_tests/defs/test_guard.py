@@ -140,7 +140,8 @@ def test_rows_equal_the_cli_sidecar_and_warnings_do_not_block(tmp_path, ours, re
     assert all(c.partition == TARGET for c in checks.values())
     fnr = checks["max_fnr_warning"]
     assert fnr.description == "adversarial: max_fnr fnr 0.6667 violates <= 0.5 (label attack)"
-    assert fnr.metadata["value"].value == 2 / 3 and fnr.metadata["threshold"].value == 0.5
+    assert fnr.metadata["value"].value == pytest.approx(2 / 3, rel=1e-11)
+    assert fnr.metadata["threshold"].value == 0.5
     assert "accuracy 0.3333 violates >= 0.9" in checks["suite_gates"].description
 
     # the CLI on the same contract: exit 0 (warnings only), sidecar next to -o
@@ -279,12 +280,13 @@ def test_a_failing_extension_requirement_blocks_the_approval(tmp_path, ours):
     assert (verdict["status"], verdict["approved"], verdict["guard_status"]) == (
         "fail", False, "fail"
     )  # fmt: skip
-    assert verdict["failing"] == ["guard min_auroc (adversarial)"]
+    assert verdict["failing"] == ["adversarial.min_auroc"]
     failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
     errors = [(e.check_name, e.description) for e in failed
               if e.severity == dg.AssetCheckSeverity.ERROR]  # fmt: skip
     assert errors == [
-        ("min_auroc", "adversarial: min_auroc auroc 0.4444 violates >= 0.8 (label attack)")
+        ("min_auroc", "adversarial: min_auroc auroc 0.4444 violates >= 0.8 (label attack)"),
+        ("verdict", "FAIL — adversarial.min_auroc"),
     ]
     # the golden gates held: the extension's requirement alone blocked the approval
     golden = [e for e in result.get_asset_check_evaluations()
@@ -395,6 +397,66 @@ def test_the_injection_example_holds_its_requirements(ours):
     ran = ours("test", contract)
     assert ran.exit_code == 0
     assert ran.stdout.rstrip().endswith(
-        "WARN: requirements hold; some warning gates or run flags do not"
+        "Pipeline verdict: WARN — clear.max_confidence_gap, adversarial.max_fnr, "
+        "adversarial.max_confidence_gap, adversarial.min_accuracy"
     )
     assert "Suite adversarial" in ran.stdout
+
+
+def test_the_pipeline_writes_the_geh_run_and_the_threshold_table(tmp_path, ours):
+    """Under the target's report folder, the same Guard Eval Harness files as
+    ``test --run-dir``; ``guard_thresholds`` rows equal to the CLI's sidecar."""
+    contract = guard_contract(tmp_path, min_auroc=0.4)
+    text = contract.read_text().replace(
+        "pipeline:\n", "pipeline:\n  guard: {target_recall: 0.9, target_fpr: 0.2}\n"
+    )
+    contract.write_text(text)
+    [entry] = discover_contracts(str(contract.parent.parent))
+    wh = Warehouse(tmp_path / "wh")
+    materialise(entry, TARGET, wh.root, names=("case_results",))
+    [part] = guard_assets.parts(entry)
+    done = materialise_part(entry, part, TARGET, wh.root)
+    run = Path(done.metadata["geh_run_dir"].value)
+    # next to the pictures and the sidecar, in the target's report folder
+    assert run.parent == wh.partition_dir("report_files", "inject", TARGET)
+    assert run.name.endswith(".geh") and (run.parent / f"{run.stem}.pipeline.json").exists()
+
+    cli_run, out = tmp_path / "cli-geh", tmp_path / "cli" / "report.json"
+    assert ours("test", contract, "-o", out, "--run-dir", cli_run).exit_code == 0
+    files = sorted(str(p.relative_to(run)) for p in run.rglob("*") if p.is_file())
+    assert files == sorted(str(p.relative_to(cli_run)) for p in cli_run.rglob("*") if p.is_file())
+    assert "datasets/adversarial/metrics.json" in files
+    for name in files:
+        mine, cli = (json.loads((root / name).read_text()) for root in (run, cli_run))
+        if name == "manifest.json":  # when each evaluation was made
+            mine.pop("created_at"), cli.pop("created_at")
+        assert mine == cli, name
+
+    side = json.loads((out.parent / "report.pipeline.json").read_text())
+    stored = wh.query(
+        "SELECT * FROM latest_guard_thresholds WHERE contract = 'inject' "
+        "ORDER BY suite, split_key NULLS FIRST, split_value, label, kind, threshold"
+    ).to_pylist()
+    for evaluation in side["evaluations"]:
+        parts = [(None, None, evaluation["metrics"])]
+        groups = evaluation["metrics"]["splits"]["difficulty"]
+        parts += [("difficulty", g["value"], g) for g in groups]
+        for key, value, block in parts:
+            table = block["thresholds"]["labels"]["attack"]
+            rows = [
+                {k: r[k] for k in ("kind", "target_value", "threshold", "tp", "fp", "tn", "fn",
+                                   "precision", "recall", "f1", "fpr", "fnr", "reason")}
+                for r in stored
+                if r["suite"] == evaluation["suite"] and r["split_key"] == key
+                and r["split_value"] == value and r["label"] == "attack"
+            ]  # fmt: skip
+            grid = [{"kind": "grid", "target_value": None, "reason": None, **r}
+                    for r in table["grid"]]  # fmt: skip
+            points = [
+                {"kind": k, "target_value": table[k]["target"],
+                 **{f: v for f, v in table[k].items() if f != "target"}}
+                for k in ("target_fpr", "target_recall")
+            ]  # fmt: skip
+            assert rows == grid + points
+    meta_rows = done.metadata["thresholds"].records
+    assert len(meta_rows) == 2 * (9 + 2)  # two suites, nine grid rows and two targets each

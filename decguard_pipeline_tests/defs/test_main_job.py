@@ -22,6 +22,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
+from decguard_pipeline.warehouse.store import read_file
 from decguard_pipeline_tests.support.evaluate_places import (
     DAYS,
     LABELS,
@@ -58,7 +59,7 @@ def test_a_bad_contract_is_reported_and_the_others_still_run(tmp_path, monkeypat
     assert "BROKEN   bad: " in ran.stdout and "cases.jsonl: cannot read dataset" in ran.stdout
     assert "error: bad: " in ran.stderr
     row = summary_line(ran.stdout, "default@tiny-v1").split()
-    assert row[:4] == ["tiny", "default@tiny-v1", "0.750", "0.110"]
+    assert row[:5] == ["PASS", "tiny", "default@tiny-v1", "0.750", "0.110"]
 
 
 # -- item 2: a run whose backend failed on every case ------------------------------------------
@@ -72,7 +73,7 @@ def test_backend_failing_every_case_is_an_error_not_the_previous_numbers(
     contract = write_contract(folder, MOCK, ids=lambda i: f"c{i}-status=500")
     first = ours("evaluate", "--fail-on-gate")
     assert first.exit_code == 0, first.stderr
-    assert summary_line(first.stdout, "default@tiny-v1").split()[2:4] == ["0.750", "0.110"]
+    assert summary_line(first.stdout, "default@tiny-v1").split()[3:5] == ["0.750", "0.110"]
 
     # the same target (backend default, model tiny-v1) now behind a server answering HTTP 500
     # to every golden case (the canary, case id "canary", is answered)
@@ -89,7 +90,7 @@ def test_backend_failing_every_case_is_an_error_not_the_previous_numbers(
         message = tested.stderr.strip().removeprefix("error: ")
         assert message.startswith("backend 'default' failed on every case; first error: ")
         assert f"error: tiny/default@tiny-v1: case_results: {message}" in second.stderr
-    assert f"ERROR: case_results: {message}" in line
+    assert line.startswith("ERROR") and f"  case_results: {message}" in line
 
 
 def test_summary_reads_only_the_rows_of_its_own_runs(tmp_path, monkeypatch):
@@ -107,12 +108,12 @@ def test_summary_reads_only_the_rows_of_its_own_runs(tmp_path, monkeypatch):
     with dg.DagsterInstance.ephemeral() as instance:
         result = evaluate_all(defs, entries, instance, place.wh)
     rows, days = summarise(place.wh, result), summarise_production(place.wh, result)
-    assert [(r["accuracy"], r["status"]) for r in rows] == [(0.75, "pass")]
+    assert [(r["accuracy"], r["verdict"]) for r in rows] == [(0.75, "pass")]
     assert [(d["day"], d["status"]) for d in days] == [(DAYS[0], "pass"), (DAYS[1], "fail")]
 
     later = {"run_id": "someone-else"}
     (outcome,) = result.outcomes
-    for table in ("metrics", "gate_results", "diffs", "regression_checks"):
+    for table in ("metrics", "gate_results", "diffs", "regression_checks", "verdicts"):
         own = place.wh.read_run(table, "tiny", outcome.target, outcome.run_id).to_pylist()
         other = [_newer(r, later, metric_value=0.125, status="fail") for r in own]
         place.wh.write(table, other, contract="tiny", target=outcome.target,
@@ -135,6 +136,8 @@ def _newer(row: dict[str, Any], changes: dict[str, Any], **values: Any) -> dict[
         row["value"] = values["metric_value"]
     if "status" in row:
         row["status"] = values["status"]
+    if "accuracy" in row:  # the verdicts row's headline number
+        row["accuracy"] = values.get("metric_value")
     return row
 
 
@@ -170,18 +173,27 @@ def test_generated_instance_monitors_runs_and_ours_is_upgraded(tmp_path, monkeyp
 
 
 def test_process_liveness_of_a_run(tmp_path):
-    from decguard_pipeline.defs.instance import STARTED_TAG, owner_tags, process_gone
+    from decguard_pipeline.defs.instance import PROCESS_TAG, owner_tags, process_gone
 
     mine = owner_tags()
+    assert list(mine) == [PROCESS_TAG]  # one tag: the run's verdict tag stays in sight
     assert not process_gone(mine)
+    pid, _, rest = mine[PROCESS_TAG].partition("@")
+    assert pid == str(os.getpid())
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
-    assert process_gone({**mine, "decguard/pid": str(child.pid)})
-    if STARTED_TAG in mine:  # same pid, other start time: the pid was reused
-        assert process_gone({**mine, STARTED_TAG: str(int(mine[STARTED_TAG]) + 1)})
+    assert process_gone({PROCESS_TAG: f"{child.pid}@{rest}"})
+    if " started " in rest:  # same pid, other start time: the pid was reused
+        host, started = rest.split(" started ")
+        assert process_gone({PROCESS_TAG: f"{pid}@{host} started {int(started) + 1}"})
     # a process of another host cannot be judged from here
-    assert not process_gone({**mine, "decguard/pid": str(child.pid), "decguard/host": "elsewhere"})
+    assert not process_gone({PROCESS_TAG: f"{child.pid}@elsewhere"})
     assert not process_gone({})  # a run not started by `evaluate`
+    assert not process_gone({PROCESS_TAG: "not a process"})
+    # the three tags of older versions are still read
+    host = rest.split(" started ")[0]
+    assert process_gone({"decguard/pid": str(child.pid), "decguard/host": host})
+    assert not process_gone({"decguard/pid": str(os.getpid()), "decguard/host": host})
 
 
 # -- crashes -----------------------------------------------------------------------------------
@@ -208,7 +220,7 @@ def test_kill_mid_request_then_query_and_evaluate_succeed(tmp_path, loopback):
     code, out, err = finish(place.spawn())
     assert code == 0, err
     assert "marked 1 run(s) of a killed evaluation as failed" in err
-    assert summary_line(out, "default@tiny-v1").split()[2:4] == ["0.750", "0.110"]
+    assert summary_line(out, "default@tiny-v1").split()[3:5] == ["0.750", "0.110"]
     assert unfinished(place.runs()) == []
     place.query_every_view()
 
@@ -240,9 +252,79 @@ def test_kill_mid_write_then_the_daemon_and_evaluate_recover(tmp_path):
     code, out, err = finish(place.spawn())
     assert code == 0, err
     assert "marked" not in err  # nothing left to recover after the sensor
-    assert summary_line(out, "default@tiny-v1").split()[2:4] == ["0.750", "0.110"]
+    assert summary_line(out, "default@tiny-v1").split()[3:5] == ["0.750", "0.110"]
     assert unfinished(place.runs()) == []
     place.query_every_view()
+
+
+@pytest.mark.slow
+def test_kill_after_the_runs_row_then_the_sensor_asks_again(tmp_path):
+    """kill -9 of `evaluate` right after it wrote a target's runs row (no metrics, no verdict):
+    the target is not evaluated on the current contract, so the sensor requests it again, and
+    latest_* still shows the previous completed evaluation; the next one takes over."""
+    from decguard_pipeline.definitions import build_definitions
+    from decguard_pipeline.defs.resources import WarehouseResource
+    from decguard_pipeline.steps.contracts import discover_contracts
+    from decguard_pipeline_tests.support.crash_points import stopping_after, wait_stopped
+
+    place = Place(tmp_path)
+    contract = write_contract(place.contracts / "tiny", MOCK)
+    target = "default@tiny-v1"
+    code, _, err = finish(place.spawn())
+    assert code == 0, err
+    [before] = place.wh.read_latest("runs", "tiny", target).to_pylist()
+
+    def sensor_requests() -> list[str]:
+        entries = discover_contracts(str(place.contracts))
+        defs = build_definitions(entries, warehouse_root=str(place.wh.root))
+        with dg.DagsterInstance.from_config(str(place.home)) as instance:
+            context = dg.build_sensor_context(
+                instance=instance,
+                definitions=defs,
+                resources={"warehouse": WarehouseResource(root=str(place.wh.root))},
+            )
+            result = defs.resolve_sensor_def("model_versions")(context)
+        return [r.partition_key for r in result.run_requests]
+
+    assert sensor_requests() == []  # evaluated on this contract
+    # a stricter requirement: the same target must be evaluated again
+    contract.write_text(contract.read_text().replace("min_accuracy: 0.5", "min_accuracy: 0.6"))
+    process = place.spawn(env=stopping_after("runs", tmp_path / "crash"))
+    written = wait_stopped(process, tmp_path / "crash")
+    os.kill(process.pid, signal.SIGKILL)
+    assert process.wait(timeout=30) == -signal.SIGKILL
+    process.communicate()
+
+    [killed] = read_file(written).to_pylist()
+    assert killed["run_id"] != before["run_id"] and killed["n_errored"] == 0
+    counts = place.wh.query(
+        "SELECT run_id, (SELECT count(*) FROM metrics m WHERE m.run_id = r.run_id) AS metrics, "
+        "(SELECT count(*) FROM verdicts v WHERE v.run_id = r.run_id) AS verdicts FROM runs r "
+        "ORDER BY recorded_at"
+    ).to_pylist()
+    assert [(c["run_id"], c["verdicts"]) for c in counts] == [
+        (before["run_id"], 1), (killed["run_id"], 0)
+    ]  # fmt: skip
+    assert counts[1]["metrics"] == 0  # killed right after its runs row
+
+    assert sensor_requests() == [target]
+    for table in ("runs", "case_results", "metrics", "gate_results", "reports", "verdicts"):
+        shown = place.wh.query(f"SELECT DISTINCT run_id FROM latest_{table}").to_pylist()
+        assert shown == [{"run_id": before["run_id"]}], table
+    with place.wh.open_catalog() as con:  # as an analyst opens it
+        assert con.execute("SELECT DISTINCT run_id FROM latest_runs").fetchall() == [
+            (before["run_id"],)
+        ]
+
+    code, _, err = finish(place.spawn())  # the next evaluation completes
+    assert code == 0, err
+    assert "marked 1 run(s) of a killed evaluation as failed" in err
+    assert sensor_requests() == []
+    [after] = place.wh.read_latest("runs", "tiny", target).to_pylist()
+    assert after["run_id"] not in (before["run_id"], killed["run_id"])
+    assert place.wh.query("SELECT DISTINCT run_id FROM latest_metrics").to_pylist() == [
+        {"run_id": after["run_id"]}
+    ]
 
 
 def staged(place: Place) -> list[Path]:
@@ -305,7 +387,7 @@ def test_four_parallel_evaluations_with_a_reader(tmp_path):
     for code, out, err in results:
         assert code == 0, out + err
         assert "run failed" not in out + err
-        assert summary_line(out, "default@tiny-v1").split()[2:5] == ["0.750", "0.110", "n/a"]
+        assert summary_line(out, "default@tiny-v1").split()[3:6] == ["0.750", "0.110", "n/a"]
         assert summary_line(out, DAYS[0]).split()[2] == "PASS"
         assert summary_line(out, DAYS[1]).split()[2] == "FAIL"  # a verdict, not an error
     # no row lost: every process's rows are there

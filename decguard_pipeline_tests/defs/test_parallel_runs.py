@@ -83,8 +83,8 @@ def evaluate_three(tmp_path: Path, loopback, limit: int | None) -> tuple[Place, 
 def test_evaluate_workers_keep_one_run_per_model_server(tmp_path, loopback):
     place, (shared, other), out = evaluate_three(tmp_path, loopback, None)
     for name in ("alpha", "beta", "gamma"):
-        line = next(line for line in out.splitlines() if line.startswith(f"{name} "))
-        assert line.split()[1:4] == ["default@tiny-v1", "0.750", "0.110"]
+        line = next(line for line in out.splitlines() if f" {name} " in line)
+        assert line.split()[1:5] == [name, "default@tiny-v1", "0.750", "0.110"]
     runs = runs_by_contract(place)
     assert sorted(runs) == ["alpha", "beta", "gamma"]
     assert all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in runs.values())

@@ -467,7 +467,9 @@ def test_golden_run_of_the_deployed_target_as_baseline(production, tmp_path):
     golden = p.defs.resolve_job_def("evaluate_refund").execute_in_process(
         instance=p.instance,
         partition_key=target,
-        asset_selection=[dg.AssetKey(["refund", n]) for n in ("case_results", "golden_metrics")],
+        asset_selection=[
+            dg.AssetKey(["refund", n]) for n in ("case_results", "golden_metrics", "verdict")
+        ],
         raise_on_error=False,
         run_config=QUIET,
     )

@@ -25,6 +25,7 @@ from decguard_pipeline.defs.assets.properties import (
     check_result,
     parts,
 )
+from decguard_pipeline.defs.assets.verdict import EPHEMERAL
 from decguard_pipeline.defs.partitions import targets_name
 from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.steps.diff import known_targets
@@ -227,8 +228,8 @@ def test_default_target_equals_test_all_and_the_reference(refund, tmp_path, ours
     failure = next(e for e in stale.all_events if e.is_step_failure)
     assert "fuzz settings changed" in str(failure.event_specific_data.error)
     refund.write_text(text)
-    # ... and after the golden results were evaluated again (other originals)
-    golden = [dg.AssetKey(["refund", "case_results"])]
+    # ... and after the golden results were evaluated again (other originals), to a verdict
+    golden = [dg.AssetKey(["refund", n]) for n in ("case_results", "golden_metrics", "verdict")]
     assert materialise(refund, DEFAULT, wh, instance=instance, selection=golden).success
     stale = materialise(refund, DEFAULT, wh, instance=instance, selection=report)
     failure = next(e for e in stale.all_events if e.is_step_failure)
@@ -248,12 +249,13 @@ def test_failing_property_requirement_blocks_the_approval(refund, tmp_path, ours
     assert (doc["mode"], doc["status"], doc["exit_code"]) == ("all", "fail", 1)
     failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
     assert [(e.check_name, e.severity) for e in failed] == [
-        ("option_order.max_violation_rate", dg.AssetCheckSeverity.ERROR)
+        ("option_order.max_violation_rate", dg.AssetCheckSeverity.ERROR),
+        ("verdict", dg.AssetCheckSeverity.ERROR),
     ]
     assert failed[0].description == (
         "option_order.violation_rate 0.8182 violates <= 0 (per case: max_tv_distance 0.03)"
     )
-    assert failed[0].metadata["value"].value == 27 / 33
+    assert failed[0].metadata["value"].value == pytest.approx(27 / 33, rel=1e-11)
     # the golden gates held, but the target is not approved: it cannot be a later baseline
     known = {k["target"]: k["requirements_passed"] for k in known_targets("refund", wh)}
     assert known == {ORDER_SENSITIVE: False}
@@ -294,7 +296,9 @@ def test_asset_and_checks_called_as_plain_functions(refund, tmp_path):
     [property_results] = parts(entry)
     meta = call_part(entry, property_results, ORDER_SENSITIVE, wh)
 
-    pairs = rows(wh, "property_pairs", ORDER_SENSITIVE)
+    # what the direct call stored (no verdict follows it: read by its run id)
+    pairs = wh.read_run("property_pairs", "refund", ORDER_SENSITIVE, EPHEMERAL).to_pylist()
+    assert [p["position"] for p in pairs] == sorted(p["position"] for p in pairs)
     violating = [p for p in pairs if p["violated"]]
     assert (meta["status"], meta["golden_run_id"]) == ("FAIL", "golden-run")
     assert (meta["pairs"], meta["dagster/row_count"]) == (len(pairs), len(pairs))
@@ -319,7 +323,7 @@ def test_asset_and_checks_called_as_plain_functions(refund, tmp_path):
     shown = ", ".join(first["shown_labels"])
     assert worst[0].data["sent"] == f"options [{shown}] · {json.loads(first['input_json'])}"
 
-    stored = check_rows(entry, ORDER_SENSITIVE, wh)
+    stored = check_rows(entry, ORDER_SENSITIVE, wh, EPHEMERAL)
     asset = asset_key(entry, NAME)
     results = {
         check_name(gate): check_result(stored[gate], asset, check_name(gate))
@@ -330,7 +334,7 @@ def test_asset_and_checks_called_as_plain_functions(refund, tmp_path):
     assert failed == [("option_order.max_violation_rate", dg.AssetCheckSeverity.ERROR)]
     violation = results["option_order.max_violation_rate"]
     assert violation.metadata["property"].value == "option_order"
-    assert violation.metadata["value"].value == 27 / 33
+    assert violation.metadata["value"].value == pytest.approx(27 / 33, rel=1e-11)
 
 
 def test_warning_property_does_not_block(refund, tmp_path, ours, ref):
@@ -342,7 +346,8 @@ def test_warning_property_does_not_block(refund, tmp_path, ours, ref):
     assert {"refund/report", "refund/approved_target"} <= materialised(result)  # not blocked
     warned = [e for e in result.get_asset_check_evaluations() if not e.passed]
     assert [(e.check_name, e.severity) for e in warned] == [
-        ("option_order.max_violation_rate", dg.AssetCheckSeverity.WARN)
+        ("option_order.max_violation_rate", dg.AssetCheckSeverity.WARN),
+        ("verdict", dg.AssetCheckSeverity.WARN),
     ]
     path, doc = report_of(wh, ORDER_SENSITIVE)
     assert (doc["mode"], doc["status"], doc["exit_code"]) == ("all", "warn", 0)

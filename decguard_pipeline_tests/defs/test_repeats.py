@@ -58,5 +58,6 @@ def test_evaluate_summary_shows_the_unanimous_share(tmp_path, monkeypatch, ours)
     ran = ours("evaluate", "--contracts", place.contracts)
     assert ran.exit_code == 0, ran.stdout + ran.stderr
     header = ran.stdout.splitlines()[0].split()
-    assert header[:6] == ["contract", "target", "accuracy", "ECE", "coverage", "unanimous"]
-    assert summary_line(ran.stdout, "default@tiny-v1").split()[5] == "1.000"  # the mock
+    assert header[:7] == ["verdict", "contract", "target", "accuracy", "ECE", "coverage",
+                          "unanimous"]  # fmt: skip
+    assert summary_line(ran.stdout, "default@tiny-v1").split()[6] == "1.000"  # the mock

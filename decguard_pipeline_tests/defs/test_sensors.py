@@ -17,6 +17,7 @@ from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES
+from decguard_pipeline_tests.support.warehouse_rows import write_verdict
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
@@ -109,17 +110,66 @@ def test_a_run_counts_only_on_the_same_inputs_and_with_a_decided_case(spam: Path
     assert now.dataset_hash is not None and now.dataset_hash.startswith("sha256:")
     target = "default@spam-mock-v1"
 
-    def run(run_id: str, inputs: Inputs, n_errored: int) -> None:
+    def run(run_id: str, inputs: Inputs, n_errored: int, *, verdict: bool = True) -> None:
         row = {"contract": "spam", "target": target, "run_id": run_id,
                "contract_hash": inputs.contract_hash, "dataset_hash": inputs.dataset_hash,
                "n_cases": 10, "n_errored": n_errored}  # fmt: skip
         wh.write("runs", [row], contract="spam", target=target, run_id=run_id)
+        if verdict:
+            write_verdict(wh, "spam", target, run_id)
 
     assert not evaluated(entry, target, wh, now)
     run("other-contract", Inputs("sha256:0", now.dataset_hash, frozenset()), 0)
     run("other-data", Inputs(now.contract_hash, "sha256:0", frozenset()), 0)
     run("all-errored", now, 10)  # the backend failed on every case: worth asking again
     assert not evaluated(entry, target, wh, now)
+    run("killed", now, 0, verdict=False)  # its runs row, then kill -9 before its verdict
+    assert not evaluated(entry, target, wh, now)
+    wh.write("metrics", [{"metric": "accuracy", "value": 0.9}], contract="spam", target=target,
+             run_id="killed")  # fmt: skip
+    assert not evaluated(entry, target, wh, now)  # however far it got
     run("decided", now, 9)
     assert evaluated(entry, target, wh, now)
     assert not evaluated(entry, "candidate@spam-mock-v2", wh, now)
+
+
+def test_a_run_that_ended_without_its_verdict_is_asked_again_a_few_times(spam, tmp_path):
+    """Dagster launches a run key once: each run on the current inputs that ended without a
+    verdict gives a new key, up to MAX_FAILED; nothing is asked while a run is in progress."""
+    from decguard_pipeline.defs.sensors import MAX_FAILED, run_key
+    from decguard_pipeline.steps.registration import current_inputs
+
+    wh = Warehouse(tmp_path / "wh")
+    sensor = Sensor(spam, wh)
+    entry = sensor.entries[0]
+    now = current_inputs(entry)
+    target, other = "default@spam-mock-v1", "candidate@spam-mock-v2"
+
+    def run(target: str, run_id: str, *, verdict: bool) -> None:
+        row = {"contract_hash": now.contract_hash, "dataset_hash": now.dataset_hash,
+               "n_cases": 10, "n_errored": 0}  # fmt: skip
+        wh.write("runs", [row], contract="spam", target=target, run_id=run_id)
+        if verdict:
+            write_verdict(wh, "spam", target, run_id)
+
+    def keys() -> dict[str, str | None]:
+        return {r.partition_key: r.run_key for r in sensor.tick().run_requests}
+
+    run(other, "other-done", verdict=True)
+    assert keys() == {target: run_key(entry, target)}
+
+    job = sensor.defs.resolve_job_def("evaluate_spam")
+    running = sensor.instance.create_run_for_job(
+        job, status=dg.DagsterRunStatus.STARTED, tags={"dagster/partition": target}
+    )
+    assert keys() == {}  # being evaluated: not asked twice
+    run(target, "killed-1", verdict=False)  # ... and killed after its runs row
+    sensor.instance.report_run_failed(running)
+    assert keys() == {target: f"{run_key(entry, target)}|after 1 failed"}
+    assert run_key(entry, target, 1) == f"{run_key(entry, target)}|after 1 failed"
+
+    for k in range(2, MAX_FAILED + 1):
+        run(target, f"killed-{k}", verdict=False)
+    assert keys() == {}  # MAX_FAILED runs ended without a verdict: left to the nightly run
+    run(target, "done", verdict=True)
+    assert keys() == {}

@@ -2,8 +2,9 @@
 decision type, unlabeled cases, thresholds, bins, gates), ``test`` of the contract with a
 ``pipeline.calibration_measures`` section and calibration warning gates writes decguard 0.1.1's
 report of the contract without it (the contract hash aside, which covers the pipeline section),
-prints its text line for line before the calibration block, and exits as it does unless
-``--fail-on-warn`` meets a failing calibration warning."""
+prints its text line for line before the calibration block (its final line moved after the
+block, as the verdict over both gates), and exits as it does unless ``--fail-on-warn`` meets
+a failing calibration warning."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 import yaml
 
 from decguard_pipeline.core.calibration.render import render_calibration
+from decguard_pipeline.core.gates import overall_status
 from decguard_pipeline_tests.conftest import same_text
 from decguard_pipeline_tests.support.golden_cases import comparable, write_inputs
 
@@ -53,7 +55,13 @@ def test_report_and_text_are_decguards(seed, ours, ref, tmp_path, monkeypatch):
     section = json.loads(Path("ours.pipeline.json").read_text())["calibration"]
     warned = section["status"] == "warn" and bool(args)
     assert a.exit_code == (1 if warned else b.exit_code)
+    # DecGuard's layout up to its final line, our section, then the final line: the
+    # verdict over DecGuard's gates and the calibration gates
     decguard_part, _, block = a.stdout.partition("\n\n  Calibration measures")
-    mine, theirs = same_text(HASH.sub("H", decguard_part + "\n"), HASH.sub("H", b.stdout))
+    block, _, final = block.rpartition("\n\n")
+    ref_part, _, _ = b.stdout.rpartition("\n\n")
+    mine, theirs = same_text(HASH.sub("H", decguard_part + "\n"), HASH.sub("H", ref_part + "\n"))
     assert [line.replace(extended.name, plain_path.name) for line in mine] == theirs
-    assert "  Calibration measures" + block == render_calibration(section) + "\n"
+    assert "  Calibration measures" + block == render_calibration(section)
+    worst = overall_status([{"status": ref_doc["status"]}, {"status": section["status"]}])
+    assert final.startswith(f"Pipeline verdict: {worst.upper()} — ") and final.endswith("\n")

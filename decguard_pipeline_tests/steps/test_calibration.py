@@ -18,6 +18,7 @@ from decguard_pipeline.steps.golden import (
     score_target,
     write_report,
 )
+from decguard_pipeline.steps.verdict import decide_target
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.support.calibration_contracts import (
     LABELS,
@@ -39,7 +40,9 @@ def _scored(tmp_path: Path, pipeline: dict | None):
     record_contract(entry, step)
     record_dataset(entry, step)
     evaluate_target(entry, TARGET, step)
-    return entry, step, score_target(entry, TARGET, step)
+    scored = score_target(entry, TARGET, step)
+    decide_target(entry, TARGET, step)  # the evaluation is complete: latest_* shows it
+    return entry, step, scored
 
 
 def test_rows_hold_the_library_numbers(tmp_path):
@@ -153,3 +156,24 @@ def test_diff_step_writes_the_comparison(tmp_path):
         "more honest",
     )
     assert all(r["verdict"] is None for r in rows if r["score"] != "brier")
+
+
+def test_measured_once_per_evaluation_and_not_for_a_diff(tmp_path, monkeypatch):
+    """The golden metrics and the report of one run measure the evaluation once (a bootstrap
+    each time before); a diff, which compares the reports' own numbers, measures nothing."""
+    import decguard_pipeline.core.calibration.extension as extension
+
+    calls = []
+    measure = extension.calibration_extension
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return measure(*args, **kwargs)
+
+    monkeypatch.setattr(extension, "calibration_extension", counted)
+    entry, step, golden = _scored(tmp_path, {"calibration_measures": SETTINGS, **GATES})
+    written = write_report(entry, TARGET, step)
+    assert len(calls) == 1
+    assert written.report.extensions["calibration"] == golden.calibration
+    assert golden_report(entry, TARGET, step.warehouse, measures=False).calibration is None
+    assert len(calls) == 1

@@ -19,7 +19,9 @@ from decguard_pipeline.steps.golden import (
     record_dataset,
     score_target,
 )
+from decguard_pipeline.steps.verdict import decide_target
 from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline_tests.support.evaluations import evaluate
 
 LABELS = ("spam", "ham")
 TARGET = "default@loop"
@@ -67,22 +69,27 @@ def test_cases_are_decided_as_many_at_once_as_the_contract_says(tmp_path, loopba
 
 
 def test_the_report_is_built_from_the_named_run(tmp_path, loopback):
-    """A step reads what its own run evaluated, else the newest evaluation. (The model
-    changes behind one version here, which the response cache rules out: it is off.)"""
+    """A step reads what its own run evaluated, else the newest evaluation that reached its
+    verdict. (The model changes behind one version here, which the response cache rules out:
+    it is off.)"""
     server = loopback(WINNER_IS_SPAM, labels=LABELS)
     path = _contract(tmp_path / "c", server.url, server.health_url, NO_CACHE)
     (entry,) = discover_contracts(str(path))
     wh = Warehouse(tmp_path / "wh")
-    evaluate_target(entry, TARGET, Step(wh, "r1"))
+    evaluate(entry, TARGET, wh, "r1")  # to its verdict
     server.behaviour.backend = _all_ham()  # the model changed: everything is ham now
-    evaluate_target(entry, TARGET, Step(wh, "r2"))
+    r2 = Step(wh, "r2")
+    evaluate_target(entry, TARGET, r2)  # its runs row, then no verdict (yet)
 
-    def accuracy(run_id: str | None) -> float:
+    def accuracy(run_id: str | None, newest: str) -> float:
         golden = golden_report(entry, TARGET, wh, run_id=run_id)
-        assert golden.evaluated.run["run_id"] == (run_id or "r2")
+        assert golden.evaluated.run["run_id"] == (run_id or newest)
         return golden.metrics["classification"]["accuracy"]
 
-    assert (accuracy("r1"), accuracy("r2"), accuracy(None)) == (1.0, 0.5, 0.5)
+    assert (accuracy("r1", "r1"), accuracy("r2", "r1"), accuracy(None, "r1")) == (1.0, 0.5, 1.0)
+    score_target(entry, TARGET, r2)
+    decide_target(entry, TARGET, r2)
+    assert accuracy(None, "r2") == 0.5  # r2 reached its verdict: now the newest
     stored = score_target(entry, TARGET, Step(wh, "r1"))  # a scoring run of its own: r1's
     assert stored.metrics["classification"]["accuracy"] == 1.0
 
@@ -103,7 +110,7 @@ def test_score_target_stores_the_intervals_the_cli_writes(tmp_path, loopback):
 
     cli = run_test(entry.require()).extensions["statistics"]
     assert golden.intervals == cli
-    rows = wh.read_latest("metric_intervals", entry.key, TARGET).to_pylist()
+    rows = wh.read_run("metric_intervals", entry.key, TARGET, "r1").to_pylist()
     assert {r["metric"]: (r["value"], r["low"], r["high"]) for r in rows} == {
         name: (i["value"], i["low"], i["high"]) for name, i in cli["intervals"].items()
     }

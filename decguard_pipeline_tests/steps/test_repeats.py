@@ -47,7 +47,7 @@ def test_the_golden_steps_ask_repeats_and_store_consistency(tmp_path):
     assert_matches(section, expected_consistency(model.sent))
     assert golden.consistency == section
     assert json.loads(again.run["consistency_json"]) == section
-    stored = wh.read_latest("metrics", entry.key, TARGET).to_pylist()
+    stored = wh.read_run("metrics", entry.key, TARGET, "r1").to_pylist()
     rows = {r["metric"]: r["value"] for r in stored}
     assert rows["consistency_repeats"] == 3.0 and rows["consistency_cases_measured"] == 16.0
     for name in ("unanimous_share", "pairwise_agreement", "agreement_with_report",

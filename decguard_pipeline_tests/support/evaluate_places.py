@@ -110,10 +110,11 @@ class Place:
             monkeypatch.setenv(name, value)
         return self
 
-    def spawn(self, *args: str) -> subprocess.Popen[str]:
+    def spawn(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        """``evaluate`` in a child process (``env``: more variables for it)."""
         return subprocess.Popen(
             [sys.executable, "-m", "decguard_pipeline", "evaluate", *args],
-            env={**os.environ, **self.env()},
+            env={**os.environ, **self.env(), **(env or {})},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

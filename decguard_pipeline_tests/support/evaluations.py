@@ -13,6 +13,7 @@ from decguard_pipeline.defs.assets.verdict import EPHEMERAL
 from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.golden import evaluate_target, score_target
+from decguard_pipeline.steps.verdict import decide_target
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.support.loopback import Server
 
@@ -21,10 +22,13 @@ REFUND = Path(__file__).resolve().parents[2] / "data" / "contracts" / "refund"
 
 def evaluate(entry: ContractEntry, target: str, warehouse: Warehouse, run_id: str) -> Step:
     """What the evaluate job's ``case_results`` and ``golden_metrics`` write for ``target``
-    (``runs``, ``case_results``, ``metrics``, ``gate_results``, …), as run ``run_id``."""
+    (``runs``, ``case_results``, ``metrics``, ``gate_results``, …), as run ``run_id``, and
+    the verdict that completes the evaluation (from then on the target counts as evaluated
+    by that run: warehouse/completion.py)."""
     step = Step(warehouse, run_id)
     evaluate_target(entry, target, step)
     score_target(entry, target, step)
+    decide_target(entry, target, step)
     return step
 
 

@@ -1,7 +1,7 @@
 """The golden assets of one contract materialised without a job run, against a warehouse
 folder: the inputs step called as a plain function (Dagster's direct invocation), the
 per-target parts of the evaluation step as that step runs them (the part's step call, then
-its metadata), with the run id Dagster gives a direct invocation."""
+its metadata) and its verdict, with the run id Dagster gives a direct invocation."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from decguard_pipeline.defs.assets.verdict import EPHEMERAL
 from decguard_pipeline.defs.resources import WarehouseResource
 from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import ContractEntry
+from decguard_pipeline.steps.verdict import decide_target
 from decguard_pipeline.warehouse import Warehouse
 
 UNPARTITIONED = ("contract", "golden_dataset")
@@ -35,10 +36,17 @@ def materialise_part(
 
 
 def materialise(
-    entry: ContractEntry, target: str, root: Path, names: tuple[str, ...] = GOLDEN
+    entry: ContractEntry,
+    target: str,
+    root: Path,
+    names: tuple[str, ...] = GOLDEN,
+    *,
+    verdict: bool = True,
 ) -> dict[str, dg.MaterializeResult]:
     """Materialise ``names`` in order, the partitioned ones for ``target``; their results by
-    name."""
+    name. Then, as the evaluation step ends (unless ``verdict`` is False), the target's
+    verdict: the run has evaluated the target from then on, and its rows are the target's
+    newest (``latest_*``, ``read_latest``)."""
     by_name = golden_parts(entry)
     done: dict[str, dg.MaterializeResult] = {}
     inputs = [n for n in names if n in UNPARTITIONED]
@@ -51,6 +59,8 @@ def materialise(
     for name in names:
         if name not in UNPARTITIONED:
             done[name] = materialise_part(entry, by_name[name], target, root)
+    if verdict and any(name not in UNPARTITIONED for name in names):
+        decide_target(entry, target, Step(Warehouse(root), EPHEMERAL))
     return done
 
 

@@ -5,9 +5,9 @@
 ``decguard-pipeline evaluate`` in a temporary folder, ``dagster-webserver`` on its instance
 (support/dagster_ui.py), then headless Chromium as in the browser tests: the scoreboard page,
 golden_metrics with its headline numbers, its reliability diagram (one click), the partitions
-of approved_target (which versions passed), the runs with
-their ``decguard/verdict`` tags and the newest target's HTML report opened from the
-scoreboard's link.
+of approved_target (which versions passed), the runs with their ``decguard/verdict`` tags,
+the Overview's timeline and the newest target's HTML report opened from the scoreboard's
+link, at 1,600 pixels.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.support.browser import Chromium, unavailable
 from decguard_pipeline_tests.support.dagster_ui import (
     dismiss_welcome,
@@ -25,7 +26,7 @@ from decguard_pipeline_tests.support.dagster_ui import (
     webserver,
 )
 
-WIDTH = 2200  # a wide screen: the metadata column shows the whole scoreboard
+WIDTH = 1600  # the screen the scoreboard is made to fit
 
 
 def main(directory: str) -> None:
@@ -38,16 +39,22 @@ def main(directory: str) -> None:
         place = evaluated(Path(tmp) / "ui")
         if place.returncode != 0:
             raise SystemExit(f"evaluate exited {place.returncode}: {place.stderr}")
+        newest = (
+            Warehouse(place.warehouse)
+            .query("SELECT target FROM verdicts ORDER BY evaluated_at DESC, target DESC LIMIT 1")
+            .to_pylist()[0]["target"]
+        )
         with webserver(place) as ui:
             browser = Chromium()
             try:
                 page, _ = browser.open(
-                    f"{ui.url}/assets/refund/scoreboard", width=WIDTH, height=1100
+                    f"{ui.url}/assets/refund/scoreboard", width=WIDTH, height=1250
                 )
                 dismiss_welcome(page)
-                board = metadata_row(page, "scoreboard_markdown").locator("table")
-                board.wait_for(timeout=60_000)
-                link = board.locator("a").first.get_attribute("href")
+                entry = metadata_row(page, newest)
+                entry.locator("strong").first.wait_for(timeout=60_000)
+                link = entry.locator("a", has_text="report").get_attribute("href")
+                page.locator("text=Metadata").first.scroll_into_view_if_needed()
                 page.screenshot(path=out / "ui-scoreboard.png")
 
                 page, _ = browser.open(
@@ -70,16 +77,22 @@ def main(directory: str) -> None:
                 page.get_by_text("Missing (2)").wait_for(timeout=60_000)
                 page.screenshot(path=out / "ui-approved.png")
 
-                page, _ = browser.open(f"{ui.url}/runs", width=1920, height=900)
+                page, _ = browser.open(f"{ui.url}/runs", width=WIDTH, height=900)
                 dismiss_welcome(page)
                 page.get_by_text("decguard/verdict: FAIL").first.wait_for(timeout=60_000)
                 page.screenshot(path=out / "ui-runs.png")
+
+                page, _ = browser.open(f"{ui.url}/overview", width=WIDTH, height=500)
+                dismiss_welcome(page)
+                page.get_by_text("evaluate_refund").first.wait_for(timeout=60_000)
+                page.screenshot(path=out / "ui-overview.png")
 
                 page, _ = browser.open(link, ready="body[data-ready]", width=1280, height=1500)
                 page.screenshot(path=out / "ui-report.png")
             finally:
                 browser.close()
-    names = ("scoreboard", "golden-metrics", "reliability", "approved", "runs", "report")
+    names = ("scoreboard", "golden-metrics", "reliability", "approved", "runs", "overview",
+             "report")  # fmt: skip
     for name in names:
         print(out / f"ui-{name}.png")
 

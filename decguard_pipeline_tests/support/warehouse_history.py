@@ -1,5 +1,6 @@
 """A synthetic warehouse history: evaluations of a few awkwardly named partitions spread over
-past days, written through the real write path (compaction tests and their child processes)."""
+past days, written through the real write path (compaction tests and their child processes).
+Each evaluation ends with its verdict, as the pipeline's do, but for the killed ones."""
 
 from __future__ import annotations
 
@@ -11,7 +12,18 @@ from decguard_pipeline.warehouse import Warehouse
 PARTITIONS = [("a b/c=%", "x y@1/é"), ("2026-01-02", "123"), ("refund", "default@mock-v1")]
 
 
-def write_evaluation(wh: Warehouse, contract: str, target: str, run: str, at: datetime, k: int):
+def write_evaluation(
+    wh: Warehouse,
+    contract: str,
+    target: str,
+    run: str,
+    at: datetime,
+    k: int,
+    *,
+    verdict: bool = True,
+):
+    """What an evaluation writes; with ``verdict=False``, what one killed before its verdict
+    left."""
     base = {"contract": contract, "target": target, "run_id": run, "recorded_at": at}
     wh.write(
         "metrics",
@@ -39,21 +51,27 @@ def write_evaluation(wh: Warehouse, contract: str, target: str, run: str, at: da
         row = {"contract": contract, "target": "_", "run_id": run, "recorded_at": at,
                "position": 0, "case_id": "c0", "input_text": "x"}  # fmt: skip
         wh.write("cases", [row], contract=contract, run_id=run, recorded_at=at)
+    if verdict:
+        row = {**base, "evaluation_run_id": run, "status": "pass" if k % 3 else "fail"}
+        wh.write("verdicts", [row], contract=contract, target=target, run_id=run, recorded_at=at)
 
 
 def fill_history(
     wh: Warehouse, *, days: float = 80, writes: int = 40, today: datetime | None = None
 ) -> list[str]:
     """``writes`` evaluations of every partition spread over the ``days`` days before
-    ``today`` (now when not given); returns the run ids."""
+    ``today`` (now when not given); returns the run ids. In the first partition, the
+    newest evaluation and one every ten were killed before their verdict (the views show the
+    newest of the others)."""
     start = (today or datetime.now(UTC)) - timedelta(days=days)
     runs = []
     for k in range(writes):
         at = start + timedelta(days=days * k / writes)
         run = f"run-{k}"
         runs.append(run)
-        for contract, target in PARTITIONS:
-            write_evaluation(wh, contract, target, run, at, k)
+        for i, (contract, target) in enumerate(PARTITIONS):
+            killed = i == 0 and (k % 10 == 7 or k == writes - 1)
+            write_evaluation(wh, contract, target, run, at, k, verdict=not killed)
     # a run that wrote a partition twice (a retried step): only its newer file counts as its
     contract, target = PARTITIONS[0]
     again = start + timedelta(days=days * 5 / writes, hours=1)

@@ -1,13 +1,29 @@
 """Rows for the warehouse tests: case_results tables of any size, built column-wise (the crash and
-concurrency tests also build them in child processes)."""
+concurrency tests also build them in child processes), and the verdict that ends an
+evaluation."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from decguard_pipeline.warehouse.schema import TABLES
+
+if TYPE_CHECKING:
+    from decguard_pipeline.warehouse import Warehouse
+
+
+def write_verdict(
+    wh: Warehouse, contract: str, target: str, run_id: str, recorded_at: datetime | None = None
+) -> None:
+    """The ``verdicts`` row an evaluation writes last: from then on its rows are the target's
+    newest (``latest_*``, ``read_latest``)."""
+    row = {"evaluation_run_id": run_id, "status": "pass", "approved": True}
+    wh.write(
+        "verdicts", [row], contract=contract, target=target, run_id=run_id, recorded_at=recorded_at
+    )
 
 
 def case_rows(n: int, *, contract: str, target: str, run_id: str, prefix: str) -> pa.Table:

@@ -5,6 +5,7 @@ the Dagster job."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -24,7 +25,6 @@ from click.testing import CliRunner
 from decguard_pipeline.cli.app import cli
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.catalog import retrying
 from decguard_pipeline.warehouse.compaction import CompactionBusy, Settings, compact
 from decguard_pipeline.warehouse.lease import LOCK, held
 from decguard_pipeline.warehouse.manifest import active_manifest, is_compacted, manifests
@@ -45,6 +45,7 @@ VIEWS = [
     "targets",
     "cases",
     "production_inbox",
+    "verdicts",
     "latest_metrics",
     "latest_case_results",
     "latest_gate_results",
@@ -52,6 +53,7 @@ VIEWS = [
     "latest_targets",
     "latest_cases",
     "latest_production_inbox",
+    "latest_verdicts",
     "latest_all_checks",
 ]
 
@@ -174,6 +176,12 @@ def test_compaction_keeps_every_answer_and_bounds_the_files(dated):
         for contract, target in PARTITIONS:
             newest = wh.partition_dir(table, contract, target)
             assert not is_compacted(sorted(newest.glob("[0-9]*.parquet"))[-1].name)
+    # in the first partition the newest write is of a run killed before its verdict (run-39):
+    # the newest of a run that reached it (run-38, what latest_* shows) stays apart, as does
+    # that run's verdict, which the views find by its name
+    for table in ("metrics", "case_results", "gate_results", "runs", "verdicts"):
+        [kept] = wh.partition_dir(table, *PARTITIONS[0]).glob("*_run-38.parquet")
+        assert kept.name < f"{today - timedelta(days=1):%Y%m%dT%H%M%S%fZ}"  # old enough
     # nothing replaced is left, and no compacted file is unlisted
     for table in TABLES:
         manifest = active_manifest(wh.root / table)
@@ -261,9 +269,14 @@ def test_the_switch_happens_at_the_manifests_activation(dated):
     prefix = f"{folder.parent.name}/{folder.name}/"
     hidden = read_manifest(pending).hidden
     replaced = {f.removeprefix(prefix) for f in hidden if f.startswith(prefix)}
-    assert replaced and replaced <= set(old_files) - {old_files[-1]}
-    # what stays is the newest write and writes alone in their month
-    for name in set(old_files) - replaced - {old_files[-1]}:
+    # what stays is the newest write (of run-39, killed before its verdict), the newest of
+    # a run that reached its verdict (run-38: the one latest_* shows) and writes alone in
+    # their month
+    assert old_files[-1].endswith("_run-39.parquet")
+    [newest_done] = [n for n in old_files if n.endswith("_run-38.parquet")]
+    assert newest_done < f"{today - timedelta(days=1):%Y%m%dT%H%M%S%fZ}"  # old enough to merge
+    assert replaced and replaced <= set(old_files) - {old_files[-1], newest_done}
+    for name in set(old_files) - replaced - {old_files[-1], newest_done}:
         assert [n[:6] for n in old_files[:-1]].count(name[:6]) == 1, name
     assert replaced <= {p.name for p in folder.glob("[0-9]*.parquet")}
     time.sleep(0.35)
@@ -271,6 +284,43 @@ def test_the_switch_happens_at_the_manifests_activation(dated):
     assert not replaced & {p.name for p in folder.glob("[0-9]*.parquet")}
     with wh.connect() as con:
         assert answers(con) == before
+
+
+def test_a_query_opens_only_the_files_its_manifest_counts(wh, ours):
+    """The files a reader does not count are never opened: files replaced by the manifest in
+    effect, an older manifest, a compacted file no manifest lists (a killed compaction's).
+    Compaction deletes those at any moment after the grace period, so a query that lists
+    them, then opens them, fails ("Cannot open file") when a deletion falls in between. Here
+    each is made unreadable instead of deleted: every answer stays the same. Before, every
+    view failed on them."""
+    wh, _ = wh
+    with wh.connect() as con:
+        before = answers(con)
+    settings = Settings(older_than_days=1, activation_delay_s=0.3, grace_s=3600, wait=False)
+    compact(wh, settings, log=lambda _: None)
+    time.sleep(0.35)  # in effect; nothing deleted for an hour
+    garbage = b"PAR1 not a Parquet file PAR1"
+    spoiled = 0
+    for table in TABLES:
+        table_dir = wh.root / table
+        manifest = active_manifest(table_dir)
+        for relative in manifest.hidden:  # replaced, still there
+            (table_dir / relative).write_bytes(garbage)
+            spoiled += 1
+        folder = wh.partition_dir(table, *PARTITIONS[0])
+        if folder.is_dir():  # left by a killed compaction: listed by no manifest
+            (folder / "20000101T000000000000Z_~orphan.parquet").write_bytes(garbage)
+        if manifest.activation_us > 1:  # compacted: a manifest older than the one in effect
+            (table_dir / "_compaction" / "00000000000000000001_older.parquet").write_bytes(garbage)
+    assert spoiled > 50
+    with wh.connect() as con:
+        assert answers(con) == before
+    with wh.read_only() as con:
+        assert answers(con) == before
+    for view in VIEWS:
+        ran = ours("sql", f"SELECT count(*) AS n FROM {view}", "--warehouse", str(wh.root))
+        assert ran.exit_code == 0, (view, ran.stderr)
+        assert int(ran.stdout.split()[-1]) == len(before[view]), view
 
 
 def test_retention_deletes_old_history_but_never_a_newest_write(dated):
@@ -436,6 +486,21 @@ WRITER = textwrap.dedent(
 )
 
 
+def retrying(query, attempts: int = 3):
+    """Run ``query`` again when it failed on a missing file: the catalog file's views list
+    then open every file their globs match, so one a compaction deleted in between fails the
+    query (``connect()`` opens only the files it counts and never needs this)."""
+    import duckdb
+
+    for attempt in range(attempts):
+        try:
+            return query()
+        except duckdb.IOException as exc:
+            if "No such file" not in str(exc) or attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
 def _old_rows(runs: list[str]) -> dict[str, int]:
     """Rows of case_results per generated run: 4 per partition, run-5 one partition twice."""
     return {run: 4 * len(PARTITIONS) + (4 if run == "run-5" else 0) for run in runs}
@@ -470,9 +535,9 @@ def test_a_reader_polling_and_a_writer_writing_through_a_compaction(wh, tmp_path
         [sys.executable, "-c", WRITER, str(wh.root), str(stop)],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
-    # the replaced files stay 3 s after the switch, longer than any poll takes; a query that
-    # listed one just before its deletion fails with a missing file (and is run again): it
-    # never counts a row twice or misses one
+    # the replaced files stay 3 s after the switch, longer than any poll takes; a query of
+    # the catalog file that listed one just before its deletion fails with a missing file
+    # (and is run again): it never counts a row twice or misses one
     compactor = subprocess.Popen(
         [sys.executable, "-c", COMPACT, str(wh.root), "0.5", "3"], cwd=ROOT, env=env
     )
@@ -488,8 +553,9 @@ def test_a_reader_polling_and_a_writer_writing_through_a_compaction(wh, tmp_path
                 with opener() as con:
                     return _check_counts(con, runs, errors)
 
-            try:  # a query listing a replaced file just before its deletion is run again
-                new_seen |= retrying(poll)
+            try:  # through the catalog file, a query listing a replaced file just before
+                # its deletion is run again; connect() needs no second attempt
+                new_seen |= retrying(poll) if opener == wh.open_catalog else poll()
             except Exception as exc:  # every other failure counts; none is expected
                 errors.append(f"{type(exc).__name__}: {exc}")
             # the pipeline's own file readers, by the same rule
@@ -516,6 +582,74 @@ def test_a_reader_polling_and_a_writer_writing_through_a_compaction(wh, tmp_path
     with wh.connect() as con:
         final = _check_counts(con, runs, errors)
     assert errors == [] and len(final) == written  # no new write lost
+
+
+COMPACT_ROUNDS = textwrap.dedent(
+    """
+    import sys
+    from datetime import UTC, datetime
+    from decguard_pipeline.warehouse import Warehouse
+    from decguard_pipeline.warehouse.compaction import Settings, compact
+    from decguard_pipeline_tests.support.warehouse_history import PARTITIONS, write_evaluation
+    wh, rounds = Warehouse(sys.argv[1]), int(sys.argv[2])
+    settings = Settings(older_than_days=0, activation_delay_s=0.3, grace_s=float(sys.argv[3]))
+    deleted = 0
+    for r in range(rounds):  # each round: a new write per partition, the last one merged
+        for k, (contract, target) in enumerate(PARTITIONS):
+            write_evaluation(wh, contract, target, f"new-{r:03d}-{k}", datetime.now(UTC), k)
+        result = compact(wh, settings, log=lambda line: None)
+        deleted += sum(t.deleted for t in result.tables.values())
+    print(deleted)
+    """
+)
+SQL_QUERIES = [
+    "SELECT run_id, count(*) AS n FROM case_results GROUP BY run_id",
+    "SELECT contract, target, count(DISTINCT run_id) AS runs, count(*) AS n "
+    "FROM latest_case_results GROUP BY ALL",
+    "SELECT count(*) AS n FROM latest_all_checks",
+    "SELECT run_id, count(*) AS n FROM metrics GROUP BY run_id",
+]
+
+
+@pytest.mark.slow
+def test_sql_queries_never_fail_while_compaction_deletes_replaced_files(history, tmp_path, ours):
+    """``sql`` in a loop while compactions run in another process, each deleting the files
+    the one before replaced: every query answers, with every old run's rows once. Before, a
+    query's glob listed replaced files it would not count, then opened them: a deletion in
+    between failed it with "Cannot open file" (2 of 248 queries, three attempts each)."""
+    root, runs = history
+    wh = _copy(root, tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    compactor = subprocess.Popen(
+        [sys.executable, "-c", COMPACT_ROUNDS, str(wh.root), "4", "3"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    failures: list[str] = []
+    queries = 0
+    try:
+        while compactor.poll() is None:
+            query = SQL_QUERIES[queries % len(SQL_QUERIES)]
+            ran = ours("sql", query, "--warehouse", str(wh.root), "-f", "json")
+            queries += 1
+            if ran.exit_code != 0:
+                failures.append(ran.stderr.strip())
+                continue
+            rows = json.loads(ran.stdout)
+            if queries % len(SQL_QUERIES) == 1:  # case_results: every old run's rows once
+                counts = {r["run_id"]: r["n"] for r in rows}
+                if {r: counts.get(r) for r in runs} != _old_rows(runs):
+                    failures.append(f"case_results counts: {counts}")
+                if any(n != 4 for r, n in counts.items() if r.startswith("new-")):
+                    failures.append(f"a new write not whole: {counts}")
+            elif queries % len(SQL_QUERIES) == 2 and any(
+                r["runs"] != 1 or r["n"] != 4 for r in rows
+            ):
+                failures.append(f"latest_case_results: {rows}")
+    finally:
+        deleted = int(compactor.communicate(timeout=300)[0])
+    assert compactor.returncode == 0
+    assert deleted > 100 and queries >= 20  # queries ran while replaced files were deleted
+    assert failures == [], f"{len(failures)} of {queries} queries: {failures[:3]}"
 
 
 def _consistent(wh: Warehouse, expected: dict[str, list[str]]) -> None:

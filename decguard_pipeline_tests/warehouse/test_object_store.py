@@ -193,6 +193,26 @@ def test_sql_on_s3_from_the_command_line(s3_server, s3_bucket, ours, tmp_path):
     assert bad.exit_code == 2 and "query failed" in bad.stderr and "Traceback" not in bad.stderr
     for each in (ran, bad):
         assert s3_server.secret not in each.stdout + each.stderr
+    # read-only, and only the warehouse: its own files yes; another bucket, another prefix
+    # of the same bucket, a local file, no; and nothing written
+    glob = f"{root}/metrics/contract=*/target=*/*.parquet"
+    direct = ours("sql", f"SELECT count(*) AS n FROM read_parquet('{glob}')", "--warehouse", root)
+    assert direct.exit_code == 0, direct.stderr
+    other = s3_server.create_bucket()
+    s3_server.client().put_object(Bucket=other, Key="secret.csv", Body=b"a\nother-secret\n")
+    s3_server.client().put_object(Bucket=s3_bucket, Key="wh-x/s.csv", Body=b"a\nprefix-secret\n")
+    before = s3_server.keys(s3_bucket)
+    for query in (
+        f"SELECT * FROM read_csv('s3://{other}/secret.csv')",
+        f"SELECT * FROM read_csv('s3://{s3_bucket}/wh-x/s.csv')",
+        "SELECT * FROM read_text('/etc/passwd')",
+        f"COPY (SELECT 1) TO '{root}/metrics/contract=x/target=y/1_x.parquet'",
+    ):
+        refused = ours("sql", query, "--warehouse", root)
+        assert refused.exit_code == 2, (query, refused.stdout)
+        said = refused.stdout + refused.stderr
+        assert "other-secret" not in said and "prefix-secret" not in said and "root:" not in said
+    assert s3_server.keys(s3_bucket) == before
 
 
 WRITER = textwrap.dedent(
@@ -261,7 +281,7 @@ def test_evaluate_on_s3_and_no_credential_anywhere(s3_server, s3_bucket, tmp_pat
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert f"warehouse {root}" in ran.stdout
     line = next(x for x in ran.stdout.splitlines() if "default@tiny-v1" in x)
-    assert line.split()[2:4] == ["0.750", "0.110"]  # the same numbers as on a local warehouse
+    assert line.split()[3:5] == ["0.750", "0.110"]  # the same numbers as on a local warehouse
     days = {d: next(x for x in ran.stdout.splitlines() if d in x).split()[2:4] for d in DAYS}
     assert days == {DAYS[0]: ["PASS", "1.000"], DAYS[1]: ["FAIL", "0.000"]}
     assert s3_server.keys(s3_bucket, f"wh/production_records/contract=tiny/target={DAYS[1]}/")

@@ -19,7 +19,7 @@ import pytest
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.schema import TABLES
 from decguard_pipeline_tests.conftest import ROOT
-from decguard_pipeline_tests.support.warehouse_rows import case_rows
+from decguard_pipeline_tests.support.warehouse_rows import case_rows, write_verdict
 
 
 def all_views() -> list[str]:
@@ -40,7 +40,7 @@ KILLED_WRITER = textwrap.dedent(
     """
     import sys
     from decguard_pipeline.warehouse import Warehouse
-    from decguard_pipeline_tests.support.warehouse_rows import case_rows
+    from decguard_pipeline_tests.support.warehouse_rows import case_rows, write_verdict
     root, n = sys.argv[1], int(sys.argv[2])
     table = case_rows(n, contract="refund", target="default@v1", run_id="big", prefix="big")
     print("writing", flush=True)
@@ -61,6 +61,7 @@ def test_a_write_killed_midway_breaks_no_query_and_not_the_next_write(tmp_path: 
         target="default@v0",
         run_id="r0",
     )
+    write_verdict(wh, "refund", "default@v0", "r0")
     before = published(wh.root)
     child = subprocess.Popen(
         [sys.executable, "-c", KILLED_WRITER, str(wh.root), "3000000"],
@@ -95,6 +96,7 @@ def test_a_write_killed_midway_breaks_no_query_and_not_the_next_write(tmp_path: 
         target="default@v1",
         run_id="r1",
     )
+    write_verdict(wh, "refund", "default@v1", "r1")
     with wh.open_catalog() as con:
         assert count_every_view(con)["case_results"] == 8
     assert wh.read_latest("case_results", "refund", "default@v1").num_rows == 5
@@ -107,7 +109,7 @@ PARALLEL_WRITER = textwrap.dedent(
     import sys
     from pathlib import Path
     from decguard_pipeline.warehouse import Warehouse
-    from decguard_pipeline_tests.support.warehouse_rows import case_rows
+    from decguard_pipeline_tests.support.warehouse_rows import case_rows, write_verdict
     root, writer, rows, stop = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
     wh = Warehouse(root)
     i = 0
@@ -209,6 +211,7 @@ def test_views_filter_and_prune_by_contract_and_target_with_awkward_names(tmp_pa
                 run_id=f"r{run}",
                 recorded_at=at + timedelta(seconds=run),
             )
+            write_verdict(wh, contract, target, f"r{run}", at + timedelta(seconds=run))
     with wh.connect() as con:
         rows = con.execute(
             "SELECT contract, target, typeof(contract), typeof(target), value FROM metrics "
@@ -246,6 +249,7 @@ def test_rows_must_belong_to_the_partition_they_are_written_to(tmp_path: Path):
     # key columns left empty are filled with the partition's values
     wh.write("metrics", [{"metric": "accuracy", "value": 1.0}], contract="c", target="t",
              run_id="r")  # fmt: skip
+    write_verdict(wh, "c", "t", "r")
     row = wh.read_latest("metrics", "c", "t").to_pylist()[0]
     assert (row["contract"], row["target"], row["run_id"]) == ("c", "t", "r")
     with wh.connect() as con:
@@ -260,6 +264,7 @@ def test_leftovers_of_an_older_writer_are_ignored_then_swept(tmp_path: Path):
     never read; it is deleted once it is old enough not to belong to a running writer."""
     wh = Warehouse(tmp_path / "wh")
     wh.write("metrics", [_metric_row("c", "t", "r", 1.0)], contract="c", target="t", run_id="r")
+    write_verdict(wh, "c", "t", "r")
     folder = wh.partition_dir("metrics", "c", "t")
     stale = folder / ".tmp-abc123.parquet"
     fresh = folder / ".tmp-def456.parquet"

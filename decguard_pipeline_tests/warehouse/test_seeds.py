@@ -20,7 +20,7 @@ from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.manifest import COMPACTED_SEED, MANIFEST_SEED, MANIFESTS, SEED
 from decguard_pipeline.warehouse.schema import TABLES
 from decguard_pipeline_tests.conftest import ROOT
-from decguard_pipeline_tests.support.warehouse_rows import case_rows
+from decguard_pipeline_tests.support.warehouse_rows import case_rows, write_verdict
 
 
 def seeds(root: Path) -> list[Path]:
@@ -68,6 +68,7 @@ def test_torn_or_missing_seeds_are_written_again_by_the_next_query(tmp_path: Pat
     wh = Warehouse(tmp_path / "wh")
     wh.write("case_results", case_rows(3, contract="c", target="t", run_id="r", prefix="x"),
              contract="c", target="t", run_id="r")  # fmt: skip
+    write_verdict(wh, "c", "t", "r")
     hurt = damage(wh.root)
     with wh.connect() as con:  # every view binds: the seeds were made whole first
         counts = count_every_view(con)
@@ -175,6 +176,7 @@ def test_a_kill_during_the_first_catalog_breaks_neither_the_next_write_nor_a_que
     wh = Warehouse(root)
     wh.write("case_results", case_rows(4, contract="c", target="t", run_id="r", prefix="x"),
              contract="c", target="t", run_id="r")  # fmt: skip
+    write_verdict(wh, "c", "t", "r")
     for con in (wh.connect(), wh.open_catalog()):
         with con:
             counts = count_every_view(con)

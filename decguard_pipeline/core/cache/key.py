@@ -29,7 +29,7 @@ import orjson
 
 from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.decision import DecisionInput, DecisionRequest
-from decguard_pipeline.core.validation import redact
+from decguard_pipeline.core.validation import is_secret_name, redact
 
 # Bump when the meaning of a key changes (what is hashed, or how a provider renders requests
 # from the same settings): every earlier answer then stops matching.
@@ -45,6 +45,7 @@ NOT_IN_KEY = frozenset(
         "max_retries",
         "retry_backoff_s",
         "max_retry_wait_s",
+        "max_pacing_wait_s",
         "requests_per_minute",
         "tokens_per_minute",
         "pricing",
@@ -58,9 +59,17 @@ NOT_IN_KEY = frozenset(
 def key_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """``settings`` as they enter a key: without :data:`NOT_IN_KEY`, values under
     secret-looking names replaced, every registered secret value replaced. Names of
-    environment variables (``api_key_env: OPENAI_API_KEY``) stay: they are not secrets."""
+    environment variables (``api_key_env: OPENAI_API_KEY``) stay: they are not secrets.
+
+    A text setting that held a registered secret (a URL expanded from a declared
+    variable) keeps a digest of its value beside the mark: two servers behind the same
+    variable are two keys, and the value itself is never stored."""
     kept = {name: value for name, value in settings.items() if name not in NOT_IN_KEY}
-    return redact(kept)
+    keyed = redact(kept)
+    for name, value in kept.items():
+        if isinstance(value, str) and not is_secret_name(name) and keyed[name] != value:
+            keyed[name] = f"{keyed[name]}#{hashlib.sha256(value.encode()).hexdigest()[:16]}"
+    return keyed
 
 
 def nondeterministic(settings: Mapping[str, Any]) -> bool:

@@ -62,11 +62,26 @@ def section_settings(applied: dict[str, Any]) -> SectionSettings:
     )
 
 
+def labeled_rows(results: CaseResults) -> np.ndarray:
+    """The labeled, decided cases: what every calibration measure is computed over."""
+    return results.ok & (results.expected_index >= 0)
+
+
 def labeled_inputs(results: CaseResults) -> tuple[np.ndarray, np.ndarray]:
     """``(probabilities (n, k), expected label index (n,))`` of the labeled, decided cases in
-    dataset order: what every calibration measure is computed over."""
-    rows = results.ok & (results.expected_index >= 0)
+    dataset order."""
+    rows = labeled_rows(results)
     return results.probs[rows], results.expected_index[rows]
+
+
+def labeled_logits(results: CaseResults) -> tuple[np.ndarray, str]:
+    """``(logits (n, k), source)`` of the labeled, decided cases
+    (``core/calibration/logits.results_logits``)."""
+    from decguard_pipeline.core.calibration.logits import results_logits
+
+    rows = np.flatnonzero(labeled_rows(results))
+    metadata = [results.result_metadata[i] for i in rows.tolist()]
+    return results_logits(results.probs[rows], metadata, results.labels)
 
 
 def calibration_extension(results: CaseResults, contract: Contract) -> dict[str, Any] | None:
@@ -81,7 +96,10 @@ def calibration_extension(results: CaseResults, contract: Contract) -> dict[str,
 
     applied = applied_settings(measures, contract)
     probs, expected = labeled_inputs(results)
-    section = calibration_section(probs, expected, section_settings(applied))
+    logits, source = labeled_logits(results)
+    section = calibration_section(
+        probs, expected, section_settings(applied), logits=logits, logits_source=source
+    )
     p = contract.pipeline
     assert p is not None  # measures_settings returned settings
     checks = calibration_checks(

@@ -13,6 +13,8 @@ VERDICTS = {
     "warn": "WARN: some calibration warning gates do not hold",
     "fail": "FAIL: at least one calibration requirement does not hold",
 }
+# what temperature scaling rescaled (core/calibration/logits.SOURCES), in a few words
+LOGITS_SHORT = {"backend_logprobs": "the backend's log-probabilities", "log_probabilities": "log p"}
 DECOMPOSED = (
     ("brier", "Brier"),
     ("brier_top_label", "Brier top-label"),
@@ -55,8 +57,10 @@ def _recalibration_lines(section: dict[str, Any]) -> list[str]:
     side = "over-confident" if t > 1 else "under-confident" if t < 1 else "neutral"
     bound = ", at its bound" if r["at_bound"] else ""
     before, after = r["before"], r["after"]
+    on = LOGITS_SHORT.get(r.get("logits"), "log p")
     return [
-        f"    {'temperature':<19}{t:.3g} ({side}{bound}); scaled out of fold ({r['folds']} folds):",
+        f"    {'temperature':<19}{t:.3g} ({side}{bound}, on {on}); scaled out of fold"
+        f" ({r['folds']} folds):",
         f"    {'':<19}ECE {num(before['ece'])} → {num(after['ece'])}"
         f" · NLL {num(before['nll'])} → {num(after['nll'])}"
         f" · Brier {num(before['brier'])} → {num(after['brier'])}",

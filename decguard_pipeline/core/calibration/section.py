@@ -21,6 +21,7 @@ from decguard_pipeline.core.calibration.abstention import Abstention, guaranteed
 from decguard_pipeline.core.calibration.binned import l2_ece, per_label_ece, top_label_ece
 from decguard_pipeline.core.calibration.decomposition import Decomposition, score_decompositions
 from decguard_pipeline.core.calibration.inputs import multiclass, top_label
+from decguard_pipeline.core.calibration.logits import LOG_P
 from decguard_pipeline.core.calibration.recalibration import (
     TemperatureScaling,
     temperature_scaling,
@@ -110,6 +111,9 @@ def calibration_section(
     probs: np.ndarray,
     expected: np.ndarray,
     settings: SectionSettings | None = None,
+    *,
+    logits: np.ndarray | None = None,
+    logits_source: str = LOG_P,
     **overrides: Any,
 ) -> CalibrationSection:
     """Every calibration measure of one result set.
@@ -117,8 +121,9 @@ def calibration_section(
     ``probs`` is the (n, k) probability matrix of the labeled, decided cases in the contract's
     label order, ``expected`` the index of each case's expected label. Settings come from
     ``settings`` (defaults: :class:`SectionSettings`) with keyword ``overrides`` on top
-    (e.g. ``alpha=0.05, seed=7``). No cases: every number None, the abstention without a
-    threshold. Deterministic for a given seed."""
+    (e.g. ``alpha=0.05, seed=7``). ``logits`` (default ``log p``, ``logits_source`` saying
+    which) are what temperature scaling rescales. No cases: every number None, the
+    abstention without a threshold. Deterministic for a given seed."""
     s = SectionSettings(**{**asdict(settings or SectionSettings()), **overrides})
     p, e = multiclass(probs, expected)
     n, k = p.shape
@@ -138,7 +143,15 @@ def calibration_section(
             confidence, correct, n_bootstrap=s.n_bootstrap, level=s.level, seed=s.seed
         ),
         decomposition=score_decompositions(p, e),
-        recalibration=temperature_scaling(p, e, folds=s.folds, seed=s.seed, n_bins=s.n_bins),
+        recalibration=temperature_scaling(
+            p,
+            e,
+            logits=logits,
+            logits_source=logits_source,
+            folds=s.folds,
+            seed=s.seed,
+            n_bins=s.n_bins,
+        ),
         abstention=guaranteed_threshold(confidence, correct, alpha=s.alpha, delta=s.delta),
         settings=s,
     )

@@ -30,6 +30,26 @@ from decguard_pipeline.core.calibration.smooth import (
 )
 
 
+def _sorted_parts(f: np.ndarray, y: np.ndarray, m: int) -> tuple[np.ndarray, ...]:
+    """The cases in forecast order as grid contributions: the order, each case's share of
+    (residual, ones, outcome) on its lower and upper grid point, where each cell's run of
+    cases starts, and its cell."""
+    order = np.argsort(f, kind="stable")
+    f, y = f[order], y[order]
+    lower, up = _split(f, m)
+    values = np.stack([f - y, np.ones_like(f), y])
+    runs = np.flatnonzero(np.concatenate(([True], lower[1:] != lower[:-1])))
+    return order, (1.0 - up) * values, up * values, runs, lower[runs]
+
+
+def _add_weighted(block: np.ndarray, times: np.ndarray, parts: tuple[np.ndarray, ...]) -> None:
+    """Add the masses of samples that take each sorted case ``times`` (rows, n) times."""
+    _, low_part, high_part, runs, cells = parts
+    for q in range(3):
+        block[q][:, cells] += np.add.reduceat(times * low_part[q], runs, axis=1)
+        block[q][:, cells + 1] += np.add.reduceat(times * high_part[q], runs, axis=1)
+
+
 def _resampled_masses(
     f: np.ndarray, y: np.ndarray, m: int, n_resamples: int, seed: int
 ) -> np.ndarray:
@@ -40,26 +60,44 @@ def _resampled_masses(
     resample's masses are run sums of (times drawn × the case's share). Resamples are drawn
     in chunks whose size depends only on n: a seed gives the same resamples everywhere."""
     n = len(f)
-    order = np.argsort(f, kind="stable")
-    f, y = f[order], y[order]
-    lower, up = _split(f, m)
-    values = np.stack([f - y, np.ones_like(f), y])
-    low_part, high_part = (1.0 - up) * values, up * values
-    runs = np.flatnonzero(np.concatenate(([True], lower[1:] != lower[:-1])))
-    cells = lower[runs]
+    parts = _sorted_parts(f, y, m)
+    fs, ys = f[parts[0]], y[parts[0]]
     out = np.zeros((3, 1 + n_resamples, m))
-    out[:, 0] = _masses(f, values, m)
+    out[:, 0] = _masses(fs, np.stack([fs - ys, np.ones_like(fs), ys]), m)
     rng = np.random.default_rng(seed)
     per_chunk = max(1, _CHUNK_CELLS // n)
     for start in range(0, n_resamples, per_chunk):
         rows = min(per_chunk, n_resamples - start)
         drawn = rng.integers(0, n, size=(rows, n)) + (np.arange(rows) * n)[:, None]
         times = np.bincount(drawn.ravel(), minlength=rows * n).reshape(rows, n).astype(float)
-        block = out[:, 1 + start : 1 + start + rows]
-        for q in range(3):
-            block[q][:, cells] += np.add.reduceat(times * low_part[q], runs, axis=1)
-            block[q][:, cells + 1] += np.add.reduceat(times * high_part[q], runs, axis=1)
+        _add_weighted(out[:, 1 + start : 1 + start + rows], times, parts)
     return out
+
+
+def smooth_ece_weighted(
+    forecast: np.ndarray, outcome: np.ndarray, counts: np.ndarray
+) -> np.ndarray:
+    """smECE of every sample that takes case i ``counts[r, i]`` times (a bootstrap resample
+    of the cases, given in their order), σ* re-selected in each; the same rows of counts
+    for two sets of forecasts of the same cases give a paired bootstrap. As in
+    :func:`smooth_calibration`, all samples share the grid of the full sample's σ* and are
+    moved by the difference it makes on the full sample. Empty for no cases."""
+    f, y = binary(forecast, outcome)
+    counts = np.asarray(counts, dtype=np.float64)
+    rows = counts.shape[0]
+    if not f.size or not rows:
+        return np.zeros(rows)
+    sigma_star, estimate = _Sample(f, y).fixed_point()
+    m = _grid_size(sigma_star)
+    parts = _sorted_parts(f, y, m)
+    masses = np.zeros((3, 1 + rows, m))
+    masses[:, 0] = _masses(f, np.stack([f - y, np.ones_like(f), y]), m)
+    per_chunk = max(1, _CHUNK_CELLS // f.size)
+    for start in range(0, rows, per_chunk):
+        stop = min(rows, start + per_chunk)
+        _add_weighted(masses[:, 1 + start : 1 + stop], counts[start:stop][:, parts[0]], parts)
+    _, values = _bisect(_grid_smece(_Grid(masses)), rows + 1)
+    return values[1:] + (estimate - values[0])
 
 
 def _grid_smece(grid: _Grid) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:

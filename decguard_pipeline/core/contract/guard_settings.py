@@ -11,11 +11,17 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator, model_validator
 
+from decguard_pipeline.core.contract.calibrator import (
+    CALIBRATOR_KEYS,
+    FITTING_KEYS,
+    CalibratorSettings,
+)
 from decguard_pipeline.core.contract.types import Name, NonNegative, Probability
 from decguard_pipeline.core.errors import ContractError
 from decguard_pipeline.core.validation import Strict
 
 DEFAULT_SWEEP = tuple(i / 20 for i in range(21))  # 0, 0.05, ..., 1
+DEFAULT_THRESHOLD_GRID = tuple(i / 10 for i in range(1, 10))  # 0.1, 0.2, ..., 0.9
 
 
 def _numbers_to_text(value: Any) -> Any:
@@ -31,6 +37,11 @@ class GuardSettings(Strict):
     threshold: Probability = 0.5
     # default: the positive (first) label of a noul decision, every label otherwise
     labels: tuple[str, ...] | None = Field(default=None, min_length=1)
+    # the threshold table: the guard's numbers at each of these thresholds
+    threshold_grid: tuple[Probability, ...] = Field(default=DEFAULT_THRESHOLD_GRID, min_length=1)
+    # and the operating point that meets each target given (core/guard/thresholds.py)
+    target_recall: Probability | None = None
+    target_fpr: Probability | None = None
 
     _text = field_validator("labels", mode="before")(_numbers_to_text)
 
@@ -41,9 +52,18 @@ class GuardSettings(Strict):
             raise ValueError("labels must be unique")
         return value
 
+    @field_validator("threshold_grid")
+    @classmethod
+    def _ascending(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError("thresholds must be unique")
+        return tuple(sorted(value))
 
-class CalibrationSettings(Strict):
-    """Equal-mass ECE, the confidence gap and metadata splits."""
+
+class CalibrationSettings(CalibratorSettings):
+    """Equal-mass ECE, the confidence gap and metadata splits (the guard's); a calibrator's
+    split, method, conformal sets, suggested threshold and escalation sweep, and the
+    calibrator decisions apply (``calibrator.CalibratorSettings``)."""
 
     bins: int | None = Field(default=None, ge=1, le=1000)  # default: evaluation.calibration_bins
     gap_tolerance: Probability = 0.02
@@ -55,6 +75,18 @@ class CalibrationSettings(Strict):
         if len(set(value)) != len(value):
             raise ValueError("split_by keys must be unique")
         return value
+
+    @property
+    def guard_keys(self) -> bool:
+        """Whether the guard's calibration section is asked for: a key of its own is set, or
+        none of the calibrator's (``calibration: {}``)."""
+        given = self.model_fields_set
+        return bool(given - CALIBRATOR_KEYS) or not (given & CALIBRATOR_KEYS)
+
+    @property
+    def fits_calibrator(self) -> bool:
+        """Whether a golden run fits and judges a calibrator."""
+        return bool(self.model_fields_set & FITTING_KEYS)
 
 
 class RiskCoverageSettings(Strict):

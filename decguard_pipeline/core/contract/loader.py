@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from decguard_pipeline.core.contract.extensions import PipelineSection
 from decguard_pipeline.core.contract.model import Contract
 from decguard_pipeline.core.errors import ContractError
+from decguard_pipeline.core.json_limits import PARSER_DEPTH, line_column, too_deep
 from decguard_pipeline.core.validation import format_errors, loads_strict
 
 MAX_CONTRACT_BYTES = 1_000_000
@@ -61,6 +62,39 @@ def parse_text(text: str, *, source: str, json_only: bool = False) -> Any:
         return yaml.load(text, Loader=_NoDuplicatesLoader)
     except (yaml.YAMLError, ValueError) as exc:
         raise ContractError(f"{source}: cannot parse file:\n  {exc}") from exc
+    except RecursionError:  # both parsers recurse once (or more) per level of nesting
+        where = _deepest(text, json_only)
+        raise ContractError(
+            f"{source}: cannot parse file:\n  nested too deeply to read{where}"
+        ) from None
+
+
+def _deepest(text: str, json_only: bool) -> str:
+    """Where the text first nests more than ``PARSER_DEPTH`` levels (a contract needs a few),
+    as `` (more than N levels at line L, column C)``; found without recursion."""
+    if json_only:
+        raw = text.encode("utf-8")
+        position = too_deep(raw, PARSER_DEPTH)
+        if position is None:
+            return ""
+        line, column = line_column(raw, position)
+        return f" (more than {PARSER_DEPTH} levels at line {line}, column {column})"
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):  # events: no recursion
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > PARSER_DEPTH:
+                    mark = event.start_mark
+                    return (
+                        f" (more than {PARSER_DEPTH} levels at line {mark.line + 1}, "
+                        f"column {mark.column + 1})"
+                    )
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        pass
+    return ""
 
 
 def parse_contract(data: Any, *, source: str = "<contract>") -> Contract:
@@ -97,7 +131,8 @@ def load_contract(path: str | Path) -> LoadedContract:
     path = Path(path)
     source = str(path)
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as stream:  # never more than the limit, whatever the file
+            raw = stream.read(MAX_CONTRACT_BYTES + 1)
     except OSError as exc:
         raise ContractError(f"{source}: cannot read contract: {exc.strerror or exc}") from exc
     if len(raw) > MAX_CONTRACT_BYTES:

@@ -5,7 +5,8 @@ matrix -> the page text) and :func:`write_diff_html`. The verdict and the checks
 document's; intervals and p-values come from the ``pipeline.statistics`` sidecar when there is
 one. The diff document lists changed cases only, so a page made from the document alone shows
 the flip matrix's off-diagonal (the flips) and the number of unchanged answers; given
-``Diff.flip_matrix()`` it shows the whole matrix.
+``Diff.flips()`` it shows the whole matrix. With many labels, those in the most flips have a
+row and column each and the others share one (core.label_fold).
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from decguard_pipeline.core.diff.html_changes import change_table
 from decguard_pipeline.core.diff.render import VERDICTS
 from decguard_pipeline.core.html.blocks import checks_table, header, safely, table, tile
 from decguard_pipeline.core.html.charts import heat_table
 from decguard_pipeline.core.html.markup import Html, el, sig, signed
 from decguard_pipeline.core.html.page import Page, Section, write_html
+from decguard_pipeline.core.label_fold import LabelMatrix, fold, folded_counts
 from decguard_pipeline.core.report.render import model_label, short_hash
 
 HIGHER_IS_BETTER = {"accuracy", "macro_f1", "coverage"}  # for the others, lower is better
@@ -40,11 +44,12 @@ def render_diff_html(
     document: dict[str, Any],
     statistics: dict[str, Any] | None = None,
     *,
-    flip_matrix: list[list[int]] | None = None,
+    flip_matrix: LabelMatrix | list[list[int]] | None = None,
     source: str = "",
 ) -> str:
     """The page of a diff ``document`` (as ``diff -o`` writes it); ``statistics`` is its
-    ``pipeline.statistics`` sidecar, ``flip_matrix`` ``Diff.flip_matrix()`` when at hand."""
+    ``pipeline.statistics`` sidecar, ``flip_matrix`` ``Diff.flips()`` (or the whole
+    ``Diff.flip_matrix()``) when at hand."""
     doc = document
     stats = statistics if isinstance(statistics, dict) else {}
     contract = doc["contract"]
@@ -77,7 +82,7 @@ def write_diff_html(
     document: dict[str, Any],
     statistics: dict[str, Any] | None = None,
     *,
-    flip_matrix: list[list[int]] | None = None,
+    flip_matrix: LabelMatrix | list[list[int]] | None = None,
     source: str = "",
 ) -> Path:
     """Render and write the page atomically; ReportError when it cannot be written."""
@@ -250,27 +255,48 @@ def _tone_class(tone: str) -> str:
     return {"better": "pass", "worse": "fail"}.get(tone, "")
 
 
-def _flips(doc: dict[str, Any], labels: list[str], matrix: list[list[int]] | None) -> Html:
+def _flips(
+    doc: dict[str, Any], labels: list[str], matrix: LabelMatrix | list[list[int]] | None
+) -> Html:
     corner = "baseline ↓ · candidate →"
+    if isinstance(matrix, list):  # a whole matrix: one row and column per label
+        matrix = LabelMatrix(labels, matrix)
     if matrix is not None:
-        table = heat_table(labels, labels, matrix, corner=corner)
+        table = heat_table(matrix.names, matrix.names, matrix.cells, corner=corner)
         note = "Compared cases by the baseline's and the candidate's answer; the diagonal kept it."
+        if matrix.pooled:
+            note += _pooled_note(len(labels), matrix.pooled, "compared cases whose two answers")
         return el("div", el("p", note, class_="muted"), el("div", table, class_="scroll"))
+    # the document lists changed cases only: the flips, by label
     index = {label: i for i, label in enumerate(labels)}
+    flips = [c for c in doc["changes"] if c["kind"] == "flip"]
+    base = np.array([index[c["baseline_selected"]] for c in flips], dtype=np.int64)
+    cand = np.array([index[c["candidate_selected"]] for c in flips], dtype=np.int64)
     k = len(labels)
-    cells: list[list[int | None]] = [[None if i == j else 0 for j in range(k)] for i in range(k)]
-    for change in doc["changes"]:
-        if change["kind"] == "flip":
-            row = cells[index[change["baseline_selected"]]]
-            column = index[change["candidate_selected"]]
-            row[column] = (row[column] or 0) + 1
+    folded = fold(labels, np.bincount(base, minlength=k) + np.bincount(cand, minlength=k))
+    counts = folded_counts(folded, base, folded, cand)
+    shown = len(folded.shown)
+    cells: list[list[int | None]] = [
+        [None if i == j and i < shown else v for j, v in enumerate(row)]
+        for i, row in enumerate(counts)
+    ]
     kept = doc["counts"]["compared"] - doc["counts"]["answer_flips"]
     note = (
         f"Flips by the baseline's and the candidate's answer. The diff document lists changed "
         f"cases only: {kept:,} compared cases kept their answer (per label: –)."
     )
-    table = heat_table(labels, labels, cells, corner=corner, totals=False)
+    if folded.pooled:
+        note += _pooled_note(k, folded.pooled, "flips whose two answers")
+    table = heat_table(folded.names, folded.names, cells, corner=corner, totals=False)
     return el("div", el("p", note, class_="muted"), el("div", table, class_="scroll"))
+
+
+def _pooled_note(k: int, pooled: int, corner: str) -> str:
+    return (
+        f" {k:,} labels: those in the most flips have their own row and column, the other "
+        f"{pooled:,} share the last ones (its corner counts the {corner} are both among "
+        "them). The diff document has every change."
+    )
 
 
 def _segments(doc: dict[str, Any], stats: dict[str, Any]) -> Html:

@@ -6,7 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from decguard_pipeline.core.html.markup import rounded
-from decguard_pipeline.core.html.tables import Column, DataTable, Filter, as_text, clip
+from decguard_pipeline.core.html.tables import (
+    Column,
+    DataTable,
+    Filter,
+    as_text,
+    clip,
+    named_labels,
+)
 
 FLIP, NEWLY_WRONG, NEWLY_CORRECT, NEWLY_ERRORED, RECOVERED = 1, 2, 4, 8, 16
 KINDS = ["flip", "newly wrong", "newly correct", "newly errored", "recovered"]
@@ -47,6 +54,7 @@ def change_table(doc: dict[str, Any]) -> DataTable:
         both = base_conf is not None and cand_conf is not None
         rows["delta"].append(rounded(cand_conf - base_conf) if both else None)
         rows["error"].append(clip(change["error"]))
+    vocab = named_labels(labels, rows, ("expected", "baseline", "candidate"))
     return DataTable(
         name="changes",
         title="changed cases",
@@ -54,10 +62,10 @@ def change_table(doc: dict[str, Any]) -> DataTable:
             Column("id", "case", "mono", width="8rem"),
             Column("kind", "change", "status", vocab=KINDS, width="8rem"),
             Column("input", "input"),
-            Column("expected", "expected", "label", vocab=labels, width="7rem"),
-            Column("baseline", "baseline", "label", vocab=labels, width="7rem"),
+            Column("expected", "expected", "label", vocab=vocab, width="7rem"),
+            Column("baseline", "baseline", "label", vocab=vocab, width="7rem"),
             Column("base_conf", "baseline conf.", "conf", width="8rem"),
-            Column("candidate", "candidate", "label", vocab=labels, width="7rem"),
+            Column("candidate", "candidate", "label", vocab=vocab, width="7rem"),
             Column("cand_conf", "candidate conf.", "conf", width="8rem"),
             Column("tv", "TV", "num", width="4rem"),
         ],
@@ -77,7 +85,8 @@ def change_table(doc: dict[str, Any]) -> DataTable:
             Filter("recovered", RECOVERED),
         ],
         search=["id", "input", "expected", "baseline", "candidate", "error"],
-        labels=labels,
+        labels=vocab,
+        label_count=None if vocab is labels else len(labels),
         search_hint="search id, input, label, error",
         empty="no changed case matches",
     )

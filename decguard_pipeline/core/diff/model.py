@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from decguard_pipeline.core.contract import Evaluation, Regression
-from decguard_pipeline.core.diff.pairs import Comparison, Pairs, flip_matrix
+from decguard_pipeline.core.diff.pairs import Comparison, Pairs, flip_matrix, folded_flip_matrix
 from decguard_pipeline.core.diff.segments import Segment
+from decguard_pipeline.core.label_fold import LabelMatrix
 
 
 @dataclass
@@ -32,3 +33,8 @@ class Diff:
 
     def flip_matrix(self) -> list[list[int]]:
         return flip_matrix(self.pairs, self.comparison)
+
+    def flips(self) -> LabelMatrix:
+        """The flip matrix as pages and the UI show it: a row and column per label, or with
+        many labels per label that flips most and one for the others (core.label_fold)."""
+        return folded_flip_matrix(self.pairs, self.comparison)

@@ -13,6 +13,7 @@ import numpy as np
 
 from decguard_pipeline.core.diff.distances import js_divergences, tv_distances
 from decguard_pipeline.core.exact import mean
+from decguard_pipeline.core.label_fold import LabelMatrix, fold, folded_counts
 from decguard_pipeline.core.results import CaseResults
 
 
@@ -160,6 +161,22 @@ def changes_section(pairs: Pairs, c: Comparison) -> list[dict[str, Any]]:
             change["tv_distance"] = float(c.tv[compared_at[i]])
         out.append(change)
     return out
+
+
+def folded_flip_matrix(pairs: Pairs, c: Comparison) -> LabelMatrix:
+    """:func:`flip_matrix` for people: with more than ``TOP_LABELS`` labels, those in the most
+    flips (then the most compared cases) have their own row and column, the others share
+    the last ones (core.label_fold); never a cell per pair of labels."""
+    labels = list(pairs.cand.labels)
+    k = len(labels)
+    rows = np.flatnonzero(c.compared)
+    base, cand = pairs.base.selected[rows], pairs.cand.selected[rows]
+    flipped = base != cand
+    flips = np.bincount(base[flipped], minlength=k) + np.bincount(cand[flipped], minlength=k)
+    compared = np.bincount(base, minlength=k) + np.bincount(cand, minlength=k)
+    weight = flips.astype(np.float64) * (2 * len(rows) + 1) + compared
+    folded = fold(labels, weight)
+    return LabelMatrix(folded.names, folded_counts(folded, base, folded, cand), folded.pooled)
 
 
 def flip_matrix(pairs: Pairs, c: Comparison) -> list[list[int]]:

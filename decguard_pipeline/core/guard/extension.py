@@ -25,6 +25,7 @@ from decguard_pipeline.core.golden.metrics import gate_values, golden_metrics
 from decguard_pipeline.core.guard.metrics import default_guarded_labels, guard_metrics
 from decguard_pipeline.core.guard.partial_runs import run_summary
 from decguard_pipeline.core.guard.risk_coverage import risk_coverage
+from decguard_pipeline.core.guard.thresholds import threshold_section
 from decguard_pipeline.core.results import CaseResults
 
 GUARD_VALUES = ("auroc", "auprc", "precision", "recall", "f1", "fpr", "fnr")
@@ -61,9 +62,12 @@ def guard_enabled(contract: Contract) -> bool:
     p = contract.pipeline
     if p is None:
         return False
-    sections = (p.guard, p.suites, p.calibration, p.risk_coverage, p.partial_runs)
-    return any(s is not None for s in sections) or bool(
-        p.requirements.owned(GuardGates) or p.warnings.owned(GuardGates)
+    sections = (p.guard, p.suites, p.risk_coverage, p.partial_runs)
+    calibration = p.calibration is not None and p.calibration.guard_keys
+    return (
+        calibration
+        or any(s is not None for s in sections)
+        or bool(p.requirements.owned(GuardGates) or p.warnings.owned(GuardGates))
     )
 
 
@@ -116,6 +120,13 @@ def _block(
         ),
         "golden": gate_values(golden),
         "guard": guard_metrics(results, guarded=config.guarded, threshold=config.guard.threshold),
+        "thresholds": threshold_section(
+            results,
+            config.guarded,
+            config.guard.threshold_grid,
+            target_recall=config.guard.target_recall,
+            target_fpr=config.guard.target_fpr,
+        ),
         "calibration": calibration_summary(
             confidence,
             correct,
@@ -156,8 +167,9 @@ def extension_metrics(
     golden: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The extension block of one evaluation: ``run``, ``golden`` (DecGuard's gate values,
-    repeated so groups and suites can be compared), ``guard``, ``calibration``,
-    ``risk_coverage`` and ``splits`` (the same, per value of each ``split_by`` key).
+    repeated so groups and suites can be compared), ``guard``, ``thresholds`` (the threshold
+    table per guarded label), ``calibration``, ``risk_coverage`` and ``splits`` (the same,
+    per value of each ``split_by`` key).
 
     ``golden``: DecGuard's metrics of ``results`` under the contract's evaluation settings
     when they are already computed (a report's ``metrics``); else they are computed here.

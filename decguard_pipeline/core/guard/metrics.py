@@ -86,22 +86,31 @@ def false_negative_rate(fn: int, tp: int) -> float | None:
     return _ratio(fn, fn + tp)
 
 
-def ranking_counts(y_true: np.ndarray, y_score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Cumulative (true positives, false positives) at each distinct score, highest first.
-
-    Entry i counts the cases whose score is at least the i-th highest distinct score, so tied
-    cases always enter together (scikit-learn's ``_binary_clf_curve``)."""
+def ranking_points(
+    y_true: np.ndarray, y_score: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct scores, highest first, with the cumulative (true positives, false
+    positives) at each: entry i counts the cases whose score is at least the i-th highest
+    distinct score, so tied cases always enter together (scikit-learn's
+    ``_binary_clf_curve``)."""
     y_true = np.asarray(y_true, dtype=bool)
     y_score = np.asarray(y_score, dtype=np.float64)
     if not len(y_score):
         empty = np.zeros(0, dtype=np.int64)
-        return empty, empty
+        return np.zeros(0, dtype=np.float64), empty, empty
     order = np.argsort(-y_score, kind="stable")
     ranked = y_score[order]
     # the last position of every run of equal scores
     ends = np.append(np.flatnonzero(ranked[1:] != ranked[:-1]), len(ranked) - 1)
     tps = np.cumsum(y_true[order], dtype=np.int64)[ends]
     fps = ends + 1 - tps
+    return ranked[ends], tps, fps
+
+
+def ranking_counts(y_true: np.ndarray, y_score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cumulative (true positives, false positives) at each distinct score, highest first
+    (:func:`ranking_points` without the scores)."""
+    _, tps, fps = ranking_points(y_true, y_score)
     return tps, fps
 
 

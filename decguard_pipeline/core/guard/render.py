@@ -70,6 +70,8 @@ def evaluation_lines(block: dict[str, Any], *, full: bool) -> list[str]:
         + f" · drop rate {pct(run['drop_rate'])} · {run['state']}",
     ]
     lines += guard_lines(guard)
+    if "thresholds" in block:  # sidecars written before the table have none
+        lines += threshold_lines(block["thresholds"])
     lines += [
         f"  Calibration  mean confidence {num(cal['mean_confidence'])} · accuracy "
         f"{num(cal['accuracy'])} · gap {signed(cal['confidence_gap'])}"
@@ -119,6 +121,38 @@ def guard_lines(guard: dict[str, Any]) -> list[str]:
         for metric, reason in m["undefined"].items():
             lines.append(f"    {'':<14} {metric} undefined: {reason}")
     return lines
+
+
+def threshold_lines(section: dict[str, Any]) -> list[str]:
+    """Per guarded label: the threshold table, then the point meeting each target."""
+    lines = []
+    for label, table in section["labels"].items():
+        lines += [
+            f"  Thresholds   {label}",
+            f"    {'threshold':>9} {'TP':>6} {'FP':>6} {'TN':>6} {'FN':>6}  {'prec.':>6}"
+            f" {'recall':>6} {'F1':>6} {'FPR':>6} {'FNR':>6}",
+        ]
+        for row in table["grid"]:
+            lines.append(f"    {row['threshold']!r:>9} {_row_cells(row)}")
+        for key, name in (("target_recall", "recall ≥"), ("target_fpr", "FPR ≤")):
+            point = table[key]
+            if point is None:
+                continue
+            target = f"target {name} {point['target']:g}"
+            if point["threshold"] is None:
+                lines.append(f"    {'none':>9}  {target}: {point['reason']}")
+            else:
+                # the threshold whole: a rounded one may not meet the target
+                lines.append(f"    {point['threshold']!r:>9} {_row_cells(point)}  {target}")
+    return lines
+
+
+def _row_cells(row: dict[str, Any]) -> str:
+    rates = " ".join(f"{num(row[k]):>6}" for k in ("recall", "f1", "fpr", "fnr"))
+    return (
+        f"{row['tp']:>6} {row['fp']:>6} {row['tn']:>6} {row['fn']:>6}  "
+        f"{num(row['precision']):>6} {rates}"
+    )
 
 
 def reliability_lines(title: str, bins: list[dict[str, Any]]) -> list[str]:

@@ -42,7 +42,13 @@ def evaluation_entry(
 def settings_document(config: GuardConfig) -> dict[str, Any]:
     """The settings as applied (defaults resolved), for reproducing the numbers."""
     return {
-        "guard": {"threshold": config.guard.threshold, "labels": list(config.guarded)},
+        "guard": {
+            "threshold": config.guard.threshold,
+            "labels": list(config.guarded),
+            "threshold_grid": list(config.guard.threshold_grid),
+            "target_recall": config.guard.target_recall,
+            "target_fpr": config.guard.target_fpr,
+        },
         "calibration": {
             "bins": config.bins,
             "gap_tolerance": config.calibration.gap_tolerance,

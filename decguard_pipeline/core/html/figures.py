@@ -49,7 +49,6 @@ svg.chart .cost-curve { fill: none; stroke: #1a7f37; stroke-width: 1.5; }
 svg.chart .cost-mark { fill: #1a7f37; }
 svg.chart .cheapest { stroke: #8c959f; stroke-dasharray: 4 3; }
 svg.chart .density { fill: #8c959f; fill-opacity: .3; stroke: none; }
-svg.chart .legend { fill: #ffffff; fill-opacity: .85; stroke: #d1d9e0; }
 """
 
 

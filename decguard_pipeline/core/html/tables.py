@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import orjson
 
 from decguard_pipeline.core.html.markup import Html, el, json_block
+from decguard_pipeline.core.label_fold import TOP_LABELS, used_labels
 
 MAX_TEXT = 2000  # characters of an input or message kept in the page (the JSON has all)
 
@@ -32,11 +34,24 @@ def as_text(value: Any) -> str:
         return str(value)
 
 
+def named_labels(labels: list[str], rows: dict[str, list[Any]], keys: tuple[str, ...]) -> list[str]:
+    """The vocabulary a table of ``labels`` needs: all of them, or with more than
+    ``TOP_LABELS`` only those its ``keys`` columns name (their indices in ``rows`` are
+    renumbered in place), so the page grows with its rows, not with the labels."""
+    if len(labels) <= TOP_LABELS:
+        return labels
+    columns = [np.asarray(rows[key], dtype=np.int64) for key in keys]
+    vocab, place = used_labels(labels, *columns)
+    for key, column in zip(keys, columns, strict=True):
+        rows[key] = place[column].tolist()
+    return vocab
+
+
 @dataclass
 class Column:
     key: str
     title: str
-    kind: str = "text"  # text | mono | num | conf | label | status
+    kind: str = "text"  # text | mono | num | conf | label | status | probs | topprobs
     vocab: list[str] | None = None  # values are indices into it (-1: none)
     width: str | None = None
 
@@ -66,6 +81,7 @@ class DataTable:
     search: list[str]  # keys whose text the search box matches
     details: list[Column] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)  # for "probs" details
+    label_count: int | None = None  # "topprobs": how many labels there are (labels has some)
     search_hint: str = "search"
     empty: str = "nothing to show"
     page_size: int = 50
@@ -89,6 +105,11 @@ class DataTable:
             "page_size": self.page_size,
             "start": self.start,
         }
+        if self.label_count is not None:  # many labels: their vocabulary once, by name
+            spec["label_count"] = self.label_count
+            for column in (*spec["columns"], *spec["details"]):
+                if column.get("vocab") == self.labels:
+                    column["vocab"] = "labels"
         mount = el(
             "div",
             el("noscript", "The table needs JavaScript; the JSON report has every row."),

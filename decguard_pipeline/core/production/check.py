@@ -10,14 +10,19 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow as pa
 
 from decguard_pipeline.core.contract import LoadedContract, load_contract
 from decguard_pipeline.core.errors import ReportError
-from decguard_pipeline.core.json_limits import first_significant, max_bytes, too_deep
+from decguard_pipeline.core.json_limits import (
+    first_significant,
+    open_regular,
+    read_bounded,
+    too_deep,
+)
 from decguard_pipeline.core.production.loader import (
     RecordSet,
     RecordSink,
@@ -28,28 +33,38 @@ from decguard_pipeline.core.production.metrics import production_metrics
 from decguard_pipeline.core.production.report import Baseline, ProductionReport, build_report
 from decguard_pipeline.core.production.verify import load_production_report, record_columns
 
+if TYPE_CHECKING:
+    from decguard_pipeline.core.calibration.artifact import LoadedCalibrator
+
 
 def looks_like_report(path: Path) -> bool:
     """DecGuard's test: a ``.json`` file holding an object with a ``check_version`` key.
     Decided without parsing when it can be: a records array is not a report; an object too
-    large or too deep to parse is one (the report loader then says why it cannot be read)."""
+    large or too deep to parse is one, and so is a ``.json`` path that is not a regular file
+    (the report loader then says why it cannot be read)."""
     if path.suffix.lower() != ".json":
         return False
     try:
-        with path.open("rb") as stream:
-            head = stream.read(1 << 16)
-        size = path.stat().st_size
+        stream = open_regular(path, "production report")
+    except ReportError:
+        return True
     except OSError:
         return False
-    first = first_significant(head)
-    if first is not None and first != ord("{"):
-        return False
-    if size > max_bytes():
-        return True
+    with stream:
+        head = stream.read(1 << 16)
+        first = first_significant(head)
+        if first is not None and first != ord("{"):
+            return False
+        try:
+            stream.seek(0)
+            raw = read_bounded(stream, path, "production report")
+        except ReportError:
+            return True
+        except OSError:
+            return False
     try:
-        raw = path.read_bytes()
         raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+    except UnicodeDecodeError:
         return False
     if too_deep(raw) is not None:
         return True
@@ -131,10 +146,13 @@ def run_check(
     dataset_path: str | None = None,
     dataset_hash: str | None = None,
     sink: RecordSink | None = None,
+    calibrator: LoadedCalibrator | None = None,
 ) -> ProductionReport:
     """Check production records (a file, or an Arrow table named ``dataset_path``) against the
     contract, optionally against a baseline; extension results are attached. ``sink`` sees
-    every record of a records file as it is accepted (``loader.load_records``)."""
+    every record of a records file as it is accepted (``loader.load_records``); with
+    ``calibrator``, the records re-decided on calibrated probabilities are the extension
+    section ``calibrated`` (``calibrated.py``)."""
     from decguard_pipeline.core.production.extensions import extension_results
 
     loaded = contract if isinstance(contract, LoadedContract) else load_contract(contract)
@@ -142,4 +160,8 @@ def run_check(
     base = load_baseline(loaded, baseline) if baseline is not None else None
     report = build_report(loaded, data, baseline=base)
     report.extensions = extension_results(loaded, report)
+    if calibrator is not None:
+        from decguard_pipeline.core.production.calibrated import SECTION, calibrated_check
+
+        report.extensions[SECTION] = calibrated_check(report.records(), calibrator, loaded.contract)
     return report

@@ -19,8 +19,9 @@ import pyarrow as pa
 import pyarrow.json as pj
 
 from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.json_limits import ITEM_DEPTH, nesting_problem
 from decguard_pipeline.core.production.records import Item
-from decguard_pipeline.core.validation import unique_pairs
+from decguard_pipeline.core.validation import SURROGATE_ESCAPE, lone_surrogate, unique_pairs
 
 BLOCK_BYTES = 16 << 20
 _WHITESPACE = np.zeros(256, dtype=bool)
@@ -72,6 +73,61 @@ def nonblank_lines(block: Any, starts: np.ndarray) -> np.ndarray:
     return np.flatnonzero(keep)
 
 
+# Arrow's JSON parser recurses once per level of nesting, on a worker thread's stack: a line
+# nested 20,000 deep crashed the process. A line that deep is long (two bytes a level), so
+# only long lines are looked at (exactly, by ``nesting_problem``): a few per block at most.
+_LONG_LINE = 4_000
+
+
+def _deep_line(block: Any, starts: np.ndarray) -> bool:
+    """Whether a line of the block nests deeper than a record may (``ITEM_DEPTH``)."""
+    if len(block) <= _LONG_LINE:
+        return False  # no line nests deep enough to matter to Arrow (the schema says more)
+    lengths = np.diff(np.append(starts, len(block)))
+    for i in np.flatnonzero(lengths > _LONG_LINE).tolist():
+        start = int(starts[i])
+        if nesting_problem(bytes(block[start : start + int(lengths[i])])) is not None:
+            return True
+    return False
+
+
+def _too_deep(schema: pa.Schema) -> bool:
+    """Whether a record of this schema may hold a value inside more than ``ITEM_DEPTH``
+    arrays and objects (an upper bound: an empty list counts one level more than in JSON)."""
+    stack = [(field.type, 1) for field in schema]  # a field's value: inside the record
+    while stack:
+        kind, depth = stack.pop()
+        if depth > ITEM_DEPTH:
+            return True
+        if pa.types.is_struct(kind):
+            stack += [(kind.field(i).type, depth + 1) for i in range(kind.num_fields)]
+        elif pa.types.is_map(kind):
+            stack += [(kind.key_type, depth + 1), (kind.item_type, depth + 1)]
+        elif (
+            pa.types.is_list(kind)
+            or pa.types.is_large_list(kind)
+            or pa.types.is_fixed_size_list(kind)
+        ):
+            stack.append((kind.value_type, depth + 1))
+    return False
+
+
+def unwritable_text(record: object) -> str | None:
+    """The problem of a record holding a lone surrogate (a ``\\uD800``-``\\uDFFF`` escape not
+    part of a pair) in a field the report writes, which no UTF-8 writer can write; None
+    otherwise. The id is left to the schema (DecGuard's message) and the metadata, which
+    the report does not write, is read as DecGuard reads it."""
+    if not isinstance(record, dict):
+        return None
+    where = lone_surrogate({k: v for k, v in record.items() if k not in ("id", "metadata")})
+    if where is None:
+        return None
+    return (
+        f"invalid production record:\n  {where}: text with a lone surrogate (a \\uD800-\\uDFFF "
+        "escape not part of a pair), which UTF-8 cannot encode"
+    )
+
+
 def python_items(
     block: bytes, first_line: int, first_position: int
 ) -> tuple[list[Item], list[int]]:
@@ -95,10 +151,18 @@ def python_items(
         except UnicodeDecodeError:
             items.append(Item(None, position, "production dataset is not valid UTF-8"))
         else:
+            deep = nesting_problem(raw.strip())  # before parsing: the decoder recurses
+            if deep is not None:
+                items.append(Item(None, position, f"invalid JSON: {deep}"))
+                position += 1
+                continue
             try:
-                items.append(Item(json.loads(text, object_pairs_hook=unique_pairs), position))
+                value = json.loads(text, object_pairs_hook=unique_pairs)
             except ValueError as exc:
                 items.append(Item(None, position, f"invalid JSON: {exc}"))
+            else:
+                unwritable = unwritable_text(value) if SURROGATE_ESCAPE.search(text) else None
+                items.append(Item(value, position, unwritable))
         position += 1
     return items, lines
 
@@ -178,8 +242,8 @@ class ArrowReader:
         finder = _Finder(block, source)
         table, starts = self._table(block, finder)
         n_lines = len(line_starts(block) if starts is None else starts)
-        if table is None or starts is None:
-            return None, n_lines, None
+        if table is None or starts is None or _too_deep(table.schema):
+            return None, n_lines, None  # a record maybe nested too deeply: line by line
         return table, n_lines, starts[nonblank_lines(block, starts)]
 
     def _table(self, block: Any, finder: _Finder) -> tuple[pa.Table | None, np.ndarray | None]:
@@ -190,10 +254,12 @@ class ArrowReader:
                 return None, None  # Arrow would split a line at a lone CR; DecGuard does not
         if finder.find(b"\xef") >= 0 and finder.find(b"\xef\xbb\xbf") >= 0:
             return None, None  # Arrow skips a byte order mark; Python's json refuses it
+        starts = line_starts(block)
+        if _deep_line(block, starts):
+            return None, starts  # Arrow's parser recurses per level: deep enough, it crashes
         table = self._parse(block)
         if table is None:
             return None, None
-        starts = line_starts(block)
         records = nonblank_lines(block, starts)
         if table.num_rows != len(records):
             return None, starts  # e.g. two objects on one line

@@ -36,6 +36,7 @@ from decguard_pipeline.core.production.arrow_batches import table_batch
 from decguard_pipeline.core.production.columns import Batch, Columns, ColumnsBuilder, first_repeat
 from decguard_pipeline.core.production.normalized import normalized_record
 from decguard_pipeline.core.production.records import Item, check_items
+from decguard_pipeline.core.validation import SURROGATE_ESCAPE
 
 WHAT = "production dataset"
 ITEMS_PER_CHECK = 50_000
@@ -294,9 +295,16 @@ def load_json(
     values = [value for _, value in iter_items(path, text, what=WHAT)]
     loader = _Loader(str(path), spec, tolerance, segment_keys, sink)
     locate = lambda position: f"record {position}"  # noqa: E731
+    escapes = SURROGATE_ESCAPE.search(text) is not None
     for start in range(0, len(values), ITEMS_PER_CHECK):
         chunk = values[start : start + ITEMS_PER_CHECK]
-        loader.add_items([Item(v, start + i + 1) for i, v in enumerate(chunk)], locate)
+        loader.add_items(
+            [
+                Item(v, start + i + 1, jsonl_blocks.unwritable_text(v) if escapes else None)
+                for i, v in enumerate(chunk)
+            ],
+            locate,
+        )
     columns = loader.finish(locate)
 
     def items() -> Iterator[Item]:

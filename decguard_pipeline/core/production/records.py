@@ -32,7 +32,7 @@ from decguard_pipeline.core.production.columns import (
 from decguard_pipeline.core.production.invariants import semantic_suspects
 from decguard_pipeline.core.production.schema import RECORD_FIELDS, ProductionRecord
 from decguard_pipeline.core.production.timestamps import timestamps_ok
-from decguard_pipeline.core.validation import format_errors
+from decguard_pipeline.core.validation import format_errors, lone_surrogate
 
 RECORD_KEYS = frozenset(RECORD_FIELDS)
 _EXACT_INT = 2**53  # larger ints are left to pydantic's float conversion
@@ -166,6 +166,8 @@ def plain_record(item: Any, position: int, labels: frozenset[str]) -> Plain | No
         record_id = default_id(position)
     elif type(record_id) is not str or not record_id:
         return None
+    elif not record_id.isascii() and lone_surrogate(record_id) is not None:
+        return None  # the schema refuses it, in DecGuard's words
     for key in _OPTIONAL_TEXT:
         value = get(key)
         if value is not None and type(value) is not str:

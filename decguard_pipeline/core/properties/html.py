@@ -9,7 +9,14 @@ from typing import Any
 from decguard_pipeline.core.gates import overall_status
 from decguard_pipeline.core.html.blocks import header, safely, status_chip, table, with_ci
 from decguard_pipeline.core.html.markup import Html, el, rounded, sig
-from decguard_pipeline.core.html.tables import Column, DataTable, Filter, as_text, clip
+from decguard_pipeline.core.html.tables import (
+    Column,
+    DataTable,
+    Filter,
+    as_text,
+    clip,
+    named_labels,
+)
 
 VIOLATION, FLIP, PAIR_ERROR, REDUCED = 1, 2, 4, 8
 
@@ -120,12 +127,13 @@ def pair_table(doc: dict[str, Any]) -> DataTable:
         rows["delta"].append(rounded(comparison.get("confidence_delta")))
         rows["violations"].append("; ".join(pair["violations"]) or None)
         shown = pair.get("presentation")
-        rows["options"].append(
-            ", ".join(f"{s} ({c})" if s != c else s for s, c in shown) if shown else None
+        rows["options"].append(  # clipped: an option_order pair shows every label
+            clip(", ".join(f"{s} ({c})" if s != c else s for s, c in shown)) if shown else None
         )
         rows["error"].append(None if not error else clip(f"{error['kind']}: {error['message']}"))
         reduced = pair.get("reduced")
         rows["reduced"].append(clip(as_text(reduced["input"])) if reduced else None)
+    vocab = named_labels(labels, rows, ("before", "after"))
     return DataTable(
         name="pairs",
         title="transformed pairs",
@@ -133,8 +141,8 @@ def pair_table(doc: dict[str, Any]) -> DataTable:
             Column("property", "property", "label", vocab=names, width="9rem"),
             Column("case", "case", "mono", width="7rem"),
             Column("input", "transformed input"),
-            Column("before", "before", "label", vocab=labels, width="7rem"),
-            Column("after", "after", "label", vocab=labels, width="7rem"),
+            Column("before", "before", "label", vocab=vocab, width="7rem"),
+            Column("after", "after", "label", vocab=vocab, width="7rem"),
             Column("tv", "TV", "num", width="5rem"),
             Column("violations", "violations", width="13rem"),
         ],
@@ -154,7 +162,8 @@ def pair_table(doc: dict[str, Any]) -> DataTable:
             Filter("all pairs", 0),
         ],
         search=["id", "property", "case", "input", "violations", "error"],
-        labels=labels,
+        labels=vocab,
+        label_count=None if vocab is labels else len(labels),
         search_hint="search property, case, input, violation",
         empty="no pair matches",
         page_size=15,

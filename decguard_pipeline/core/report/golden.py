@@ -31,6 +31,8 @@ class Report:
     results: CaseResults
     # sidecar sections computed with this run (never part of DecGuard's document)
     extensions: dict[str, Any] = field(default_factory=dict)
+    # documents the run made besides its report (a fitted calibrator.json)
+    products: dict[str, Any] = field(default_factory=dict)
 
     @property
     def status(self) -> str:

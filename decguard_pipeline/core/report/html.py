@@ -21,15 +21,22 @@ from decguard_pipeline.core.html.blocks import COMPARISONS, checks_table, safely
 from decguard_pipeline.core.html.markup import Html, el, rounded_array, sig
 from decguard_pipeline.core.html.page import Page, Section, write_html
 from decguard_pipeline.core.html.tables import Column, DataTable, Filter, as_text, clip
+from decguard_pipeline.core.label_fold import TOP_LABELS, top_probabilities, used_labels
 from decguard_pipeline.core.properties.html import properties_section
 from decguard_pipeline.core.report.golden import Report
+from decguard_pipeline.core.report.html_calibrator import (
+    calibrated_section,
+    calibrator_section,
+)
 from decguard_pipeline.core.report.html_sections import (
     calibration_section,
     guard_section,
     labels_section,
 )
+from decguard_pipeline.core.report.html_verdict import judge
 from decguard_pipeline.core.report.render import VERDICTS, model_label, short_hash
 from decguard_pipeline.core.report.sidecar import sidecar_path
+from decguard_pipeline.core.verdict import Verdict
 
 MISMATCH, ERROR, LOW, UNLABELED = 1, 2, 4, 8
 OUTCOMES = ["correct", "mismatch", "error", "unlabeled"]
@@ -50,13 +57,25 @@ TILES = (
     ("latency_p95_ms", "p95 latency (ms)"),
 )
 MODES = {"test": "golden test", "fuzz": "fuzz (properties)", "all": "test --all"}
+# sidecar sections of calibrators: (key, heading, builder)
+CALIBRATOR_SECTIONS = (
+    ("calibrated", "Calibrated decisions", calibrated_section),
+    ("calibrator", "Calibrator", calibrator_section),
+)
 
 
 def render_report_html(
-    report: Report, sidecar: dict[str, Any] | None = None, *, source: str = ""
+    report: Report,
+    sidecar: dict[str, Any] | None = None,
+    *,
+    source: str = "",
+    verdict: Verdict | None = None,
+    diff_href: str | None = None,
 ) -> str:
     """The page of ``report``; ``sidecar`` is its ``<report>.pipeline.json`` document (or
-    the same sections built in memory), ``source`` the report file's name for the footer."""
+    the same sections built in memory), ``source`` the report file's name for the footer;
+    ``verdict``: the pipeline's verdict when gates beyond DecGuard's judge the run (the
+    banner's, ``core/report/html_verdict.py``), ``diff_href`` the regression diff's page."""
     doc = report.document
     sidecar = sidecar if isinstance(sidecar, dict) else {}
     contract = doc["contract"]
@@ -64,10 +83,12 @@ def render_report_html(
         doc,
         VERDICTS,
         kind=f"DecGuard report · {MODES.get(doc['mode'], doc['mode'])}",
-        subtitle=f"{contract['type']} · labels: {', '.join(contract['labels'])}",
+        subtitle=f"{contract['type']} · labels: {label_list(contract['labels'])}",
         facts=_facts(doc),
         source=source,
     )
+    if verdict is not None:
+        judge(page, doc, verdict, diff_href)
     extension = safely("guard", lambda: _extension_verdict(sidecar))
     if extension:
         page.also.append(extension)
@@ -92,17 +113,35 @@ def render_report_html(
     if isinstance(sidecar.get("evaluations"), list):
         body = guard_section(sidecar)
         sections.append(Section("guard", "Guard extension", body, "(pipeline.json)"))
+    for key, title, build in CALIBRATOR_SECTIONS:
+        if isinstance(sidecar.get(key), dict):
+            body = safely(key, lambda b=build, k=key: b(sidecar[k]))  # type: ignore[misc]
+            sections.append(Section(key, title, body, "(pipeline.json)"))
     mount, block = case_table(report).render()
     sections.append(Section("cases", "Cases", mount, _cases_note(doc)))
     page.blocks.append(block)
     return page.render()
 
 
+def label_list(labels: list[str]) -> str:
+    """The labels for a heading: all of them, or the first ``TOP_LABELS`` and how many more."""
+    if len(labels) <= TOP_LABELS:
+        return ", ".join(labels)
+    return ", ".join(labels[:TOP_LABELS]) + f" … ({len(labels):,} labels)"
+
+
 def write_report_html(
-    path: str | Path, report: Report, sidecar: dict[str, Any] | None = None, *, source: str = ""
+    path: str | Path,
+    report: Report,
+    sidecar: dict[str, Any] | None = None,
+    *,
+    source: str = "",
+    verdict: Verdict | None = None,
+    diff_href: str | None = None,
 ) -> Path:
     """Render and write the page atomically; ReportError when it cannot be written."""
-    return write_html(path, render_report_html(report, sidecar, source=source))
+    page = render_report_html(report, sidecar, source=source, verdict=verdict, diff_href=diff_href)
+    return write_html(path, page)
 
 
 def read_sidecar(report_path: str | Path, report: Report) -> dict[str, Any] | None:
@@ -282,7 +321,13 @@ def case_table(report: Report) -> DataTable:
     outcome = np.where(~ok, 2, np.where(unlabeled, 3, np.where(mismatch, 1, 0)))
     confidence = rounded_array(results.confidence)
     latency = rounded_array(results.latency_ms)
-    probs = rounded_array(results.probs)  # rows of NaN (null) for errored cases
+    probs, probs_kind = _probabilities(results.probs, len(labels))
+    vocab = labels
+    if probs_kind == "topprobs":  # the rows name a few of many labels: only those go in
+        named = [index for case in probs if case for index, _ in case]
+        vocab, place = used_labels(labels, expected, selected, np.array(named, dtype=np.int64))
+        expected, selected = place[expected], place[selected]
+        probs = [case and [[int(place[i]), p] for i, p in case] for case in probs]
     errors = [
         None if kind is None else clip(f"{kind}: {message}")
         for kind, message in zip(results.error_kind, results.error_message, strict=True)
@@ -306,12 +351,12 @@ def case_table(report: Report) -> DataTable:
             Column("id", "case", "mono", width="9rem"),
             Column("outcome", "outcome", "status", vocab=OUTCOMES, width="7rem"),
             Column("input", "input"),
-            Column("expected", "expected", "label", vocab=labels, width="8rem"),
-            Column("selected", "selected", "label", vocab=labels, width="8rem"),
+            Column("expected", "expected", "label", vocab=vocab, width="8rem"),
+            Column("selected", "selected", "label", vocab=vocab, width="8rem"),
             Column("confidence", "confidence", "conf", width="9rem"),
         ],
         details=[
-            Column("probs", "probabilities", "probs"),
+            Column("probs", "probabilities", probs_kind),
             Column("error", "error"),
             Column("latency", "latency (ms)", "num"),
             Column("metadata", "metadata"),
@@ -326,7 +371,25 @@ def case_table(report: Report) -> DataTable:
             Filter(f"low confidence (< {sig(threshold)})", LOW),
         ],
         search=["id", "input", "expected", "selected", "error", "metadata"],
-        labels=labels,
+        labels=vocab,
+        label_count=None if vocab is labels else len(labels),
         search_hint="search id, input, label, error, metadata",
         empty="no case matches",
     )
+
+
+def _probabilities(probs: np.ndarray, n_labels: int) -> tuple[list[Any], str]:
+    """Each case's probabilities for its details: every label's (``probs``, rows of NaN
+    for errored cases), or with more than ``TOP_LABELS`` labels the largest ones and the
+    others' sum (``topprobs``), so the page does not grow with cases times labels."""
+    if n_labels <= TOP_LABELS:
+        return rounded_array(probs), "probs"
+    index, shown, rest, missing = top_probabilities(probs)
+    values, rests = rounded_array(shown), rounded_array(rest)
+    rows: list[Any] = []
+    for i, label_index in enumerate(index.tolist()):
+        if missing[i]:
+            rows.append(None)
+            continue
+        rows.append([*map(list, zip(label_index, values[i], strict=True)), [-1, rests[i]]])
+    return rows, "topprobs"

@@ -16,6 +16,7 @@ from decguard_pipeline.core.golden.metrics import expected_calibration_error, pe
 from decguard_pipeline.core.html.blocks import checks_table, header, safely, status_chip, table
 from decguard_pipeline.core.html.charts import figure, heat_table, reliability_svg
 from decguard_pipeline.core.html.markup import Html, el, sig
+from decguard_pipeline.core.label_fold import Fold, fold, folded_counts
 from decguard_pipeline.core.report.golden import Report
 
 
@@ -179,7 +180,10 @@ def _bin_tables(width_bins: list[dict[str, Any]], mass_bins: list[dict[str, Any]
 
 def labels_section(report: Report) -> Html:
     """The report's per-label precision, recall, F1 and support, how often each label was
-    chosen, and the confusion matrix of the labeled, decided cases."""
+    chosen, and the confusion matrix of the labeled, decided cases. With more than
+    ``TOP_LABELS`` labels, those with the most cases are shown one by one and the others
+    pooled in one row and column (core.label_fold): the page stays small for any number of
+    labels."""
     doc = report.document
     per_label = doc["metrics"]["classification"]["per_label"]
     results = report.results
@@ -188,32 +192,63 @@ def labels_section(report: Report) -> Html:
     labeled = results.ok & (results.expected_index >= 0)
     expected = results.expected_index[labeled]
     predicted = results.selected[labeled]
-    _, predicted_n, _ = per_label_counts(expected, predicted, k)
-    matrix = np.bincount(expected * k + predicted, minlength=k * k).reshape(k, k).tolist()
+    tp, predicted_n, support = per_label_counts(expected, predicted, k)
+    folded = fold(labels, support + predicted_n)
     head = header(("label",), ("precision", "recall", "F1", "support", "chosen"))
     rows = [
         el(
             "tr",
-            el("th", label),
+            el("th", labels[i]),
             [
-                el("td", sig(per_label[label][m]), class_="num")
+                el("td", sig(per_label[labels[i]][m]), class_="num")
                 for m in ("precision", "recall", "f1")
             ],
-            el("td", sig(per_label[label]["support"]), class_="num"),
+            el("td", sig(per_label[labels[i]]["support"]), class_="num"),
             el("td", sig(int(predicted_n[i])), class_="num"),
         )
-        for i, label in enumerate(labels)
+        for i in folded.shown.tolist()
     ]
+    note = None
+    if folded.pooled:
+        rows.append(_pooled_row(folded, tp, predicted_n, support))
+        note = el(
+            "p",
+            f"{k:,} labels: the {len(folded.shown):,} with the most labeled, decided cases "
+            f"(expected or chosen) are shown one by one, the other {folded.pooled:,} pooled in "
+            "the last row (precision and recall over their cases together) and in the last "
+            "row and column of the matrix (its corner counts every case whose expected and "
+            "chosen labels are both pooled, right or wrong). The JSON report has every label.",
+            class_="muted",
+        )
     scores = table(head, rows, class_="labels")
-    confusion = heat_table(labels, labels, matrix, corner="expected ↓ · selected →")
+    matrix = folded_counts(folded, expected, folded, predicted)
+    confusion = heat_table(folded.names, folded.names, matrix, corner="expected ↓ · selected →")
     return el(
         "div",
+        note,
         el(
             "div",
             el("div", el("h3", "Precision, recall, F1"), scores),
             el("div", el("h3", "Confusion (labeled, decided cases)"), confusion),
             class_="two",
         ),
+    )
+
+
+def _pooled_row(folded: Fold, tp: np.ndarray, predicted_n: np.ndarray, support: np.ndarray) -> Html:
+    """The pooled labels as one: precision and recall over their cases together."""
+    pooled = folded.position == len(folded.shown)
+    hits, chosen, total = (int(a[pooled].sum()) for a in (tp, predicted_n, support))
+    precision = hits / chosen if chosen else 0.0
+    recall = hits / total if total else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return el(
+        "tr",
+        el("th", folded.names[-1], class_="pooled"),
+        [el("td", sig(v), class_="num") for v in (precision, recall, f1)],
+        el("td", sig(total), class_="num"),
+        el("td", sig(chosen), class_="num"),
+        data_pooled=folded.pooled,
     )
 
 
@@ -258,9 +293,47 @@ def guard_section(sidecar: dict[str, Any]) -> Html:
         return el(
             "div",
             el("div", table(head, rows), class_="tablewrap"),
+            threshold_tables(sidecar["evaluations"]),
             el("h3", "Extension gates"),
             checks_table(gates),
         )
 
     out = safely("guard", build)
     return out if isinstance(out, Html) else el("p", "")
+
+
+TARGETS = {"target_recall": "recall ≥", "target_fpr": "FPR ≤"}
+
+
+def threshold_tables(evaluations: list[dict[str, Any]]) -> list[Html]:
+    """Per suite and guarded label: the guard's numbers at each threshold of the grid, then
+    the threshold meeting each target (sidecars written before the table have none)."""
+    head = header(
+        ("threshold",), ("TP", "FP", "TN", "FN", "precision", "recall", "F1", "FPR", "FNR")
+    )
+    out = []
+    for e in evaluations:
+        section = e["metrics"].get("thresholds")
+        if section is None:
+            continue
+        for label, t in section["labels"].items():
+            rows = [_threshold_row(repr(r["threshold"]), r) for r in t["grid"]]
+            for key, relation in TARGETS.items():
+                point = t[key]
+                if point is None:
+                    continue
+                name = f"{relation} {sig(point['target'])}: "
+                if point["threshold"] is None:
+                    rows.append(el("tr", el("th", name + "none"), el("td", point["reason"],
+                                                                    colspan="9")))  # fmt: skip
+                else:
+                    # the threshold whole: a rounded one may not meet the target
+                    rows.append(_threshold_row(name + repr(point["threshold"]), point))
+            title = f"Thresholds · {e.get('suite') or 'main'} · {label}"
+            out += [el("h3", title), el("div", table(head, rows), class_="tablewrap")]
+    return out
+
+
+def _threshold_row(first: str, row: dict[str, Any]) -> Html:
+    cells = ("tp", "fp", "tn", "fn", "precision", "recall", "f1", "fpr", "fnr")
+    return el("tr", el("th", first), [el("td", sig(row[c]), class_="num") for c in cells])

@@ -1,4 +1,5 @@
-"""Pictures of an evaluation: the reliability diagram and the risk-coverage curve, as PNG.
+"""Pictures of an evaluation: the reliability diagram, the risk-coverage curve and a
+calibrator's escalation sweep, as PNG.
 
 Drawn from the extension block alone (``core.guard.extension.extension_metrics``) and, for the
 smooth reliability curve, the calibration section (``core.calibration.extension``), so the CLI
@@ -177,6 +178,60 @@ def risk_coverage_png(risk_coverage: dict[str, Any], *, title: str = "") -> byte
     return _png(figure)
 
 
+def escalation_png(section: dict[str, Any], *, title: str = "") -> bytes:
+    """The calibrator section's escalation sweep (``core/calibration/escalation.py``):
+    coverage, accuracy on the answered cases and hand-off rate against the threshold, the
+    suggested abstain_below dashed; with costs, the cost per 1,000 decisions beside."""
+    rows = section["escalation"]["calibrated"]
+    priced = [r for r in rows if r["total_cost_per_1000"] is not None]
+    figure = _figure(SIZE if priced else (SIZE[0] / 2 + 0.5, SIZE[1]))
+    panels = figure.subplots(1, 2) if priced else [figure.subplots(1, 1)]
+    axes = panels[0]
+    for key, color, name in (
+        ("coverage", "tab:blue", "coverage"),
+        ("accuracy_answered", "tab:green", "accuracy answered"),
+        ("hand_off_rate", "tab:purple", "hand-off rate"),
+    ):
+        kept = [r for r in rows if r[key] is not None]
+        axes.plot([r["threshold"] for r in kept], [r[key] for r in kept], marker="o",
+                  markersize=3, color=color, label=name)  # fmt: skip
+    at = section["abstain_below"]["abstain_below"]
+    for place in panels:
+        if at is not None:
+            place.axvline(at, color="grey", linestyle="--", linewidth=1)
+        place.set_xlim(0, 1)
+        place.set_xlabel("abstain below (calibrated confidence)")
+    axes.set_ylim(0, 1.02)
+    axes.set_ylabel("share of cases")
+    axes.set_title(f"Escalation sweep · {section['method']}", fontsize=10)
+    axes.legend(loc="center left", fontsize=8)
+    if priced:
+        cost = panels[1]
+        xs = [r["threshold"] for r in priced]
+        _curve(cost, xs, [r["total_cost_per_1000"] for r in priced], "tab:brown")
+        escalated = [r for r in priced if r["escalation_cost_per_1000"] is not None]
+        if escalated:
+            cost.plot([r["threshold"] for r in escalated],
+                      [r["escalation_cost_per_1000"] for r in escalated], color="tab:brown",
+                      linestyle="--", linewidth=1, label="hand-offs")  # fmt: skip
+        cost.set_ylim(bottom=0)
+        cost.set_ylabel("cost per 1,000 decisions")
+        cost.set_title("Cost per 1,000 decisions", fontsize=10)
+    if title:
+        figure.suptitle(title, fontsize=11)
+    figure.tight_layout()
+    return _png(figure)
+
+
+def write_png(path: Path, data: bytes) -> Path:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot write image: {exc.strerror or exc}") from exc
+    return path
+
+
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
@@ -205,13 +260,6 @@ def write_images(
     elsewhere (:func:`images` in another process)."""
     directory = Path(directory)
     pictures = drawn if drawn is not None else images(block, title=title, smooth=smooth)
-    written = {}
-    for name, data in pictures.items():
-        path = directory / f"{stem}.{name}.png"
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        except OSError as exc:
-            raise ReportError(f"{path}: cannot write image: {exc.strerror or exc}") from exc
-        written[name] = path
-    return written
+    return {
+        name: write_png(directory / f"{stem}.{name}.png", data) for name, data in pictures.items()
+    }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from decguard_pipeline.core.formatting import num, pct
+from decguard_pipeline.core.formatting import num, pct, printable
 from decguard_pipeline.core.product import PROGRAM
 
 MAX_SHOWN = 10
@@ -30,7 +30,9 @@ def preview(value: Any, width: int = 70) -> str:
 
 
 def model_label(backend: dict[str, Any]) -> str:
-    return " / ".join(p for p in (backend.get("model"), backend.get("model_version")) if p) or "-"
+    """Model and version as a report says them: what a server served, made safe to print."""
+    label = " / ".join(p for p in (backend.get("model"), backend.get("model_version")) if p)
+    return printable(label) or "-"
 
 
 def describe_example(presentation: list[list[str]] | None, value: Any) -> str:

@@ -14,13 +14,24 @@ from typing import Any
 
 import orjson
 
+from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
-from decguard_pipeline.core.json_limits import max_bytes
+from decguard_pipeline.core.json_limits import open_regular, read_bounded
 from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.report.jsonio import write_document
 
 SIDECAR_VERSION = "0.1"
 SIDECAR_SUFFIX = ".pipeline.json"
+
+
+# what a sidecar document says about itself; every other key is a section
+HEADER = ("sidecar_version", "decguard_version", "created_at", "report", "contract", "status",
+          "exit_code")  # fmt: skip
+
+
+def sections_of(document: dict[str, Any]) -> dict[str, Any]:
+    """The sections of a sidecar document (its header left out)."""
+    return {k: v for k, v in document.items() if k not in HEADER}
 
 
 def sidecar_path(report_path: str | Path) -> Path:
@@ -37,10 +48,10 @@ def contract_summary(report: dict[str, Any]) -> dict[str, Any]:
 
 def _same_run(path: Path, report_name: str, created_at: str) -> dict[str, Any] | None:
     try:
-        if path.stat().st_size > max_bytes():  # not one this process could have written
-            return None
-        existing = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        # bounded, and regular files only: not one this process could have written otherwise
+        with open_regular(path, "sidecar") as stream:
+            existing = orjson.loads(read_bounded(stream, path, "sidecar"))
+    except (OSError, ReportError, orjson.JSONDecodeError):
         return None
     if (
         isinstance(existing, dict)

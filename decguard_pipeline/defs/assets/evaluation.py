@@ -29,6 +29,7 @@ from decguard_pipeline.defs.assets.base import (
 from decguard_pipeline.defs.gate_checks import check_results, check_specs
 from decguard_pipeline.defs.partitions import targets_partitions
 from decguard_pipeline.defs.resources import WarehouseResource
+from decguard_pipeline.defs.site_links import contract_link, part_link
 from decguard_pipeline.steps.contracts import ContractEntry
 
 FAILED_PARTS = "decguard/failed_parts"  # the step failure's metadata: {part: its error}
@@ -133,6 +134,7 @@ def evaluation_asset(entry: ContractEntry, parts: list[TargetPart]) -> dg.Assets
             kinds=set(p.kinds),
             partitions_def=partitions,
             skippable=p.derive is not None,
+            metadata=contract_link(entry.key),
         )
         for p in parts
     ]
@@ -171,7 +173,10 @@ def evaluation_asset(entry: ContractEntry, parts: list[TargetPart]) -> dg.Assets
                 assert part.run is not None
                 done[part.name] = result = part.run(entry, target, step)
             if part.name in selected:
-                metadata = part.metadata(result)
+                metadata = {
+                    **part.metadata(result),
+                    **part_link(entry.key, target, part.name, result),
+                }
                 yield dg.MaterializeResult(asset_key=keys[part.name], metadata=metadata)
             if part.after is not None:  # also for a part run only for a derived one
                 part.after(context, target, result)

@@ -21,6 +21,7 @@ from typing import Any
 
 import dagster as dg
 
+from decguard_pipeline.defs.assets import calibrator as calibrator_assets
 from decguard_pipeline.defs.assets import diff as diff_assets
 from decguard_pipeline.defs.assets import guard as guard_assets
 from decguard_pipeline.defs.assets import production as production_assets
@@ -33,6 +34,7 @@ FEATURES: tuple[ModuleType, ...] = (
     diff_assets,
     guard_assets,
     production_assets,
+    calibrator_assets,
 )
 
 

@@ -28,6 +28,7 @@ from decguard_pipeline.defs.metadata.golden import (
     report_metadata,
 )
 from decguard_pipeline.defs.resources import WarehouseResource
+from decguard_pipeline.defs.site_links import contract_link
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.golden import (
     evaluate_target,
@@ -89,6 +90,7 @@ def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
                 code_version=version,
                 kinds={"python"},
                 description=f"{spec.name} ({spec.type}): {', '.join(spec.labels)} — {entry.path}",
+                metadata=contract_link(entry.key),
             ),
             dg.AssetSpec(
                 dataset_key,
@@ -97,6 +99,7 @@ def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
                 deps=[contract_key],
                 kinds={"python", "parquet"},
                 description="The golden cases, strictly loaded; data version = file sha256.",
+                metadata=contract_link(entry.key),
             ),
         ],
         can_subset=True,
@@ -109,7 +112,7 @@ def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
             row = record_contract(entry, step_of(context, warehouse))
             yield dg.MaterializeResult(
                 asset_key=contract_key,
-                metadata=contract_metadata(row),
+                metadata={**contract_metadata(row), **contract_link(entry.key)},
                 data_version=dg.DataVersion(row["contract_hash"]),
             )
 
@@ -117,7 +120,7 @@ def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
             _, row = record_dataset(entry, step_of(context, warehouse))
             yield dg.MaterializeResult(
                 asset_key=dataset_key,
-                metadata=dataset_metadata(row),
+                metadata={**dataset_metadata(row), **contract_link(entry.key)},
                 data_version=dg.DataVersion(row["dataset_hash"]),
             )
 

@@ -42,11 +42,13 @@ import dagster as dg
 
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.defs.assets.base import asset_key, code_version, one_transaction
+from decguard_pipeline.defs.assets.verdict import tag_verdict
 from decguard_pipeline.defs.gate_checks import Gate, check_name, check_results
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
 from decguard_pipeline.defs.metadata import base as md
 from decguard_pipeline.defs.metadata.production import check_metadata, records_metadata
 from decguard_pipeline.defs.resources import WarehouseResource
+from decguard_pipeline.defs.site_links import contract_link, day_link
 from decguard_pipeline.steps.base import Step
 from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.production import baseline, check, ingest, schedule, sources
@@ -143,7 +145,7 @@ def production_job(entry: ContractEntry) -> Any:
         job_name(entry),
         selection=dg.AssetSelection.assets(asset_key(entry, RECORDS), asset_key(entry, CHECK)),
         description=f"Ingest and check one day of production records of {entry.path}.",
-        tags={"decguard/contract": entry.key, "decguard/feature": "production"},
+        tags={"decguard/contract": entry.key},  # few tags: the run's verdict tag shows
     )
 
 
@@ -178,7 +180,11 @@ def _production_day(
         deps: list[Any] = [dg.AssetDep(records, partition_mapping=mapping)]
     else:
         deps = [records]
-    common = {"group_name": entry.key, "code_version": code_version(entry)}
+    common = {
+        "group_name": entry.key,
+        "code_version": code_version(entry),
+        "metadata": contract_link(entry.key),
+    }
     specs = [
         dg.AssetSpec(
             records, **common, deps=[asset_key(entry, "contract")], kinds={"python", "parquet"},
@@ -238,7 +244,10 @@ def _production_day(
             ingested = _run_step(context, warehouse, ingest.ingest_day, entry)
             yield dg.MaterializeResult(
                 asset_key=records,
-                metadata=records_metadata(ingested),
+                metadata={
+                    **records_metadata(ingested),
+                    **day_link(entry.key, context.partition_key),
+                },
                 data_version=dg.DataVersion(ingested.hash),
             )
         rows = None
@@ -246,7 +255,9 @@ def _production_day(
             work = functools.partial(check.check_day, ingested=ingested)
             done = _run_step(context, warehouse, work, entry)
             rows = done.rows["production_checks"]
-            yield dg.MaterializeResult(asset_key=checked, metadata=check_metadata(done))
+            metadata = {**check_metadata(done), **day_link(entry.key, context.partition_key)}
+            yield dg.MaterializeResult(asset_key=checked, metadata=metadata)
+            tag_verdict(context, done.status)  # the day's verdict on its run, as a target's
         yield from _gate_results(context, warehouse, entry, checks, checked, rows)
 
     return production_day
@@ -360,7 +371,8 @@ def production_schedule(entry: ContractEntry, job: Any) -> dg.ScheduleDefinition
         return dg.RunRequest(
             partition_key=day,
             run_key=f"production|{entry.key}|{day}|{tick.isoformat()}",
-            tags={"decguard/day": day, "decguard/trigger": "schedule", "decguard/why": why},
+            # the day is the run's partition tag
+            tags={"decguard/trigger": "schedule", "decguard/why": why},
         )
 
     return daily

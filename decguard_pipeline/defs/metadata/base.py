@@ -22,10 +22,13 @@ NUMBER_DIGITS = 12  # of a single float: enough for any comparison, no binary no
 
 
 def significant(value: float, digits: int) -> float:
-    """``value`` rounded to ``digits`` significant digits (inf and NaN unchanged)."""
-    if not math.isfinite(value) or value == 0:
+    """``value`` rounded to ``digits`` significant digits (inf and NaN unchanged); zero has
+    no sign (a difference of two equal numbers, or a tiny negative one rounded, would read
+    ``-0`` in the UI)."""
+    if not math.isfinite(value):
         return float(value)
-    return float(f"{value:.{digits}g}")
+    rounded = float(f"{value:.{digits}g}")
+    return 0.0 if rounded == 0 else rounded
 
 
 def number(value: float | None) -> dg.MetadataValue | None:

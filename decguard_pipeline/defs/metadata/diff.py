@@ -10,6 +10,7 @@ import dagster as dg
 
 from decguard_pipeline.core.diff import render_diff, render_statistics
 from decguard_pipeline.core.diff.calibration import render_calibration_shift
+from decguard_pipeline.core.label_fold import LabelMatrix
 from decguard_pipeline.defs.metadata.base import checks_table, numbers, table
 from decguard_pipeline.defs.report_links import file_links
 from decguard_pipeline.steps.diff import DiffOutcome
@@ -48,17 +49,19 @@ def check_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
     return meta
 
 
-def flip_matrix_markdown(labels: list[str], matrix: list[list[int]]) -> str:
+def flip_matrix_markdown(matrix: LabelMatrix) -> str:
     """Compared cases by baseline label (rows) and candidate label (columns); the diagonal
-    holds unchanged answers."""
+    holds unchanged answers. With many labels, the pooled ones share the last row and column
+    (core.label_fold): the table never has a cell per pair of labels."""
+    labels = matrix.names
     lines = [
         "| baseline ↓ · candidate → | " + " | ".join(labels) + " | total |",
         "| --- | " + " | ".join("---:" for _ in labels) + " | ---: |",
     ]
-    for i, (label, row) in enumerate(zip(labels, matrix, strict=True)):
+    for i, (label, row) in enumerate(zip(labels, matrix.cells, strict=True)):
         cells = [f"**{n}**" if i == j else str(n) for j, n in enumerate(row)]
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {sum(row)} |")
-    totals = [sum(col) for col in zip(*matrix, strict=True)] if matrix else []
+    totals = [sum(col) for col in zip(*matrix.cells, strict=True)] if matrix.cells else []
     lines.append("| total | " + " | ".join(map(str, totals)) + f" | {sum(totals)} |")
     return "\n".join(lines)
 
@@ -109,8 +112,7 @@ def materialisation_metadata(outcome: DiffOutcome) -> dict[str, Any]:
     # each metric's change as a number, so the asset's per-partition plots compare versions
     meta.update(numbers({f"{k}_delta": v["delta"] for k, v in doc["metrics"].items()}))
     meta["same_dataset"] = doc["same_dataset"]
-    labels = list(doc["contract"]["labels"])
-    meta["flip_matrix"] = dg.MetadataValue.md(flip_matrix_markdown(labels, diff.flip_matrix()))
+    meta["flip_matrix"] = dg.MetadataValue.md(flip_matrix_markdown(diff.flips()))
     shown = [  # as DecGuard's layout: metrics undefined for both runs are left out
         {"metric": k, **v}
         for k, v in doc["metrics"].items()

@@ -10,6 +10,7 @@ from typing import Any
 import dagster as dg
 
 from decguard_pipeline.core.consistency.section import MEASURES, render_consistency
+from decguard_pipeline.core.engine_notes import engine_notes
 from decguard_pipeline.core.html.figures import (
     data_uri,
     reliability_figure,
@@ -172,10 +173,20 @@ def golden_metrics_metadata(golden: GoldenReport) -> dict[str, Any]:
         "gates": checks_table([*golden.checks, *usage.get("checks", [])]),
         **intervals,
         **usage_metadata(golden.usage),
+        **engine_metadata(backend.get("details")),
         **calibration_metadata(golden.calibration, title=report.document["backend"]["name"]),
         **consistency_metadata(golden.consistency),
         "dagster/row_count": len(flat),
     }
+
+
+def engine_metadata(details: dict[str, Any] | None) -> dict[str, Any]:
+    """A language-model backend's notes (fallbacks taken, a version that is only the name
+    asked for), as a markdown list; nothing when it has none."""
+    notes = engine_notes(details)
+    if not notes:
+        return {}
+    return {"engine_notes": dg.MetadataValue.md("\n".join(f"- {note}" for note in notes))}
 
 
 def usage_metadata(usage: dict[str, Any] | None) -> dict[str, Any]:

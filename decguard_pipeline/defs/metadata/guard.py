@@ -168,6 +168,17 @@ def sweep_table(sweep: list[dict[str, Any]]) -> dg.MetadataValue:
     return md.table(sweep, columns, limit=1000)
 
 
+def thresholds_table(measured: GuardMeasured) -> dg.MetadataValue:
+    """The threshold table of every suite and guarded label (the ``guard_thresholds`` rows of
+    the whole datasets)."""
+    rows = [r for r in measured.rows["guard_thresholds"] if r["split_key"] is None]
+    columns = [("suite", "string"), ("label", "string"), ("kind", "string")]
+    columns += [("target_value", "float"), ("threshold", "float")]
+    columns += [(c, "int") for c in ("tp", "fp", "tn", "fn")]
+    columns += [(c, "float") for c in ("precision", "recall", "f1", "fpr", "fnr")]
+    return md.table(rows, [*columns, ("reason", "string")], limit=1000)
+
+
 def materialisation_metadata(measured: GuardMeasured) -> dict[str, Any]:
     main = measured.runs[0].block
     meta: dict[str, Any] = {
@@ -187,6 +198,7 @@ def materialisation_metadata(measured: GuardMeasured) -> dict[str, Any]:
     if splits:
         meta["splits"] = splits_table(splits)
     meta["risk_coverage_sweep"] = sweep_table(main["risk_coverage"]["sweep"])
+    meta["thresholds"] = thresholds_table(measured)
     meta["checks"] = md.checks_table(
         all_checks(measured), leading=[("suite", "string"), ("source", "string")], limit=1000
     )
@@ -198,6 +210,8 @@ def materialisation_metadata(measured: GuardMeasured) -> dict[str, Any]:
         for kind, path in measured.guarded.images[index].items():
             meta[f"{kind}_png{suffix}"] = dg.MetadataValue.path(str(path))
     meta["sidecar"] = dg.MetadataValue.path(str(measured.sidecar))
+    if measured.run_dir is not None:
+        meta["geh_run_dir"] = dg.MetadataValue.path(measured.run_dir)
     meta["dagster/row_count"] = len(measured.rows["guard_metrics"])
     return meta
 

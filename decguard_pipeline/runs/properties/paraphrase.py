@@ -198,11 +198,8 @@ class OpenAISettings(Strict):
 class OpenAIParaphraser(Paraphraser):
     provider = "openai"
 
-    def __init__(
-        self, settings: OpenAISettings, *, transport: httpx.BaseTransport | None = None
-    ) -> None:
+    def __init__(self, settings: OpenAISettings) -> None:
         self.settings = settings
-        self._transport = transport
         self._client: httpx.Client | None = None
         self._served: dict[str, str] = {}  # model / system_fingerprint of the last answer
 
@@ -212,8 +209,7 @@ class OpenAIParaphraser(Paraphraser):
 
     def _http(self) -> httpx.Client:
         if self._client is None:
-            import httpx
-
+            from decguard_pipeline.backends.deadline import deadline_client
             from decguard_pipeline.backends.transport import tls_context
 
             headers = {
@@ -229,11 +225,8 @@ class OpenAIParaphraser(Paraphraser):
                     )
                 register_secret(key)
                 headers["Authorization"] = f"Bearer {key}"
-            self._client = httpx.Client(
-                headers=headers,
-                timeout=self.settings.timeout_s,
-                transport=self._transport,
-                verify=tls_context(),
+            self._client = deadline_client(
+                tls_context(), headers=headers, timeout=self.settings.timeout_s
             )
         return self._client
 
@@ -250,8 +243,14 @@ class OpenAIParaphraser(Paraphraser):
         url = self.settings.url.rstrip("/") + "/chat/completions"
         import httpx
 
-        try:
-            with self._http().stream("POST", url, json=body) as response:
+        from decguard_pipeline.backends.deadline import deadline
+
+        client = self._http()
+        try:  # the whole exchange, head and body, within timeout_s
+            with (
+                deadline(self.settings.timeout_s),
+                client.stream("POST", url, json=body) as response,
+            ):
                 if not response.is_success:  # the body may echo the prompt or a key: never read
                     raise ParaphraseError(f"paraphraser returned HTTP {response.status_code}")
                 raw = self._read(response)
@@ -272,10 +271,10 @@ class OpenAIParaphraser(Paraphraser):
         return parse_paraphrases(content)[:n]
 
     def _read(self, response: httpx.Response) -> bytes:
-        """The body within max_response_bytes, arriving within about timeout_s."""
+        """The body within max_response_bytes."""
         limit = self.settings.max_response_bytes
         try:
-            return read_within(response, limit, self.settings.timeout_s, self._timeout)
+            return read_within(response, limit)
         except TooLarge:
             raise ParaphraseError(
                 f"paraphraser answered more than {limit} bytes (max_response_bytes)"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
@@ -28,9 +29,16 @@ from decguard_pipeline.warehouse.rows.production_records import (
 )
 from decguard_pipeline.warehouse.schema import TABLES
 
+if TYPE_CHECKING:
+    from decguard_pipeline.core.calibration.artifact import LoadedCalibrator
+
 
 def check_to_file(
-    loaded: LoadedContract, dataset: Path, baseline: Path | None, output: Path
+    loaded: LoadedContract,
+    dataset: Path,
+    baseline: Path | None,
+    output: Path,
+    calibrator: LoadedCalibrator | None = None,
 ) -> ProductionReport:
     """``run_check`` of ``dataset`` with its report written to ``output``."""
     spec = loaded.contract.spec()
@@ -40,7 +48,7 @@ def check_to_file(
     try:
         folder = tempfile.TemporaryDirectory(prefix=".decguard-check-", dir=near)
     except OSError:  # the report's own write says why, after the records are checked
-        report = run_check(loaded, dataset=dataset, baseline=baseline)
+        report = run_check(loaded, dataset=dataset, baseline=baseline, calibrator=calibrator)
         report.write(output)
         return report
     keys = {"contract": "", "target": "", "run_id": "", "recorded_at": datetime.now(UTC),
@@ -51,7 +59,9 @@ def check_to_file(
             pq.ParquetWriter(rows, TABLES[RECORDS], compression="zstd", **PARQUET) as out,
             threaded_writer(spec, keys, None, out.write_table) as sink,
         ):
-            report = run_check(loaded, dataset=dataset, baseline=baseline, sink=sink)
+            report = run_check(
+                loaded, dataset=dataset, baseline=baseline, sink=sink, calibrator=calibrator
+            )
         if sink.count == report.document["dataset"]["n_records"]:
             write_report(report.document, output, rows, spec)
         else:  # not every record reached the sink: never a report missing one

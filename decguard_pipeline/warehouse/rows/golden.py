@@ -270,12 +270,6 @@ def case_rows(data: Dataset, keys: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def served_version(meta: dict[str, Any], results: CaseResults) -> str | None:
-    """The model version of a run: the backend's, else the one every answer reports."""
-    versions = {v for v in results.model_version if v is not None}
-    return meta["model_version"] or (versions.pop() if len(versions) == 1 else None)
-
-
 def run_row(
     keys: dict[str, Any],
     *,

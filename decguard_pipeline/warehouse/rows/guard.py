@@ -10,8 +10,9 @@ import pyarrow as pa
 from decguard_pipeline.core.gates import overall_status
 from decguard_pipeline.core.guard.evaluation import GuardedRun, SuiteRun
 from decguard_pipeline.core.guard.extension import metric_rows
+from decguard_pipeline.core.results import served_version
 from decguard_pipeline.warehouse.rows.base import to_json
-from decguard_pipeline.warehouse.rows.golden import case_results_table, served_version
+from decguard_pipeline.warehouse.rows.golden import case_results_table
 
 
 def suite_cases_table(runs: list[SuiteRun], where: dict[str, Any]) -> pa.Table:
@@ -35,6 +36,28 @@ def _parts(block: dict[str, Any]) -> list[tuple[str | None, str | None, dict[str
     return out
 
 
+def threshold_rows(block: dict[str, Any]) -> list[dict[str, Any]]:
+    """The threshold table of a block (whole set, then every metadata group), one row per
+    guarded label and grid threshold (``kind`` ``grid``), then the point meeting each target
+    (``target_recall``, ``target_fpr``)."""
+    rows = []
+    for split_key, split_value, part in _parts(block):
+        where = {"split_key": split_key, "split_value": split_value}
+        for label, table in part["thresholds"]["labels"].items():
+            rows += [
+                {**where, "label": label, "kind": "grid", "target_value": None, "reason": None,
+                 **r}
+                for r in table["grid"]
+            ]  # fmt: skip
+            for kind in ("target_recall", "target_fpr"):
+                point = table[kind]
+                if point is not None:
+                    values = {k: v for k, v in point.items() if k != "target"}
+                    rows.append({**where, "label": label, "kind": kind,
+                                 "target_value": point["target"], **values})  # fmt: skip
+    return rows
+
+
 def guard_rows(guarded: GuardedRun, base: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """The ``guard_*`` rows of a measured run; ``base``: the keys and ``backend``,
     ``model_version`` every row carries."""
@@ -43,6 +66,7 @@ def guard_rows(guarded: GuardedRun, base: dict[str, Any]) -> dict[str, list[dict
         "guard_metrics": [],
         "guard_reliability": [],
         "guard_risk_coverage": [],
+        "guard_thresholds": [],
         "guard_checks": [],
         "guard_summary": [],
     }
@@ -74,6 +98,7 @@ def guard_rows(guarded: GuardedRun, base: dict[str, Any]) -> dict[str, list[dict
             }
         )
         rows["guard_metrics"] += [{**base, **r} for r in metric_rows(block, suite=label)]
+        rows["guard_thresholds"] += [{**base, "suite": label, **r} for r in threshold_rows(block)]
         for split_key, split_value, part in _parts(block):
             where = {**base, "suite": label, "split_key": split_key, "split_value": split_value}
             cal = part["calibration"]

@@ -8,6 +8,7 @@ import pyarrow as pa
 from decguard_pipeline.warehouse.schema import (
     cache,
     calibration,
+    calibrator,
     diff,
     golden,
     guard,
@@ -21,6 +22,7 @@ SCHEMA_VERSION = 1
 TABLES: dict[str, pa.Schema] = {
     **golden.TABLES,
     **calibration.TABLES,
+    **calibrator.TABLES,
     **properties.TABLES,
     **diff.TABLES,
     **guard.TABLES,
@@ -54,6 +56,18 @@ def sql_type(kind: pa.DataType) -> str:
 
 
 # Contract-level tables use the target ``_``. ``latest_<table>`` views keep, per contract and
-# target, the rows of the newest write (``recorded_at``).
+# target, the rows of the newest write (``recorded_at``); of the EVALUATION tables, the newest
+# write of a run that reached its verdict (warehouse/completion.py).
 CONTRACT_LEVEL = ("contracts", "datasets", "cases")
 NO_TARGET = "_"
+
+# A target's evaluation ends by writing its ``verdicts`` row: the run counts as evaluated from
+# then on, never before (a run killed or broken midway left only part of its rows).
+VERDICTS = "verdicts"
+# What a target's evaluation writes before its verdict. Not: the contract-level tables, the
+# registrations (``targets``, written by the sensor and ``evaluate`` before any run), the
+# production check's tables (partitioned by day, no verdict), the response cache (a store of
+# answers, not a record of runs) and the verdicts themselves.
+EVALUATION = frozenset(
+    {**golden.TABLES, **calibration.TABLES, **properties.TABLES, **diff.TABLES, **guard.TABLES}
+) - {*CONTRACT_LEVEL, "targets"}

@@ -87,6 +87,28 @@ TABLES: dict[str, pa.Schema] = {
             ]
         )
     ),
+    "guard_thresholds": pa.schema(
+        keyed(
+            [
+                *_WHO,
+                *_SPLIT,
+                ("label", STRING),
+                ("kind", STRING),
+                ("target_value", DOUBLE),  # ``target`` is the partition's target key
+                ("threshold", DOUBLE),
+                ("tp", INT),
+                ("fp", INT),
+                ("tn", INT),
+                ("fn", INT),
+                ("precision", DOUBLE),
+                ("recall", DOUBLE),
+                ("f1", DOUBLE),
+                ("fpr", DOUBLE),
+                ("fnr", DOUBLE),
+                ("reason", STRING),
+            ]
+        )
+    ),
     "suite_case_results": _suite_case_results(),
     "guard_checks": _guard_checks(),
 }

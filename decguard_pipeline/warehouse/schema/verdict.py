@@ -22,6 +22,22 @@ NUMBERS = (
     "cost_per_1000",
 )
 
+# One gate that does not hold (core.verdict.Gate): ``name`` is ``<suite>.<gate>``.
+GATE = pa.struct(
+    [
+        ("name", STRING),
+        ("kind", STRING),
+        ("suite", STRING),
+        ("gate", STRING),
+        ("level", STRING),
+        ("status", STRING),
+        ("value", DOUBLE),
+        ("threshold", DOUBLE),
+        ("comparison", STRING),
+        ("message", STRING),
+    ]
+)
+
 TABLES: dict[str, pa.Schema] = {
     "verdicts": pa.schema(
         keyed(
@@ -30,9 +46,11 @@ TABLES: dict[str, pa.Schema] = {
                 ("evaluation_run_id", STRING),
                 ("evaluated_at", TIMESTAMP),
                 ("status", STRING),
+                ("headline", STRING),
                 ("approved", BOOL),
                 ("failing", pa.list_(STRING)),
                 ("warned", pa.list_(STRING)),
+                ("gates", pa.list_(GATE)),
                 ("golden_status", STRING),
                 ("properties_status", STRING),
                 ("guard_status", STRING),
@@ -41,6 +59,7 @@ TABLES: dict[str, pa.Schema] = {
                 *((name, DOUBLE) for name in NUMBERS),
                 ("report_path", STRING),
                 ("report_html", STRING),
+                ("diff_html", STRING),
             ]
         )
     ),

@@ -104,6 +104,24 @@ def test_no_secret_value_enters_the_key_but_variable_names_do():
         forget_secrets()
 
 
+def test_two_servers_behind_one_declared_variable_are_two_keys():
+    """A URL expanded from a declared variable is redacted in the key, but the key still
+    tells two servers apart (a digest of the value, never the value)."""
+    forget_secrets()
+    try:
+        keys = []
+        for host in ("http://prod.internal:8000", "http://staging.internal:8000"):
+            register_secret(host)
+            settings = key_settings({**SETTINGS, "base_url": f"{host}/v1"})
+            assert host not in repr(settings) and "[REDACTED]" in settings["base_url"]
+            keys.append(key(identity(settings=settings)))
+        assert keys[0] != keys[1]
+        same = key_settings({**SETTINGS, "base_url": "http://prod.internal:8000/v1"})
+        assert key(identity(settings=same)) == keys[0]
+    finally:
+        forget_secrets()
+
+
 @pytest.mark.parametrize(
     ("settings", "expected"),
     [

@@ -233,6 +233,6 @@ def test_text_block_shows_the_measured_numbers():
         f"Brier              {num(brier.score)} = miscalibration {num(brier.miscalibration)}"
         in text
     )
-    assert f"{independent.recalibration.temperature:.3g} (over-confident)" in text
+    assert f"{independent.recalibration.temperature:.3g} (over-confident, on log p)" in text
     assert "PASS  max_smece" in text
     assert math.isfinite(independent.smooth.value)

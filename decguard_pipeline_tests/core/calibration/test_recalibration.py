@@ -19,7 +19,7 @@ from decguard_pipeline_tests.support.calibration_data import multiclass_cases, s
 
 
 def mean_nll(probs, expected, t):
-    z = np.log(np.maximum(probs, 1e-15)) / t
+    z = np.log(probs) / t  # unfloored: the fit's logits are log p
     return -np.mean(special.log_softmax(z, axis=1)[np.arange(len(expected)), expected])
 
 
@@ -101,14 +101,22 @@ def test_edge_cases():
     # one label, or uniform rows: the likelihood ignores T
     assert fit_temperature(np.ones((4, 1)), np.zeros(4, dtype=int)) == 1.0
     assert fit_temperature(np.full((4, 3), 1 / 3), np.array([0, 1, 2, 0])) == 1.0
-    # all right with certainty: the fit runs to the lower bound, flagged
+    # all right with certainty (log p is 0 and -inf): the likelihood is perfect at every T
     certain = temperature_scaling(
         np.array([[1.0, 0.0]] * 4 + [[0.0, 1.0]] * 4), np.array([0] * 4 + [1] * 4)
     )
-    assert certain.temperature == T_MIN and certain.at_bound
-    # all wrong with certainty: to the upper bound (as close to uniform as allowed)
-    wrong = temperature_scaling(np.array([[1.0, 0.0]] * 6), np.ones(6, dtype=int))
+    assert certain.temperature == 1.0 and not certain.at_bound
+    # all right with a margin: the fit runs to the lower bound, flagged
+    sure = temperature_scaling(
+        np.array([[0.9, 0.1]] * 4 + [[0.2, 0.8]] * 4), np.array([0] * 4 + [1] * 4)
+    )
+    assert sure.temperature == T_MIN and sure.at_bound
+    # all wrong with a margin: to the upper bound (as close to uniform as allowed)
+    wrong = temperature_scaling(np.array([[0.9, 0.1]] * 6), np.ones(6, dtype=int))
     assert wrong.temperature == T_MAX and wrong.at_bound
     assert wrong.after.nll < wrong.before.nll
+    # all wrong with certainty: probability 0 stays 0 at every T, no case can inform the fit
+    hopeless = temperature_scaling(np.array([[1.0, 0.0]] * 6), np.ones(6, dtype=int))
+    assert hopeless.temperature == 1.0 and hopeless.after == hopeless.before
     with pytest.raises(ValueError, match="folds"):
         temperature_scaling(np.array([[0.5, 0.5]] * 3), np.zeros(3, dtype=int), folds=1)

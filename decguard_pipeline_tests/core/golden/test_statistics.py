@@ -51,17 +51,20 @@ def test_sidecar_and_text_carry_the_intervals(refund, tmp_path, ours, ref):
         entry = intervals[name]
         assert entry["method"] == "bootstrap"
         assert entry["low"] <= entry["value"] <= entry["high"] or name == "macro_f1"
-    # DecGuard's report file and layout are untouched; the block comes after the verdict
+    # DecGuard's report file and layout are untouched; the block comes before DecGuard's final
+    # line, which stays the last (the statistics have no gate)
     assert ref("report", out).exit_code == 0
     plain = refund.with_name("plain.yaml")  # DecGuard knows no `pipeline` section
     plain.write_text(refund.read_text().replace(STATISTICS, ""))
     mine, theirs = same_text(ran.stdout, ref("test", plain).stdout.replace(str(plain), str(refund)))
     # identical but for the contract line: the extension is part of the contract's hash
-    assert mine[2] != theirs[2] and mine[:2] + mine[3 : len(theirs)] == theirs[:2] + theirs[3:]
-    assert mine[len(theirs) :][:2] == [
+    body = len(theirs) - 2  # DecGuard's lines up to the blank line before its final one
+    assert mine[2] != theirs[2] and mine[:2] + mine[3:body] == theirs[:2] + theirs[3:body]
+    assert mine[body : body + 2] == [
         "",
         "  Intervals    95% · Wilson (rates) · bootstrap 400 resamples, seed 3",
     ]
+    assert mine[-2:] == theirs[-2:] == ["", "PASS: all gates hold"]
 
 
 def test_bootstrap_is_deterministic_for_a_seed(refund, tmp_path, ours):

@@ -291,9 +291,17 @@ def test_guard_contract_page_shows_the_extension_verdict(ours, tmp_path):
     _, page, _ = run_page(ours, tmp_path, "test", INJECTION)
     sidecar = json.loads((tmp_path / "r.pipeline.json").read_text())
     parts = PageParts(page)
-    assert parts.attr("div", "data-verdict") == ["pass"]  # DecGuard's gates
+    # the badge is the pipeline's verdict, what the command exits with and prints last;
+    # DecGuard's own verdict over its gates under it
+    assert parts.attr("div", "data-verdict") == ["warn"]
+    assert parts.attr("span", "data-pipeline-verdict") == ["warn"]
     assert parts.attr("span", "data-extension-status") == [sidecar["status"]] == ["warn"]
     text = parts.plain()
+    assert (
+        "Pipeline verdict: WARN — clear.max_confidence_gap, adversarial.max_fnr, "
+        "adversarial.max_confidence_gap, adversarial.min_accuracy" in text
+    )
+    assert "DecGuard's gates: PASS — 3 of 3 gates hold" in text
     for evaluation in sidecar["evaluations"]:
         for check in evaluation["checks"]:
             assert f"{check['gate']} [{evaluation['suite']}]" in text

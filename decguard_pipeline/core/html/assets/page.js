@@ -61,12 +61,17 @@
       if (d.kind === "probs" && value.every(function (p) { return p === null; })) return;
       list.appendChild(make("dt", null, d.title));
       var dd = make("dd");
-      if (d.kind === "probs") {
+      if (d.kind === "probs" || d.kind === "topprobs") {
         var labels = spec.labels || [];
         var table = make("div", "probs");
-        value.forEach(function (p, i) {
+        // topprobs: [label index, p] pairs of the largest, then [-1, the others' sum]
+        var pairs = d.kind === "probs" ? value.map(function (p, i) { return [i, p]; }) : value;
+        pairs.forEach(function (pair) {
+          var i = pair[0], p = pair[1];
           var line = make("div", "prob");
-          line.appendChild(make("span", "prob-label", labels[i]));
+          var total = spec.label_count || labels.length;
+          var name = i < 0 ? (total - pairs.length + 1).toLocaleString("en") + " other labels" : labels[i];
+          line.appendChild(make("span", "prob-label", name));
           var bar = make("span", "bar wide");
           var fill = make("span", "fill");
           fill.style.width = Math.max(0, Math.min(1, p || 0)) * 100 + "%";
@@ -89,6 +94,8 @@
   }
 
   function DataTable(mount, spec) {
+    // a table of many labels names its vocabulary once (``labels``) for every label column
+    spec.columns.concat(spec.details).forEach(function (c) { if (c.vocab === "labels") c.vocab = spec.labels; });
     this.mount = mount;
     this.spec = spec;
     this.n = spec.n;

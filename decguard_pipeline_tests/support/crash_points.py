@@ -1,0 +1,72 @@
+"""A crash point in a child process: frozen right after it wrote a given warehouse table, so
+the test kills it (kill -9) at exactly that moment, not somewhere near it.
+
+``stopping_after(table, folder)`` gives the environment for the child: a ``sitecustomize``
+module (written into ``folder``, put first on ``PYTHONPATH``) that wraps the child's
+``Warehouse.write``; once the child has published a file of ``table`` it writes that file's
+path to ``<folder>/stopped`` and stops itself (SIGSTOP: no thread of it runs any further).
+``wait_stopped`` waits for that."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+
+SITECUSTOMIZE = textwrap.dedent(
+    """\
+    import os
+
+    if os.environ.get("DECGUARD_TEST_STOP_AFTER"):
+        import signal
+
+        from decguard_pipeline.warehouse import store
+
+        _table, _marker = os.environ["DECGUARD_TEST_STOP_AFTER"].split(":", 1)
+        _write = store.Warehouse.write
+
+        def _stopping_write(self, table, *args, **kwargs):
+            path = _write(self, table, *args, **kwargs)
+            if table == _table:
+                with open(_marker + ".part", "w") as out:
+                    out.write(str(path))
+                os.replace(_marker + ".part", _marker)
+                os.kill(os.getpid(), signal.SIGSTOP)
+            return path
+
+        store.Warehouse.write = _stopping_write
+    """
+)
+
+
+def stopping_after(table: str, folder: Path) -> dict[str, str]:
+    """Environment variables for a child that stops right after its first write of
+    ``table``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH")) if p)
+    return {"PYTHONPATH": path, "DECGUARD_TEST_STOP_AFTER": f"{table}:{folder / 'stopped'}"}
+
+
+def wait_stopped(process: subprocess.Popen[str], folder: Path, timeout: float = 180) -> Path:
+    """The file the child had just written when it stopped itself; fails if it ended first."""
+    marker = folder / "stopped"
+    deadline = time.monotonic() + timeout
+    while not (marker.exists() and _state(process.pid) in ("T", None)):
+        if process.poll() is not None:
+            raise AssertionError(f"the child ended ({process.returncode}) before the crash point")
+        if time.monotonic() > deadline:
+            raise AssertionError("the child never reached the crash point")
+        time.sleep(0.05)
+    return Path(marker.read_text())
+
+
+def _state(pid: int) -> str | None:
+    """A process's state letter (``T``: stopped), None where /proc does not say."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]

@@ -1,0 +1,172 @@
+"""A run counts as a target's evaluation only once it wrote its verdict (warehouse/completion.py),
+on a warehouse written directly: the ``latest_*`` views and ``read_latest`` show the newest run
+that reached its verdict, the killed run's rows stay in the tables, views where "latest"
+means something else are left alone, and compaction and retention keep what those views
+read."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline.warehouse.compaction import Settings, compact
+from decguard_pipeline.warehouse.manifest import is_compacted
+from decguard_pipeline.warehouse.schema import EVALUATION, TABLES
+from decguard_pipeline_tests.support.warehouse_rows import write_verdict
+
+T0 = datetime(2026, 3, 1, 2, 0, tzinfo=UTC)
+# folder names the encoding changes, and a run id with characters a file name cannot keep
+CONTRACT, TARGET = "a b/c=%", "x y@1/é"
+DONE, KILLED = "done run/1", "killed run/2"
+
+
+def evaluation(
+    wh: Warehouse,
+    run: str,
+    at: datetime,
+    accuracy: float,
+    *,
+    tables: tuple[str, ...] = ("runs", "case_results", "metrics", "gate_results"),
+    verdict: bool = True,
+) -> None:
+    """What a run writes of one target, each table a second after the other, and its verdict
+    last (``verdict=False``: killed before it)."""
+    keys = {"contract": CONTRACT, "target": TARGET, "run_id": run}
+    rows = {
+        "runs": [{"n_cases": 4, "n_errored": 0}],
+        "case_results": [{"position": i, "case_id": f"{run}-{i}"} for i in range(4)],
+        "metrics": [{"metric": "accuracy", "value": accuracy}],
+        "gate_results": [{"source": "golden", "gate": "min_accuracy", "status": "pass"}],
+        "calibration": [{"measure": "smece", "value": accuracy / 10}],
+        "diffs": [{"status": "pass"}],
+    }
+    for i, table in enumerate(tables):
+        wh.write(table, rows[table], **keys, recorded_at=at + timedelta(seconds=i))
+    if verdict:
+        write_verdict(wh, CONTRACT, TARGET, run, at + timedelta(seconds=len(tables)))
+
+
+def latest(wh: Warehouse, table: str) -> set[str]:
+    """The runs ``latest_<table>`` shows for the target."""
+    found = wh.query(
+        f"SELECT DISTINCT run_id FROM latest_{table} WHERE contract = ? AND target = ?",
+        [CONTRACT, TARGET],
+    )
+    return set(found.column("run_id").to_pylist())
+
+
+def read_latest(wh: Warehouse, table: str) -> set[str] | None:
+    rows = wh.read_latest(table, CONTRACT, TARGET)
+    return None if rows is None else set(rows.column("run_id").to_pylist())
+
+
+def test_a_run_killed_before_its_verdict_is_not_the_latest(tmp_path):
+    wh = Warehouse(tmp_path / "wh")
+    evaluation(wh, DONE, T0, 0.75)
+    evaluation(wh, KILLED, T0 + timedelta(hours=1), 0.25, verdict=False)
+    for table in ("runs", "case_results", "metrics", "gate_results"):
+        assert latest(wh, table) == {DONE}, table
+        assert read_latest(wh, table) == {DONE}, table
+        # the killed run's rows stay queryable
+        runs = wh.query(f"SELECT DISTINCT run_id FROM {table} WHERE target = ?", [TARGET])
+        assert set(runs.column("run_id").to_pylist()) == {DONE, KILLED}
+    assert wh.query("SELECT run_id, gate FROM latest_all_checks").to_pylist() == [
+        {"run_id": DONE, "gate": "min_accuracy"}
+    ]
+    assert latest(wh, "verdicts") == {DONE}
+
+    write_verdict(wh, CONTRACT, TARGET, KILLED, T0 + timedelta(hours=2))  # it did finish
+    for table in ("runs", "case_results", "metrics", "gate_results", "verdicts"):
+        assert latest(wh, table) == read_latest(wh, table) == {KILLED}, table
+    assert wh.completed(CONTRACT, TARGET).has(KILLED)
+
+
+def test_a_target_never_evaluated_to_its_verdict_has_no_latest_rows(tmp_path):
+    wh = Warehouse(tmp_path / "wh")
+    evaluation(wh, KILLED, T0, 0.25, verdict=False)
+    assert latest(wh, "runs") == set() and latest(wh, "metrics") == set()
+    assert read_latest(wh, "runs") is None and read_latest(wh, "metrics") is None
+    with wh.open_catalog() as con:  # the catalog as an analyst opens it: the same rule
+        assert con.execute("SELECT count(*) FROM latest_runs").fetchone() == (0,)
+        assert con.execute("SELECT count(*) FROM runs").fetchone() == (1,)
+
+
+def test_each_table_shows_the_newest_write_of_a_completed_run(tmp_path):
+    """A run that re-made only part of an evaluation (the diff, then the verdict) is the
+    latest of what it wrote; the other tables keep the evaluation's rows."""
+    wh = Warehouse(tmp_path / "wh")
+    evaluation(wh, DONE, T0, 0.75, tables=("runs", "metrics", "calibration", "diffs"))
+    evaluation(wh, "rediff", T0 + timedelta(hours=1), 0.5, tables=("diffs",))
+    evaluation(wh, KILLED, T0 + timedelta(hours=2), 0.25, tables=("runs", "diffs"), verdict=False)
+    assert {t: latest(wh, t) for t in ("runs", "metrics", "calibration", "diffs")} == {
+        "runs": {DONE}, "metrics": {DONE}, "calibration": {DONE}, "diffs": {"rediff"},
+    }  # fmt: skip
+    assert read_latest(wh, "diffs") == {"rediff"} and read_latest(wh, "runs") == {DONE}
+
+
+def test_where_latest_means_the_newest_write_nothing_changes(tmp_path):
+    """Registrations, contract-level rows, production days and the response cache have no
+    verdict: their latest_* views keep the newest write."""
+    wh = Warehouse(tmp_path / "wh")
+    assert not {"targets", "contracts", "cases", "production_runs", "responses"} & EVALUATION
+    assert set(TABLES) > EVALUATION and "verdicts" not in EVALUATION
+    for k, run in enumerate(("first", "second")):
+        at = T0 + timedelta(hours=k)
+        wh.write("targets", [{"backend": "x y"}], contract=CONTRACT, target=TARGET, run_id=run,
+                 recorded_at=at)  # fmt: skip
+        wh.write("contracts", [{"path": run}], contract=CONTRACT, run_id=run, recorded_at=at)
+        wh.write("production_runs", [{"status": "pass"}], contract=CONTRACT, target="2026-03-01",
+                 run_id=run, recorded_at=at)  # fmt: skip
+    for table in ("targets", "contracts", "production_runs"):
+        found = wh.query(f"SELECT DISTINCT run_id FROM latest_{table}").to_pylist()
+        assert found == [{"run_id": "second"}], table
+    assert read_latest(wh, "targets") == {"second"}
+
+
+def _names(wh: Warehouse, table: str) -> list[str]:
+    return sorted(p.name for p in wh.partition_dir(table, CONTRACT, TARGET).glob("[0-9]*.parquet"))
+
+
+@pytest.mark.parametrize("keep_days", [None, 20])
+def test_compaction_keeps_what_latest_reads(tmp_path, keep_days):
+    """Old completed evaluations, the newest of them (with calibration, which later runs did
+    not write), then runs killed before their verdicts: compaction merges the old writes but
+    keeps the newest completed write of each table and that run's verdict apart, so every
+    latest_* answer stays; retention deletes no verdict."""
+    wh = Warehouse(tmp_path / "wh")
+    for day in range(30):
+        evaluation(wh, f"old-{day:02d}", T0 + timedelta(days=day), day / 100)
+    newest = T0 + timedelta(days=30)
+    evaluation(wh, DONE, newest, 0.75, tables=("runs", "metrics", "calibration"))
+    for day in range(31, 40):
+        evaluation(wh, f"killed-{day}", T0 + timedelta(days=day), 0.1, verdict=False)
+    evaluation(wh, "metrics-only", T0 + timedelta(days=40), 0.9, tables=("metrics",))
+    shown = ("runs", "metrics", "calibration", "case_results", "gate_results", "verdicts")
+    before = {t: latest(wh, t) for t in shown}
+    assert before == {
+        "runs": {DONE}, "metrics": {"metrics-only"}, "calibration": {DONE},
+        "case_results": {"old-29"}, "gate_results": {"old-29"}, "verdicts": {"metrics-only"},
+    }  # fmt: skip
+    verdicts_before = wh.query("SELECT count(*) AS n FROM verdicts").to_pylist()
+
+    today = T0 + timedelta(days=45)
+    settings = Settings(
+        older_than_days=1, keep_days=keep_days, activation_delay_s=0.2, grace_s=0.2,
+        today=lambda: today,
+    )  # fmt: skip
+    compact(wh, settings, log=lambda _: None)
+
+    assert {t: latest(wh, t) for t in shown} == before
+    assert {t: read_latest(wh, t) for t in shown} == before
+    assert wh.query("SELECT count(*) AS n FROM verdicts").to_pylist() == verdicts_before
+    verdicts = _names(wh, "verdicts")
+    assert any(map(is_compacted, verdicts))  # old verdicts were merged...
+    for run in ("done_run_1", "old-29", "metrics-only"):  # ...not those latest_* reads
+        assert sum(n.endswith(f"_{run}.parquet") for n in verdicts) == 1, run
+    assert sum(n.endswith("_done_run_1.parquet") for n in _names(wh, "calibration")) == 1
+    assert sum(n.endswith("_old-29.parquet") for n in _names(wh, "case_results")) == 1
+    # a compacted verdict still counts where the pipeline asks for one run
+    assert wh.completed(CONTRACT, TARGET).has("old-03")
+    assert not wh.completed(CONTRACT, TARGET).has("killed-35")
