@@ -36,6 +36,9 @@ def sql_type(kind: pa.DataType) -> str:
     """The DuckDB type of a column of arrow type ``kind`` (the tables' DDL)."""
     if pa.types.is_list(kind):
         return f"{sql_type(kind.value_type)}[]"
+    if pa.types.is_struct(kind):
+        fields = ", ".join(f'"{f.name}" {sql_type(f.type)}' for f in kind)
+        return f"STRUCT({fields})"
     if pa.types.is_map(kind):
         return f"MAP({sql_type(kind.key_type)}, {sql_type(kind.item_type)})"
     if pa.types.is_timestamp(kind):
