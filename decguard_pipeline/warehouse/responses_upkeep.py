@@ -53,6 +53,8 @@ def response_stats(warehouse: Warehouse, events: CacheEvents | None = None) -> l
     newest answer, tokens, and journals of runs still going (or dead, until the next run of
     that target commits them)."""
     events = events or Unheard()
+    if not warehouse.exists():
+        return []
     figures = {
         (r["contract"], r["target"]): r
         for r in warehouse.query(

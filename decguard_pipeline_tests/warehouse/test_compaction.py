@@ -21,13 +21,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from decguard_pipeline.warehouse.compaction import CompactionBusy, Settings, compact
+from decguard_pipeline.warehouse.lease import LOCK, held
+from decguard_pipeline.warehouse.manifest import active_manifest, is_compacted, manifests
 
 from decguard_pipeline.cli.app import cli
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.compaction import CompactionBusy, Settings, compact
-from decguard_pipeline.warehouse.lease import LOCK, held
-from decguard_pipeline.warehouse.manifest import active_manifest, is_compacted, manifests
 from decguard_pipeline.warehouse.schema import TABLES
 from decguard_pipeline_tests.conftest import ROOT
 from decguard_pipeline_tests.support.warehouse_history import (
