@@ -137,17 +137,21 @@ def compact(
         with lake.commit_lock(), warehouse.connect() as con:  # each call is its own commit
             return con.execute(sql, params or None).fetchall()
 
+    log("moving inlined rows into files")
     flushed = call(f"SELECT * FROM ducklake_flush_inlined_data('{ALIAS}')")
     result.inlined_rows = sum(int(r[-1] or 0) for r in flushed)
+    log("merging small files")
     call(f"CALL ducklake_merge_adjacent_files('{ALIAS}')")
     if any(t.rows_dropped for t in result.tables.values()):
         call(f"CALL ducklake_rewrite_data_files('{ALIAS}')")
         call(f"CALL ducklake_merge_adjacent_files('{ALIAS}')")
+    log("expiring old snapshots")
     expired = call(
         f"SELECT * FROM ducklake_expire_snapshots('{ALIAS}', older_than => $at)",
         {"at": now - timedelta(days=settings.snapshot_days)},
     )
     result.snapshots_expired = len(expired)
+    log("deleting the files nothing reads")
     deleted = call(f"SELECT * FROM ducklake_cleanup_old_files('{ALIAS}', cleanup_all => true)")
     orphans = call(
         f"SELECT * FROM ducklake_delete_orphaned_files('{ALIAS}', older_than => $at)",
