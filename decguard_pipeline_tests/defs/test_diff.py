@@ -210,7 +210,7 @@ def test_refund_candidate_is_diffed_against_the_default_backend(contracts, tmp_p
     # the stored diff file = `decguard-pipeline diff` on the same two evaluations written as
     # report files (latencies included) ...
     stored = json.loads(Path(row["diff_path"]).read_text())
-    assert Path(row["diff_path"]).parent == p.wh.partition_dir("report_files", "refund", CANDIDATE)
+    assert Path(row["diff_path"]).parent == p.wh.files_dir("refund", CANDIDATE)
     entry = p.entry("refund")
     files = {}
     for name, target in (("base", STABLE), ("cand", CANDIDATE)):

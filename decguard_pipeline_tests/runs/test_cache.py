@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
 
 from decguard_pipeline.backends.base import Backend
@@ -142,10 +141,8 @@ def test_cache_stats_and_prune_on_the_command_line(tmp_path, ours, monkeypatch):
 def test_answers_are_stored_on_time_while_the_server_stalls(tmp_path):
     """Answers received are published every ``publish_every_s`` even when no more arrive (a
     stalled server): a run killed then keeps them on an object store, which has no journal
-    (here a local folder with a short interval; only published files are counted)."""
+    (here a local folder with a short interval; only committed answers are counted)."""
     from decguard_pipeline.warehouse import Warehouse
-    from decguard_pipeline.warehouse.rows.cache import LOOKUP_COLUMNS
-    from decguard_pipeline.warehouse.store import published_files
     from decguard_pipeline_tests.cli.test_cache import http_contract
     from decguard_pipeline_tests.support.counting_server import counting_server
 
@@ -154,8 +151,7 @@ def test_answers_are_stored_on_time_while_the_server_stalls(tmp_path):
         contract = http_contract(tmp_path / "urgent", server, n, concurrency=4)
         server.state.hold_after = held
         options = CacheOptions(tmp_path / "cache", "urgent", publish_every_s=0.2)
-        folder = Warehouse(tmp_path / "cache").partition_dir("responses", "urgent",
-                                                             "default@model-v1")  # fmt: skip
+        cache = Warehouse(tmp_path / "cache")
         done: dict[str, Any] = {}
 
         def run() -> None:
@@ -169,9 +165,8 @@ def test_answers_are_stored_on_time_while_the_server_stalls(tmp_path):
             while stored < held:
                 assert time.monotonic() < deadline, f"{stored} of {held} answers stored"
                 time.sleep(0.05)
-                files = published_files(folder)
-                stored = sum(pq.ParquetFile(p).read(columns=LOOKUP_COLUMNS[:1]).num_rows
-                             for p in files)  # fmt: skip
+                found = cache.query("SELECT count(*) AS n FROM responses")  # committed
+                stored = found["n"][0].as_py()
             assert stored == held and worker.is_alive()  # stored while the run waits
         finally:
             server.state.hold_after = None
