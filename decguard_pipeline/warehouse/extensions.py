@@ -70,3 +70,16 @@ def load_statements(*names: str) -> list[str]:
 
 def _sql_text(text: str) -> str:
     return text.replace("'", "''")
+
+
+def check(names: tuple[str, ...] = ("ducklake", "sqlite_scanner")) -> list[str]:
+    """Load each extension into a fresh DuckDB from its wheel (StorageError naming what to
+    install when one is missing or built for another DuckDB); their files."""
+    import duckdb
+
+    con = duckdb.connect(config=dict(CONFIG))
+    try:
+        load(con, *names)
+    finally:
+        con.close()
+    return [str(extension_file(name)) for name in names]
