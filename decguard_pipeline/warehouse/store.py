@@ -230,6 +230,15 @@ class Warehouse:
             raise RuntimeError("files beside the tables of an object store need a transaction")
         return tx.files_dir(part)
 
+    def location(self, path: str | os.PathLike[str] | Location) -> str:
+        """Where a file written into a ``files_dir`` folder is published: its path on a local
+        warehouse, its ``s3://`` location for a folder of an object store's transaction."""
+        if isinstance(self.root, ObjectPath) and not isinstance(path, ObjectPath):
+            tx = _active().get(self._key)
+            if tx is not None:
+                return tx.location(os.fspath(path))
+        return str(path)
+
     def read_bytes(self, where: str | os.PathLike[str] | Location) -> bytes:
         """The bytes of a file written beside the tables, by the location a row names."""
         target = where if isinstance(where, ObjectPath | Path) else location(where)

@@ -94,6 +94,13 @@ class Transaction:
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
+    def location(self, path: str) -> str:
+        """The published location of a path in ``files_dir`` (other paths as they are)."""
+        prefix = f"{self._files}{os.sep}"
+        if self._files is None or not path.startswith(prefix):
+            return path
+        return f"{self.files_root}/{path[len(prefix) :].replace(os.sep, '/')}"
+
     def _scratch_dir(self) -> Path:
         if self._scratch is None:
             self._scratch = Path(tempfile.mkdtemp(prefix="decguard-step-"))

@@ -35,7 +35,8 @@ READER = textwrap.dedent(
     """
     import sys, contextlib
     from decguard_pipeline.warehouse import Warehouse
-    con = contextlib.ExitStack().enter_context(Warehouse(sys.argv[1]).read_only())
+    stack = contextlib.ExitStack()  # open until the process ends
+    con = stack.enter_context(Warehouse(sys.argv[1]).read_only())
     print(con.execute("SELECT count(*) FROM case_results").fetchone()[0], flush=True)
     sys.stdin.readline()  # hold the catalog open until the writers are done
     rows = con.execute(
