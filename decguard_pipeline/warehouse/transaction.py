@@ -196,16 +196,23 @@ class Transaction:
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, items: list[pa.Table | Path]) -> None:
     """Insert a table's staged rows in the order written: runs of Arrow tables as one
-    statement, each spilled file as one."""
+    statement, each spilled file as one. The order is explicit (``ORDER BY``): DuckLake's
+    insert of a parallel scan does not keep the scan's order, and readers go by row id."""
     name = _quoted(table)
     run: list[pa.Table] = []
 
     def flush() -> None:
         if not run:
             return
-        con.register("_rows", pa.concat_tables(run))
+        import numpy as np
+
+        rows = pa.concat_tables(run)
+        rows = rows.append_column(ORDER, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+        con.register("_rows", rows)
         try:
-            con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM _rows")
+            con.execute(
+                f"INSERT INTO {name} BY NAME SELECT * EXCLUDE ({ORDER}) FROM _rows ORDER BY {ORDER}"
+            )
         finally:
             con.unregister("_rows")
         run.clear()
@@ -216,7 +223,10 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, items: list[pa.Table | P
             continue
         flush()
         literal = str(item).replace("'", "''")
-        con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM read_parquet('{literal}')")
+        con.execute(
+            f"INSERT INTO {name} BY NAME SELECT * EXCLUDE (file_row_number) FROM "
+            f"read_parquet('{literal}', file_row_number = true) ORDER BY file_row_number"
+        )
     flush()
 
 

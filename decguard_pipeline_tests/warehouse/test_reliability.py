@@ -295,3 +295,33 @@ def test_rows_must_belong_to_the_partition_they_are_written_to(tmp_path: Path):
     assert (row["contract"], row["target"], row["run_id"]) == ("c", "t", "r")
     with wh.connect() as con:
         assert con.execute("SELECT contract, target FROM metrics").fetchall() == [("c", "t")]
+
+
+def test_rows_read_back_in_the_order_written(tmp_path: Path):
+    """A day of records appended batch by batch (a spilled file) and a large Arrow write come
+    back in the order written (DuckLake's parallel insert would otherwise shuffle them)."""
+    wh = Warehouse(tmp_path / "wh")
+    n = 0
+    with wh.writing("production_records", contract="c", target="2026-01-01", run_id="r") as add:
+        for _ in range(60):
+            add(_positions("production_records", range(n, n + 500)))
+            n += 500
+    back = wh.read_latest("production_records", "c", "2026-01-01")
+    assert back.column("position").to_pylist() == list(range(n))
+    wh.write("case_results", _positions("case_results", range(n)), contract="c", target="t",
+             run_id="r")  # fmt: skip
+    assert wh.read_run("case_results", "c", "t", "r").column("position").to_pylist() == list(
+        range(n)
+    )
+
+
+def _positions(table: str, positions: range):
+    import pyarrow as pa
+
+    schema = TABLES[table]
+    count = len(positions)
+    return pa.Table.from_arrays(
+        [pa.array(list(positions), f.type) if f.name == "position" else pa.nulls(count, f.type)
+         for f in schema],
+        schema=schema,
+    )  # fmt: skip
