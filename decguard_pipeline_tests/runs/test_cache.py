@@ -121,7 +121,7 @@ def test_cache_stats_and_prune_on_the_command_line(tmp_path, ours, monkeypatch):
     assert ours("test", contract, "--cache", cache).exit_code == 0
     ran = ours("cache", "stats", "--cache", cache)
     assert ran.exit_code == 0
-    assert "refund / default@mock-7: 8 answers (8 rows, 1 files" in ran.stdout
+    assert "refund / default@mock-7: 8 answers (8 rows) · " in ran.stdout
     stats = json.loads(ours("cache", "stats", "--cache", cache, "-f", "json").stdout)
     (row,) = stats["partitions"]
     assert (row["contract"], row["target"], row["distinct_keys"]) == ("refund", "default@mock-7", 8)
