@@ -129,12 +129,8 @@ def test_cache_stats_and_prune_on_the_command_line(tmp_path, ours, monkeypatch):
     assert kept.exit_code == 0 and "0 rows dropped, 8 kept" in kept.stdout
     dropped = ours("cache", "prune", "--cache", cache, "--older-than", "0")
     assert "8 rows dropped, 0 kept" in dropped.stdout
-    assert (
-        json.loads(ours("cache", "stats", "--cache", cache, "-f", "json").stdout)["partitions"][0][
-            "distinct_keys"
-        ]
-        == 0
-    )
+    after = json.loads(ours("cache", "stats", "--cache", cache, "-f", "json").stdout)
+    assert after["partitions"] == []  # no answer and no journal left
     assert ours("cache", "prune", "--cache", cache).exit_code == 2  # --older-than is required
 
 
