@@ -11,12 +11,17 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# DuckDB is pinned to the release its extension wheels are built for (the warehouse is a
+# DuckLake: docs/adr/warehouse-format.md); the check loads them from the wheels, offline
 $(STAMP_RUN): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e .
+	$(BIN)/python -m decguard_pipeline.warehouse.check_install >/dev/null
 	touch $@
 
 $(STAMP_TEST): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e ".[test]"
+	$(BIN)/python -m decguard_pipeline.warehouse.check_install ducklake sqlite_scanner \
+	    postgres_scanner httpfs >/dev/null
 	touch $@ $(STAMP_RUN)
 
 install: $(STAMP_RUN)

@@ -28,7 +28,7 @@ PARTS = {
         from decguard_pipeline.warehouse import Warehouse
         wh = Warehouse(sys.argv[1] + "/wh")
         start = time.perf_counter()
-        wh.ensure_catalog()
+        wh.query("SELECT 1")
         print(time.perf_counter() - start)
     """,
     "opening a new instance": """

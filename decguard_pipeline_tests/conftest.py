@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from decguard_pipeline_tests.support.browser import chromium  # noqa: F401
 from decguard_pipeline_tests.support.object_store import s3_bucket, s3_server  # noqa: F401
 from decguard_pipeline_tests.support.postgres import pg_url, postgres_server  # noqa: F401
+from decguard_pipeline_tests.support.team_catalog import pg_catalog  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "data" / "contracts"

@@ -93,7 +93,7 @@ def _events() -> Any:
 
 _dir_option = click.option(
     "--cache", "cache", type=CacheArg, default=None, metavar="DIR",
-    help="Cache directory or s3://bucket/prefix, gs://bucket/prefix (default: $DECGUARD_CACHE, "
+    help="Cache directory or s3://bucket/prefix (default: $DECGUARD_CACHE, "
     "else the warehouse: $DECGUARD_WAREHOUSE or data/warehouse).",
 )  # fmt: skip
 
@@ -127,9 +127,8 @@ def cache_stats(cache: str | None, fmt: str) -> None:
             )
             click.echo(
                 f"  {printable(row['contract'])} / {printable(row['target'])}: "
-                f"{row['distinct_keys']:,} answers "
-                f"({row['answers']:,} rows, {row['files']} files, {row['bytes'] / 1e6:.1f} MB)"
-                f" · {tokens:,} tokens · {span}"
+                f"{row['distinct_keys']:,} answers ({row['answers']:,} rows) · {tokens:,} tokens"
+                f" · {span}"
                 + (f" · {row['journals']} journal(s)" if row["journals"] else "")
             )
         total = sum(row["distinct_keys"] for row in rows)
@@ -141,8 +140,8 @@ def cache_stats(cache: str | None, fmt: str) -> None:
 @click.option("--older-than", "older_than", type=click.FloatRange(min=0.0), required=True,
               metavar="DAYS", help="Drop answers given more than DAYS days ago.")  # fmt: skip
 def cache_prune(cache: str | None, older_than: float) -> None:
-    """Drop old answers (and duplicate rows); the answers kept are rewritten into one file per
-    partition. Safe while runs use the cache."""
+    """Drop old answers (and duplicate rows), a partition per transaction. Safe while runs
+    use the cache; the space goes at the next `warehouse compact`."""
     with handled():
         from decguard_pipeline.warehouse.responses_upkeep import prune
 
@@ -155,8 +154,8 @@ def cache_prune(cache: str | None, older_than: float) -> None:
         )
         click.echo(
             f"pruned {warehouse.root}: {done.removed:,} rows dropped, {done.kept:,} kept"
-            f" ({done.partitions} partition(s) rewritten, {done.files_removed} files removed"
-            + (f", {done.recovered:,} answers of killed runs published first" if done.recovered
+            f" ({done.partitions} partition(s) pruned"
+            + (f", {done.recovered:,} answers of killed runs committed first" if done.recovered
                else "")
             + ")"
         )  # fmt: skip

@@ -147,8 +147,8 @@ def cache_options(f: F) -> F:
     )(f)  # fmt: skip
     return click.option(
         "--cache", "cache", type=CacheArg, default=None, metavar="DIR",
-        help="Reuse the answers kept in this directory (or s3://bucket/prefix, "
-        "gs://bucket/prefix) and keep the new ones (default: $DECGUARD_CACHE; off when "
+        help="Reuse the answers kept in this directory (or s3://bucket/prefix, with "
+        "$DECGUARD_CATALOG) and keep the new ones (default: $DECGUARD_CACHE; off when "
         "neither is set).",
     )(f)  # fmt: skip
 

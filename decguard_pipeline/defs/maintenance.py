@@ -1,5 +1,5 @@
 """Warehouse maintenance in Dagster: the ``warehouse_compaction`` job and its nightly
-schedule. The work is ``decguard_pipeline.warehouse.compaction``; this module only wires it.
+schedule. The work is ``decguard_pipeline.warehouse.maintenance``; this module only wires it.
 (No ``from __future__ import annotations``: Dagster reads the op's annotations at runtime.)"""
 
 import os
@@ -7,28 +7,24 @@ import os
 import dagster as dg
 
 from decguard_pipeline.defs.resources import WarehouseResource
-from decguard_pipeline.warehouse.compaction import Result, Settings, compact
+from decguard_pipeline.warehouse.maintenance import Result, Settings, compact
 
 # After the nightly evaluations (DECGUARD_NIGHTLY_CRON, 02:00 by default).
 COMPACTION_CRON = os.environ.get("DECGUARD_COMPACTION_CRON", "30 3 * * *")
 
 
 class CompactionConfig(dg.Config):  # type: ignore[misc]
-    older_than_days: float = 1.0  # merge writes at least this old
-    keep_days: float | None = None  # retention: delete history older than this (off)
-    grace_seconds: float = 60.0  # replaced files stay this long for queries already running
+    keep_days: float | None = None  # retention: delete rows older than this (off)
+    snapshot_days: float = 7.0  # time travel window: older snapshots expire
     dry_run: bool = False
 
 
-@dg.op(description="Merge old warehouse writes into one file per month, contract and target.")
+@dg.op(description="Compact the warehouse: DuckLake's flush, merge, expiry and cleanup.")
 def compact_warehouse(
     context: dg.OpExecutionContext, config: CompactionConfig, warehouse: WarehouseResource
 ) -> dg.Output[None]:
     settings = Settings(
-        older_than_days=config.older_than_days,
-        keep_days=config.keep_days,
-        grace_s=config.grace_seconds,
-        dry_run=config.dry_run,
+        keep_days=config.keep_days, snapshot_days=config.snapshot_days, dry_run=config.dry_run
     )
     result = compact(warehouse.get(), settings, log=context.log.info)
     context.log.info("\n" + result.render())
@@ -36,18 +32,19 @@ def compact_warehouse(
 
 
 def _metadata(result: Result) -> dict[str, dg.MetadataValue]:
-    tables = {name: t for name, t in result.tables.items() if t.files_before or t.deleted}
+    tables = {n: t for n, t in result.tables.items() if t.files_before or t.files_after}
     rows = "\n".join(
-        f"| {name} | {t.files_before} | {t.files_after} | {t.writes_merged} | {t.deleted} |"
+        f"| {name} | {t.files_before} | {t.files_after} | {t.rows_dropped} |"
         for name, t in tables.items()
     )
     return {
         "files_before": dg.MetadataValue.int(result.files_before),
         "files_after": dg.MetadataValue.int(result.files_after),
+        "snapshots_expired": dg.MetadataValue.int(result.snapshots_expired),
+        "files_deleted": dg.MetadataValue.int(result.files_deleted),
         "dry_run": dg.MetadataValue.bool(result.dry_run),
         "tables": dg.MetadataValue.md(
-            "| table | files before | after | merged | deleted |\n| --- | --- | --- | --- | --- |\n"
-            + rows
+            "| table | files before | after | rows dropped |\n| --- | --- | --- | --- |\n" + rows
         ),
     }
 

@@ -72,8 +72,8 @@ def _to_stderr(message: str) -> None:
 
 def cache_directory(cache: str | os.PathLike[str] | None, *, no_cache: bool) -> Location | None:
     """``--cache DIR``, else ``$DECGUARD_CACHE``; None with ``--no-cache`` or neither. A
-    location as a warehouse reads it: a folder, or ``s3://bucket/prefix`` /
-    ``gs://bucket/prefix`` (StorageError, exit 2, for any other URL)."""
+    location as a warehouse reads it: a folder, or ``s3://bucket/prefix`` (StorageError,
+    exit 2, for any other URL)."""
     if no_cache:
         return None
     value = cache if cache is not None else os.environ.get(ENV_CACHE)

@@ -69,7 +69,7 @@ def fit_target(entry: ContractEntry, target: str, step: Step) -> FittedTarget:
         loaded, report, golden.evaluated.results, calibration=calibration,
         calibration_data=data,
     )  # fmt: skip
-    folder = wh.partition_dir(FILES, entry.key, target)
+    folder = wh.files_dir(entry.key, target, FILES)
     path = Path(folder) / f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}.calibrator.json"
     write_calibrator(path, fitted.document)
     where = step.keys(entry.key, target)

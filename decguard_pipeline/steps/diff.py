@@ -42,7 +42,6 @@ from decguard_pipeline.warehouse.rows.diff import (
     segment_rows,
     statistical_test_rows,
 )
-from decguard_pipeline.warehouse.store import read_file
 
 NO_BASELINE = "no_baseline"  # the ``diffs.status`` of a candidate with nothing to compare to
 
@@ -72,8 +71,13 @@ def evaluation_ref(contract: str, target: str, run_id: str) -> str:
 # -- which targets the warehouse knows ------------------------------------------------------
 
 
-def _first_row(path: Path) -> dict[str, Any]:
-    return read_file(path).slice(0, 1).to_pylist()[0]
+def _first_times(warehouse: Warehouse, table: str, contract: str) -> dict[str, Any]:
+    """Per target, when ``table`` got its first row for a contract."""
+    found = warehouse.query(
+        f"SELECT target, min(recorded_at) AS at FROM {table} WHERE contract = $c GROUP BY target",
+        {"c": contract},
+    ).to_pylist()
+    return {r["target"]: r["at"] for r in found}
 
 
 def known_targets(
@@ -93,22 +97,26 @@ def known_targets(
     target being diffed (its own evaluation is not complete before its verdict): its entry
     gives its ``created_at``.
 
-    Reads the first ``runs`` and ``targets`` files of each target, its newest completed
-    ``runs`` write and ``gate_results`` and its newest ``verdicts`` file, so the cost grows
-    with the contract's targets, not with the warehouse."""
-    registered = warehouse.partitions("targets", contract)
+    A few queries per contract, whatever its history: each target's first ``runs`` and
+    ``targets`` rows, its newest completed ``runs`` write and its newest ``verdicts``."""
+    registered = _first_times(warehouse, "targets", contract)
+    evaluated = _first_times(warehouse, "runs", contract)
+    completed: dict[str, dict[str, Any]] = {}
+    for row in warehouse.newest_writes("runs", contract).to_pylist():
+        completed[row["target"]] = row  # the last row of the write, as read_latest's
     verdicts = approvals(contract, warehouse)
     known = []
-    for target, files in warehouse.partitions("runs", contract).items():
-        runs = warehouse.read_latest("runs", contract, target)
-        if runs is None or runs.num_rows == 0:
+    for target in sorted(evaluated):
+        newest = completed.get(target)
+        if newest is None:
             if target != candidate:
                 continue
-            runs = read_file(files[-1])  # not evaluated yet: only its dates matter
-        newest = runs.to_pylist()[-1]
-        first_seen = [_first_row(files[0])["recorded_at"]]
+            newest = warehouse.rows(  # not evaluated yet: only its dates matter
+                "runs", "contract = $c AND target = $t", {"c": contract, "t": target}
+            ).to_pylist()[-1]
+        first_seen = [evaluated[target]]
         if target in registered:
-            first_seen.append(_first_row(registered[target][0])["recorded_at"])
+            first_seen.append(registered[target])
         verdict = verdicts.get(target)
         if verdict is not None and verdict["evaluation_run_id"] == newest["run_id"]:
             passed = bool(verdict["approved"])
@@ -217,7 +225,7 @@ def diff_target(entry: ContractEntry, target: str, step: Step) -> DiffOutcome:
             candidate_path=evaluation_ref(entry.key, target, evaluated.run["run_id"]),
             created_at=step.at.isoformat(timespec="seconds"),
         )
-        _write_documents(outcome, wh.partition_dir("report_files", entry.key, target), step)
+        _write_documents(outcome, wh.files_dir(entry.key, target), step)
     where = {"contract": entry.key, "target": target, "run_id": step.run_id, "recorded_at": step.at}
     base = {
         **where,

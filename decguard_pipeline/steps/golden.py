@@ -381,7 +381,7 @@ def write_report(entry: ContractEntry, target: str, step: Step) -> WrittenReport
         report.extensions = {"properties": stored.pipeline, **report.extensions}
     wh = step.warehouse
     stamp = step.at.strftime("%Y%m%dT%H%M%S%fZ")
-    path = wh.partition_dir("report_files", entry.key, target) / f"{stamp}_{step.run_id}.json"
+    path = wh.files_dir(entry.key, target) / f"{stamp}_{step.run_id}.json"
     write_document(
         path, report.document, stream_key="results", items=result_records(report.results)
     )

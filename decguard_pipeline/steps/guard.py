@@ -98,13 +98,13 @@ def measure_target(entry: ContractEntry, target: str, step: Step) -> GuardMeasur
     wh = step.warehouse
     main = golden_of(entry, target, step).report  # the run's report, built once
     plan = plan_datasets(loaded, suite=None, dataset=None)
-    if len(plan) > 1:  # the other suites go through the run's backend
+    if len(plan) > 1:  # the other suites go through the run's backend and its response cache
         with target_backend(entry, target, step) as asking:
             guarded = run_guarded(loaded, config, plan, backend=asking.backend, main=main,
                                   health=asking.health)  # fmt: skip
     else:
         guarded = run_guarded(loaded, config, plan, backend=backend_of(target), main=main)
-    directory = wh.partition_dir("report_files", entry.key, target)
+    directory = wh.files_dir(entry.key, target)
     stem = f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}"
     guarded.write_files(directory, stem, target=target, draw=pictures.draw)
     run_dir = None

@@ -88,7 +88,7 @@ def run_target(entry: ContractEntry, target: str, step: Step) -> PropertyRun:
     wall = time.perf_counter() - clock
     section, checks = outcome
 
-    directory = wh.partition_dir("report_files", entry.key, target)
+    directory = wh.files_dir(entry.key, target)
     path = directory / f"{step.at:%Y%m%dT%H%M%S%fZ}_{step.run_id}{SECTION_SUFFIX}"
     golden_run_id = evaluated.run["run_id"]
     stored = {

@@ -14,7 +14,6 @@ from decguard_pipeline.steps.contracts import ContractEntry
 from decguard_pipeline.steps.golden import load_golden, record_target
 from decguard_pipeline.steps.targets import Target, discover_targets
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.store import published_files, read_file
 
 
 @dataclass
@@ -85,28 +84,30 @@ def evaluations(
     (a backend that failed on every case is worth asking again) and, when suites are
     evaluated too, its ``guard_suites`` rows hold every suite's hash. Else, how many runs
     on these contract and dataset hashes ended without it (no verdict, or no case decided)."""
-    done = warehouse.completed(entry.key, target)
-    files = published_files(warehouse.partition_dir("runs", entry.key, target))
+    done = warehouse.completed_runs(entry.key, target)
+    runs = warehouse.rows(
+        "runs",
+        "contract = $c AND target = $t",
+        {"c": entry.key, "t": target},
+        order="recorded_at DESC, run_id DESC",  # newest first: usually the latest
+    )
     failed = 0
-    for path in reversed(files):  # newest first: a re-evaluation is usually the latest run
-        for run in read_file(path).to_pylist():
-            if (run["contract_hash"], run["dataset_hash"]) != (
-                inputs.contract_hash,
-                inputs.dataset_hash,
-            ):
+    for run in runs.to_pylist():
+        if (run["contract_hash"], run["dataset_hash"]) != (
+            inputs.contract_hash,
+            inputs.dataset_hash,
+        ):
+            continue
+        n_cases, n_errored = run["n_cases"] or 0, run["n_errored"] or 0
+        if run["run_id"] not in done or (n_cases and n_errored >= n_cases):
+            failed += 1
+            continue
+        if inputs.suite_hashes:
+            suites = warehouse.read_run("guard_suites", entry.key, target, run["run_id"])
+            measured = set() if suites is None else set(suites.column("dataset_hash").to_pylist())
+            if not inputs.suite_hashes <= measured:
                 continue
-            n_cases, n_errored = run["n_cases"] or 0, run["n_errored"] or 0
-            if not done.has(run["run_id"]) or (n_cases and n_errored >= n_cases):
-                failed += 1
-                continue
-            if inputs.suite_hashes:
-                suites = warehouse.read_run("guard_suites", entry.key, target, run["run_id"])
-                measured = (
-                    set() if suites is None else set(suites.column("dataset_hash").to_pylist())
-                )
-                if not inputs.suite_hashes <= measured:
-                    continue
-            return Evaluations(True, failed)
+        return Evaluations(True, failed)
     return Evaluations(False, failed)
 
 

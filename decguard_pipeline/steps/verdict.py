@@ -161,13 +161,11 @@ def _diff_html(regression: dict[str, Any] | None) -> str | None:
 
 
 def latest_verdicts(contract: str, warehouse: Warehouse) -> list[dict[str, Any]]:
-    """The newest verdict of every target of a contract, the newest evaluation first. Reads
-    one file per target (no DuckDB)."""
-    rows = []
-    for target in warehouse.partitions("verdicts", contract):
-        newest = warehouse.read_latest("verdicts", contract, target)
-        if newest is not None and newest.num_rows:
-            rows.append(newest.to_pylist()[-1])
+    """The newest verdict of every target of a contract, the newest evaluation first."""
+    newest: dict[str, dict[str, Any]] = {}
+    for row in warehouse.newest_writes("verdicts", contract).to_pylist():
+        newest[row["target"]] = row  # the last row of a target's newest write
+    rows = list(newest.values())
     return sorted(rows, key=lambda r: (r["evaluated_at"], r["target"]), reverse=True)
 
 

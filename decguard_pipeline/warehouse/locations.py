@@ -1,5 +1,5 @@
 """Warehouse locations: a ``pathlib.Path`` on the local disk, or an ``ObjectPath``
-(``s3://bucket/prefix/...``, ``gs://bucket/prefix/...``) with the few ``Path`` operations the
+(``s3://bucket/prefix/...``) with the few ``Path`` operations the
 warehouse uses (``/``, ``name``, ``parent``, name order), and ``location()``, which reads a
 root as the user gives it and refuses one that carries anything secret."""
 
@@ -13,8 +13,8 @@ from urllib.parse import urlsplit
 from decguard_pipeline.core.errors import DecGuardError
 
 # Object stores by URL scheme: the fsspec package serving it and the extra that installs it.
-SCHEMES = {"s3": ("s3fs", "s3"), "gs": ("gcsfs", "gcs")}
-ALIASES = {"s3a": "s3", "gcs": "gs"}
+SCHEMES = {"s3": ("s3fs", "s3")}
+ALIASES = {"s3a": "s3"}
 
 
 class StorageError(DecGuardError):
@@ -57,7 +57,7 @@ Location = Path | ObjectPath
 
 def location(root: str | os.PathLike[str]) -> Location:
     """A warehouse root as given by ``$DECGUARD_WAREHOUSE`` or ``--warehouse``: a local path
-    (made absolute), or ``s3://bucket/prefix`` / ``gs://bucket/prefix``. A URL carrying
+    (made absolute), or ``s3://bucket/prefix``. A URL carrying
     credentials, a port, a query or a fragment is refused: the location is written into the
     catalog and Dagster's run config, so it must hold nothing secret; the endpoint and the
     keys come from the environment."""
@@ -70,8 +70,9 @@ def location(root: str | os.PathLike[str]) -> Location:
         return Path(parts.path).resolve()
     if scheme not in SCHEMES:
         raise StorageError(
-            f"warehouse {text!r}: unsupported scheme {parts.scheme!r} (a local folder, "
-            "s3://bucket/prefix or gs://bucket/prefix)"
+            f"warehouse {text!r}: unsupported scheme {parts.scheme!r} (a local folder or "
+            "s3://bucket/prefix; Google Cloud Storage through its S3 interoperability "
+            "endpoint)"
         )
     if parts.username or parts.password or parts.port or parts.query or parts.fragment:
         raise StorageError(

@@ -9,7 +9,7 @@ DuckDB can read and write any file the process can (``read_text('/etc/shadow')``
   (which runs the copy) are refused before anything runs: the folders DuckDB may read are
   folders it may write too, the warehouse among them;
 * the connection reaches only the warehouse: ``enable_external_access`` off, with the
-  warehouse root (local, or ``s3://…``/``gs://…`` through the registered filesystem) as
+  warehouse root (a folder, or ``s3://…`` read by DuckDB's httpfs) as
   the one ``allowed_directories`` entry besides a private spill folder; DuckDB resolves
   symbolic links before it checks a path; then ``lock_configuration``, so no statement can
   lift these settings (a ``SET`` would be refused anyway).

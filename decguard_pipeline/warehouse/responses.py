@@ -1,34 +1,32 @@
 """The ``responses`` table as a response cache's store (``backends/cache.AnswerStore``).
 
-One partition per contract and target (``<backend>@<model version>``), so a lookup reads only
-the answers of the model version asked, once per run: every published file's key column and
-the few columns a replay needs, indexed in a dict (100,000 answers load in a fraction of a
-second), plus the answers the run itself records.
+Per contract and target (``<backend>@<model version>``) a lookup reads the answers of the model
+version asked, once per run: the key column and the few columns a replay needs, indexed in a
+dict (100,000 answers load in a fraction of a second), plus the answers the run itself records.
 
 Writing, so that a killed run keeps what it was told:
 
-* Answers are kept in memory as they pass validation and published as one Parquet file at
-  least every ``publish_every_s`` seconds (and at the end of every batch) through the
-  warehouse's atomic write path (``Warehouse.write``): a reader sees whole files only.
-* A network run also appends every answer the moment it arrives to a *journal*,
-  ``.journal-<id>.jsonl`` in the partition folder (one line per answer, one ``write`` each,
-  so a kill -9 keeps every line written; outside the tables' glob, so no query reads it).
-  The journal's writer holds an exclusive ``flock`` on it while alive; at the end of a batch,
-  once everything is published, it deletes it.
+* Answers are kept in memory as they pass validation and committed to the table at least
+  every ``publish_every_s`` seconds (and at the end of every batch), each time in one
+  transaction of their own (``Warehouse.write``), by a writer thread: a request never waits
+  for the storage. A few hundred answers are inlined in the catalog, not a file each.
+* A network run on a local warehouse also appends every answer the moment it arrives to a
+  *journal*, ``<root>/journals/responses/contract=…/target=…/.journal-<id>.jsonl`` (one line
+  per answer, one ``write`` each, so a kill -9 keeps every line written). The journal's
+  writer holds an exclusive ``flock`` on it while alive; at the end of a batch, once
+  everything is committed, it deletes it.
 * A journal whose lock can be taken belongs to a writer that died: the next run (or ``cache
-  prune``) publishes the answers in it that no file holds yet, then deletes it. A live
-  writer's journal is only read: its answers are reused, not republished.
+  prune``) commits the answers in it that the table does not hold yet, then deletes it. A live
+  writer's journal is only read: its answers are reused, not committed again.
 
-Duplicates (an answer published and still in a journal, or asked by two parallel runs) are
+Duplicates (an answer committed and still in a journal, or asked by two parallel runs) are
 harmless: a lookup keeps the newest row of a key.
 
 What goes wrong is said, once, and never stops a run (``CacheEvents``):
 
-* a write that fails (a full disk, a file size limit, an unreachable bucket): the table stops
-  writing for the rest of the run, and its journal is left for the next run to publish;
-* a published file that cannot be read as the table's (cut short, overwritten): moved aside
-  as ``.damaged-<name>`` (outside every glob, so no reader trips on it again), its answers
-  asked again;
+* a write that fails (a full disk, an unreachable bucket or catalog): the table stops writing
+  for the rest of the run, and its journal is left for the next run to commit;
+* a table that cannot be read: said, and its answers asked again;
 * a journal line that is no answer (only the last line may be cut short by a kill; that one
   is left out silently): skipped, its answer asked again.
 """
@@ -50,7 +48,6 @@ from typing import Any, Protocol
 import numpy as np
 import orjson
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from decguard_pipeline.core.cache.answers import Answers, Hits
 from decguard_pipeline.warehouse.locations import Location
@@ -64,35 +61,19 @@ from decguard_pipeline.warehouse.rows.cache import (
     journal_row_problem,
     storable,
 )
-from decguard_pipeline.warehouse.storage import storage_of
-from decguard_pipeline.warehouse.store import STALE_AFTER_S, Warehouse, now, published_files
+from decguard_pipeline.warehouse.store import Warehouse, now
 
-try:  # POSIX; elsewhere there is no journal, only the files published every few seconds
+try:  # POSIX; elsewhere there is no journal, only the commits every few seconds
     import fcntl
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
 TABLE = "responses"
 PUBLISH_EVERY_S = 2.0
-# random digests do not compress: lz4 writes and reads them several times faster than zstd,
-# for files about 10% larger; a dictionary is tried only for the columns that repeat, and no
-# statistics are written (a lookup reads whole partitions)
-COMPRESSION = "lz4"
-WRITER = {
-    "use_dictionary": [
-        "contract", "target", "run_id", "backend", "provider", "keyed_version", "labels",
-        "model", "model_version", "metadata_json",
-    ],
-    "write_statistics": False,
-}  # fmt: skip
+# a journal being created that nobody locked for this long was left by a writer that died
+STALE_AFTER_S = 3600.0
 JOURNAL_GLOB = ".journal-*.jsonl"
 NEW_JOURNAL = ".jnew-"  # a journal being created (renamed once locked)
-
-
-DAMAGED = ".damaged-"  # a file moved aside: outside every glob
-# what a file that is not the table's whole Parquet raises when read (cut short, overwritten,
-# another schema); an OSError is a failure to read, not proof of damage
-UNREADABLE = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError)
 
 
 class CacheEvents(Protocol):
@@ -115,17 +96,6 @@ class Unheard:
         pass
 
 
-def _read(path: Location) -> pa.Table:
-    """The lookup columns of a published file (``ParquetFile``: ``pq.read_table`` would
-    import Arrow's dataset module, and pandas with it); an object is read in one GET. Raises
-    one of ``UNREADABLE`` when the file is not the table's."""
-    source = path if isinstance(path, Path) else pa.BufferReader(storage_of(path).read_bytes(path))
-    table = pq.ParquetFile(source).read(columns=LOOKUP_COLUMNS, use_threads=False)
-    if not table.schema.equals(LOOKUP_SCHEMA, check_metadata=False):
-        table = table.cast(LOOKUP_SCHEMA)  # an older file's types; raises when they cannot be
-    return table
-
-
 def _reason(exc: BaseException) -> str:
     """An error in a few words (the OS's own for an OSError)."""
     if isinstance(exc, OSError) and exc.errno:
@@ -134,37 +104,28 @@ def _reason(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def read_unless_damaged(
-    path: Location, events: CacheEvents, *, move: bool = True
+def stored_answers(
+    warehouse: Warehouse, contract: str, target: str, events: CacheEvents
 ) -> pa.Table | None:
-    """The lookup columns of a published file; None when it is gone, cannot be read now
-    (said), or is damaged: then it is moved aside (said), so it stops failing readers
-    (``move=False``: left for the next run to move, for a command that only looks)."""
+    """The lookup columns of a partition's answers, oldest first; None when the table
+    cannot be read now (said: its answers are asked again)."""
+    import duckdb
+
     try:
-        return _read(path)
-    except FileNotFoundError:  # removed by a concurrent prune
+        found = warehouse.query(
+            f"SELECT {', '.join(LOOKUP_COLUMNS)} FROM {TABLE} "
+            "WHERE contract = $c AND target = $t ORDER BY rowid",
+            {"c": contract, "t": target},
+        )
+    except (duckdb.Error, OSError) as exc:
+        events.warn(
+            f"the response cache's answers of {contract}/{target} in {warehouse.root} cannot "
+            f"be read ({_reason(exc)}): its answers are asked again"
+        )
         return None
-    except UNREADABLE as exc:
-        aside = path.parent / f"{DAMAGED}{path.name}"
-        where = "the next run moves it aside"
-        try:
-            if move:
-                storage_of(path).move(path, aside)
-                where = f"moved aside to {aside.name}"
-        except FileNotFoundError:  # another reader moved it first
-            return None
-        except OSError as error:
-            where = f"left in place ({_reason(error)})"
-        events.warn(
-            f"the response cache's file {path} is damaged ({_reason(exc)}): {where}; "
-            "its answers are asked again"
-        )
-    except OSError as exc:
-        events.warn(
-            f"the response cache's file {path} cannot be read ({_reason(exc)}): skipped; "
-            "its answers are asked again"
-        )
-    return None
+    return pa.Table.from_arrays(
+        [found.column(f.name).cast(f.type) for f in LOOKUP_SCHEMA], schema=LOOKUP_SCHEMA
+    )
 
 
 def _lock(fd: int, *, wait: bool) -> bool:
@@ -266,10 +227,10 @@ class ResponseTable:
         self.publish_every_s = publish_every_s
         self.events: CacheEvents = events or Unheard()
         self.clock = clock
-        self.directory = warehouse.partition_dir(TABLE, contract, target)
         # journals are local files under a flock: on an object store there are none, and a
-        # killed run keeps the answers published up to ``publish_every_s`` before the kill
-        self.journaled = fcntl is not None and isinstance(self.directory, Path)
+        # killed run keeps the answers committed up to ``publish_every_s`` before the kill
+        self.directory = warehouse.journal_dir(TABLE, contract, target)
+        self.journaled = fcntl is not None and self.directory is not None
         self.recovered = 0  # answers of dead runs' journals this store published
         self.broken = False  # a write failed: nothing more is written by this run
         self._why = ""  # what failed, said once
@@ -293,10 +254,9 @@ class ResponseTable:
             return self._index
         self._index = {}
         tables = []
-        for path in published_files(self.directory):
-            table = read_unless_damaged(path, self.events)
-            if table is not None:
-                tables.append(table)
+        table = stored_answers(self.warehouse, self.contract, self.target, self.events)
+        if table is not None and table.num_rows:
+            tables.append(table)
         recovered = self._recover_journals(tables)
         self._settle()  # a journal that could not be published: said
         self.recovered = recovered.published
@@ -316,7 +276,7 @@ class ResponseTable:
         """The answers of the partition's journals; those of dead writers that no file of
         ``tables`` holds are published, and the journal deleted."""
         out = Recovered([])
-        if not self.journaled or not self.directory.is_dir():
+        if self.directory is None or not self.journaled or not self.directory.is_dir():
             return out
         published: set[bytes] | None = None
         for path in sorted(self.directory.glob(JOURNAL_GLOB)):
@@ -435,24 +395,23 @@ class ResponseTable:
         self._write(table, self.run_id, at, lost=lost)
 
     def _write(self, table: pa.Table, run_id: str, at: datetime, *, lost: int = 0) -> bool:
-        """Publish ``table`` as one file; False when the storage refuses (``lost``: the
-        answers counted as stored that it holds)."""
+        """Commit ``table``; False when the storage refuses (``lost``: the answers counted
+        as stored that it holds)."""
+        import duckdb
+
         if self.broken:
             self._failed(None, None, lost)
             return False
         try:
             self.warehouse.write_built(
-                TABLE,
-                table,
-                contract=self.contract,
-                target=self.target,
-                run_id=run_id,
+                TABLE, table, contract=self.contract, target=self.target, run_id=run_id,
                 recorded_at=at,
-                compression=COMPRESSION,
-                **WRITER,
-            )
+            )  # fmt: skip
         except OSError as exc:
-            self._failed(exc.filename or self.directory, exc, lost)
+            self._failed(exc.filename or self.warehouse.root, exc, lost)
+            return False
+        except duckdb.Error as exc:
+            self._failed(self.warehouse.root, exc, lost)
             return False
         return True
 
@@ -474,6 +433,7 @@ class ResponseTable:
             self._settle()
 
     def _open_journal(self) -> None:
+        assert self.directory is not None
         self.directory.mkdir(parents=True, exist_ok=True)
         name = f"{os.getpid()}-{uuid.uuid4().hex[:12]}.jsonl"
         fresh = self.directory / f"{NEW_JOURNAL}{name}"
@@ -497,7 +457,7 @@ class ResponseTable:
             raise
         self._journal, self._journal_path = fd, final
 
-    def _failed(self, where: Location | str | None, exc: OSError | None, lost: int = 0) -> None:
+    def _failed(self, where: Location | str | None, exc: Exception | None, lost: int = 0) -> None:
         """A write failed (any thread): nothing more is written in this run; the answers
         kept and not written are counted, and it is said once (:meth:`_settle`)."""
         with self._lock:
@@ -553,15 +513,6 @@ def _by_label_count(rows: list[dict[str, Any]]) -> list[Answers]:
     for row in rows:
         groups.setdefault(len(row["labels"]), []).append(row)
     return [journal_answers(group) for group in groups.values()]
-
-
-def _newest_per_key(table: pa.Table) -> pa.Table:
-    """One row per key: the last one (files are read oldest first)."""
-    keys = table.column("key").to_pylist()
-    last = {key: i for i, key in enumerate(keys)}
-    if len(last) == len(keys):
-        return table
-    return table.take(pa.array(sorted(last.values()), type=pa.int64()))
 
 
 def _sweep_new_journals(folder: Path) -> None:

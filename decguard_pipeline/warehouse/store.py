@@ -1,142 +1,152 @@
-"""The warehouse: immutable Parquet files written atomically, and a DuckDB catalog of views.
+"""The warehouse: tables in a DuckLake (warehouse/lake.py), written a transaction at a time.
 
-The root is a local folder or an object-store prefix (``s3://bucket/prefix``); every file
-operation goes through warehouse/storage.py, so both are laid out and read alike."""
+What a step writes across tables commits together: a ``transaction()`` block collects every
+``write`` made in it (by any ``Warehouse`` of the same location, in the same thread) and
+commits them as one DuckLake snapshot when the block ends, or nothing when it raises or the
+process dies (warehouse/transaction.py). A ``write`` outside a block is a transaction of its
+own. Readers (the pipeline's ``read_latest``/``read_run`` and every query) see whole commits
+only; inside a block they see the block's own writes too.
+"""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import os
+import shutil
+import tempfile
+import threading
+import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import quote, unquote
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from decguard_pipeline.warehouse.catalog import STAMP, Catalog
-from decguard_pipeline.warehouse.completion import Completed, gated
-from decguard_pipeline.warehouse.locations import Location, ObjectPath, location
-from decguard_pipeline.warehouse.manifest import (
-    counted_files,
-    is_compacted,
-    run_part,
-    writer_of,
-)
+from decguard_pipeline.warehouse import objects
+from decguard_pipeline.warehouse.completion import completed_condition, gated
+from decguard_pipeline.warehouse.lake import ALIAS, Lake, catalog_place, lake_of
+from decguard_pipeline.warehouse.locations import Location, ObjectPath, StorageError, location
 from decguard_pipeline.warehouse.schema import NO_TARGET, TABLES, VERDICTS
-from decguard_pipeline.warehouse.spool import spool_for
-from decguard_pipeline.warehouse.storage import STALE_AFTER_S, staging_root, storage_of, sweep_stale
+from decguard_pipeline.warehouse.transaction import ORDER, Transaction
+from decguard_pipeline.warehouse.views import NEWEST
 
 if TYPE_CHECKING:
-    pass
+    import duckdb
 
-# duckdb and pyarrow.compute are imported where they are used: importing Arrow's compute
-# module imports pandas (a third of a second), which a command-line run that only writes
-# the response cache (``write_built``) does not need.
-
-# Files are written here and renamed into their table folder once complete: the folder is
-# outside every table's glob, so no reader ever sees a half-written file, and on the same
-# filesystem as the tables, so the rename is atomic. (An object-storage warehouse assembles
-# files on the local disk instead, storage.staging_root(), and uploads each in one PUT.)
-STAGING = ".staging"
-__all__ = ["STALE_AFTER_S", "Warehouse", "default_root", "published_files", "read_file"]
-# Published files, and only they, are named ``<UTC timestamp>_<run id>.parquet`` (the empty
-# seed of a table ``00000000_schema.parquet``), or ``<UTC timestamp>_~<id>.parquet`` once
-# compacted: every reader lists files with this pattern, so a stray or half-written file left
-# by anything else is never read (which of them count is the compaction manifest's to say).
-PUBLISHED = "[0-9]*.parquet"
-_T = TypeVar("_T")
+__all__ = ["FILES", "Transaction", "Warehouse", "default_root", "now"]
+FILES = "report_files"  # the folder of the files written beside the tables (reports, pictures)
+JOURNALS = "journals"  # local journals of writers between commits (the response cache's)
 
 
 def default_root() -> Location:
-    """``$DECGUARD_WAREHOUSE`` (a folder, ``s3://bucket/prefix`` or ``gs://bucket/prefix``),
-    else ``data/warehouse`` under the current directory."""
+    """``$DECGUARD_WAREHOUSE`` (a folder or ``s3://bucket/prefix``), else ``data/warehouse``
+    under the current directory."""
     return location(os.environ.get("DECGUARD_WAREHOUSE") or Path.cwd() / "data" / "warehouse")
 
 
 def folder_value(value: str) -> str:
-    """A contract or target as the value of its ``key=value`` folder: percent-encoded outside
-    ``[A-Za-z0-9._~@-]``. DuckDB's hive partitioning decodes it back to exactly ``value``,
-    which is what lets the views read ``contract``/``target`` from folder names and skip
-    whole folders (every key the pipeline makes is left as it is)."""
+    """A contract or target as the value of its ``key=value`` folder under ``report_files``:
+    percent-encoded outside ``[A-Za-z0-9._~@-]`` (every key the pipeline makes is left as it
+    is)."""
     if not value:
         raise ValueError("a warehouse contract or target must not be empty")
     return quote(value, safe="@")
-
-
-def published_files(directory: Location) -> list[Location]:
-    """The files of a partition folder a reader counts, oldest first (name order is time
-    order): every write that no compaction replaced, and the compacted files that did."""
-    return counted_files(directory)
 
 
 def now() -> datetime:
     return datetime.now(UTC)
 
 
-@functools.lru_cache(maxsize=64)
-def read_file(path: Location) -> pa.Table:
-    """A warehouse file; cached, since files are never modified (a new write is a new file)."""
-    if isinstance(path, ObjectPath):
-        return storage_of(path).read_table(path)
-    return pq.ParquetFile(path).read()
+_ACTIVE = threading.local()
 
 
-class Warehouse(Catalog):
-    def __init__(self, root: str | os.PathLike[str] | Location | None = None) -> None:
+def _active() -> dict[str, Transaction]:
+    if not hasattr(_ACTIVE, "by_place"):
+        _ACTIVE.by_place = {}
+    return _ACTIVE.by_place  # type: ignore[no-any-return]
+
+
+class Warehouse:
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | Location | None = None,
+        catalog: str | None = None,
+    ) -> None:
         if isinstance(root, ObjectPath):
             self.root: Location = root
         else:
             self.root = location(root) if root else default_root()
-        self.storage = storage_of(self.root)
+        self.place = catalog_place(self.root, catalog)
 
     @property
     def remote(self) -> bool:
-        """Whether the warehouse is on an object store."""
-        return self.storage.remote
+        """Whether the warehouse's files are on an object store."""
+        return isinstance(self.root, ObjectPath)
+
+    @property
+    def lake(self) -> Lake:
+        return lake_of(self.root, self.place)
 
     def exists(self) -> bool:
-        """Whether a warehouse is at the root (a folder; on an object store, its catalog)."""
-        if self.remote:
-            return self.storage.exists(self.root / STAMP)
-        return self.storage.is_folder(self.root)
-
-    def location(self, path: str | os.PathLike[str] | Location) -> str:
-        """Where a file written into a ``partition_dir`` folder is published (its path on a
-        local warehouse; ``s3://…`` for a spool path of an object-storage warehouse)."""
-        if isinstance(self.root, ObjectPath) and not isinstance(path, ObjectPath):
-            return spool_for(self.root).location(os.fspath(path))
-        return str(path)
-
-    def read_bytes(self, where: str | os.PathLike[str] | Location) -> bytes:
-        """The bytes of a file the warehouse published, by the location a row names."""
-        target = where if isinstance(where, ObjectPath | Path) else location(where)
-        return storage_of(target).read_bytes(target)
+        """Whether a warehouse is there (its catalog file; a PostgreSQL catalog with tables)."""
+        if self.place.kind == "sqlite":
+            return Path(self.place.where).is_file()
+        try:
+            lake = lake_of(self.root, self.place, read_only=True)
+        except Exception:
+            return False
+        con = lake.cursor()
+        try:
+            found = con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lake'")
+            return bool(found.fetchone()[0])  # type: ignore[index]
+        finally:
+            con.close()
 
     # -- writing -------------------------------------------------------------------------
 
-    def partition_dir(self, table: str, contract: str, target: str = NO_TARGET) -> Location:
-        """A partition folder. For a folder of files beside the tables (``report_files``),
-        an object-storage warehouse gives a local folder instead: files written there are
-        published with the next ``write`` (warehouse/spool.py)."""
-        folder = (
-            self.root
-            / table
-            / f"contract={folder_value(contract)}"
-            / f"target={folder_value(target)}"
-        )
-        if isinstance(folder, ObjectPath) and table not in TABLES:
-            return spool_for(self.root).path(folder)
-        return folder
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """Every write in the block (in this thread, to this warehouse) commits together
+        when it ends, none when it raises. A block inside another joins it."""
+        active = _active()
+        if self._key in active:
+            yield active[self._key]
+            return
+        tx = Transaction(self.lake, self.root)
+        active[self._key] = tx
+        try:
+            yield tx
+            tx.commit()
+        finally:
+            del active[self._key]
+            tx.close()
 
     @property
-    def staging_dir(self) -> Path:
-        if isinstance(self.root, ObjectPath):
-            return staging_root()
-        return self.root / STAGING
+    def _key(self) -> str:
+        return f"{self.root}\0{self.place}"
+
+    @contextlib.contextmanager
+    def direct(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A DuckLake transaction of its own for maintenance (retention, migration, pruning):
+        statements run at once; committed when the block ends, rolled back when it raises.
+        It holds the commit turn throughout (a SQLite catalog's writers wait)."""
+        con = self.lake.cursor()
+        try:
+            with self.lake.commit_lock():
+                con.execute("BEGIN")
+                try:
+                    yield con
+                    con.execute("COMMIT")
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        con.execute("ROLLBACK")
+                    raise
+        finally:
+            con.close()
 
     def write(
         self,
@@ -147,43 +157,16 @@ class Warehouse(Catalog):
         target: str = NO_TARGET,
         run_id: str,
         recorded_at: datetime | None = None,
-        catalog: bool = True,
-        compression: str = "zstd",
-    ) -> Location:
-        """Write one immutable file of ``table`` rows; returns its path.
-
-        Files are named ``<UTC timestamp>_<run id>.parquet`` so that name order is time order.
-        The rows' ``contract`` and ``target`` must be the partition's (the views read both
-        from the folder names); empty key cells are filled with the write's values.
-        ``catalog=False`` leaves the DuckDB catalog to the next write or query that needs it
-        (a cache directory written every few seconds by a command-line run); ``compression``
-        trades file size for time (``lz4`` writes a table of random digests five times faster
-        than ``zstd``). On an object store, the files written beside the tables are
-        published first, and the rows name them by their warehouse location
-        (warehouse/spool.py)."""
-        schema = TABLES[table]
-        if isinstance(data, list):
-            data = pa.Table.from_pylist(data, schema=schema)
-        else:
-            data = data.select(schema.names).cast(schema)
+    ) -> None:
+        """Append rows of ``table`` (in the transaction of the block around, else in one of
+        their own). Empty key cells (``contract``, ``target``, ``run_id``,
+        ``recorded_at``) get the write's values; a row of another contract or target is
+        refused."""
+        data = _conformed(table, data)
         at = recorded_at or now()
         data = _in_partition(data, table, contract=contract, target=target, run_id=run_id, at=at)
-        if isinstance(self.root, ObjectPath):
-            spool = spool_for(self.root)
-            spool.publish()
-            data = spool.translate(data)
-        final = self._file_for(table, contract, target, run_id, at)
-        self._publish(final, lambda tmp: pq.write_table(data, tmp, compression=compression))
-        if catalog:
-            self.ensure_catalog()
-        return final
-
-    def _file_for(
-        self, table: str, contract: str, target: str, run_id: str, at: datetime
-    ) -> Location:
-        stamp = at.strftime("%Y%m%dT%H%M%S%fZ")
-        directory = self.partition_dir(table, contract, target)
-        return directory / f"{stamp}_{run_part(run_id)}.parquet"
+        with self.transaction() as tx:
+            tx.insert(table, data)
 
     def write_built(
         self,
@@ -194,23 +177,21 @@ class Warehouse(Catalog):
         target: str,
         run_id: str,
         recorded_at: datetime,
-        compression: str = "zstd",
-        **parquet: Any,
-    ) -> Location:
+    ) -> None:
         """``write`` for rows built column by column with exactly the table's schema and every
         key cell already the write's (the caller's promise: nothing is cast, filled or
-        checked, so no Arrow compute function runs). Published the same way; the catalog is
-        left to the next ``write`` or query. ``parquet``: more ``ParquetWriter`` options."""
+        checked, so no Arrow compute function runs, and pandas is not imported)."""
         if data.schema != TABLES[table]:
             raise ValueError(f"{table}: rows built with another schema")
-        final = self._file_for(table, contract, target, run_id, recorded_at)
+        with self.transaction() as tx:
+            tx.insert(table, data)
 
-        def write(tmp: str) -> None:
-            with pq.ParquetWriter(tmp, data.schema, compression=compression, **parquet) as writer:
-                writer.write_table(data)
-
-        self._publish(final, write)
-        return final
+    def journal_dir(self, table: str, contract: str, target: str) -> Path | None:
+        """A local folder for the journals of ``table``'s writers of one contract and target
+        (warehouse/responses.py); None on object storage, which has no local folder."""
+        if isinstance(self.root, ObjectPath):
+            return None
+        return self.root / JOURNALS / table / _files_part(contract, target)
 
     @contextlib.contextmanager
     def writing(
@@ -221,155 +202,256 @@ class Warehouse(Catalog):
         target: str = NO_TARGET,
         run_id: str,
         recorded_at: datetime | None = None,
-        **parquet: Any,
     ) -> Iterator[Callable[[pa.Table], None]]:
         """:meth:`write` for rows that come a batch at a time (a day of ten million
-        records): the block gets a function appending batches to one file, published when
-        the block ends without error and never otherwise. ``parquet``: more
-        ``ParquetWriter`` options."""
-        schema = TABLES[table]
+        records): the block gets a function appending batches (from any thread), committed
+        when the block ends without error (with the transaction around, if any)."""
         at = recorded_at or now()
-        final = self._file_for(table, contract, target, run_id, at)
-        with (
-            self._staged(final) as tmp,
-            pq.ParquetWriter(tmp, schema, compression="zstd", **parquet) as out,
-        ):
+        keys = {"contract": contract, "target": target, "run_id": run_id, "at": at}
+        with self.transaction() as tx, tx.spilling(table, TABLES[table]) as spill:
 
             def append(data: pa.Table) -> None:
-                data = data.select(schema.names).cast(schema)
-                keys = {"contract": contract, "target": target, "run_id": run_id, "at": at}
-                out.write_table(_in_partition(data, table, **keys))
+                spill(_in_partition(_conformed(table, data), table, **keys))
 
             yield append
-        self.ensure_catalog()
 
-    def _publish(
-        self,
-        final: Location,
-        write: Callable[[str], None],
-        *,
-        before_rename: Callable[[], None] | None = None,
-    ) -> None:
-        """Run ``write`` on a new file in the staging folder and publish it as ``final``
-        (local: flushed, then renamed; object store: uploaded whole): readers see the whole
-        file or none, a killed writer leaves only a staging file (swept later). A local file
-        gets the permissions of the process umask. ``before_rename`` runs last before the
-        publication (and may refuse it by raising)."""
-        with self._staged(final, before_rename) as tmp:
-            write(tmp)
+    def files_dir(self, contract: str, target: str = NO_TARGET, folder: str = FILES) -> Path:
+        """Where a step writes its files beside the tables (reports, sidecars, pictures):
+        ``<root>/<folder>/contract=…/target=…/``. On object storage, a local folder of
+        the step's transaction, uploaded there before its rows commit; rows naming a file
+        in it name its ``s3://`` location."""
+        part = f"{folder}/{_files_part(contract, target)}"
+        if not isinstance(self.root, ObjectPath):
+            local = self.root / part
+            local.mkdir(parents=True, exist_ok=True)
+            return local
+        tx = _active().get(self._key)
+        if tx is None:
+            raise RuntimeError("files beside the tables of an object store need a transaction")
+        return tx.files_dir(part)
+
+    def location(self, path: str | os.PathLike[str] | Location) -> str:
+        """Where a file written into a ``files_dir`` folder is published: its path on a local
+        warehouse, its ``s3://`` location for a folder of an object store's transaction."""
+        if isinstance(self.root, ObjectPath) and not isinstance(path, ObjectPath):
+            tx = _active().get(self._key)
+            if tx is not None:
+                return tx.location(os.fspath(path))
+        return str(path)
+
+    def read_bytes(self, where: str | os.PathLike[str] | Location) -> bytes:
+        """The bytes of a file written beside the tables, by the location a row names."""
+        target = where if isinstance(where, ObjectPath | Path) else location(where)
+        if isinstance(target, ObjectPath):
+            return objects.read_bytes(target)
+        return target.read_bytes()
+
+    # -- reading -------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _staged(
-        self, final: Location, before_rename: Callable[[], None] | None = None
-    ) -> Iterator[str]:
-        """A new file in the staging folder, published as ``final`` when the block ends
-        without error (``before_rename`` first), deleted otherwise (warehouse/storage.py)."""
-        self.sweep()
-        with self.storage.staged(final, staging=self.staging_dir, before=before_rename) as tmp:
-            yield tmp
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection to the warehouse (its tables and views by name); inside a
+        ``transaction()`` block, the block's own."""
+        tx = _active().get(self._key)
+        if tx is not None:
+            with tx.reader() as con:
+                yield con
+            return
+        con = self.lake.cursor()
+        try:
+            yield con
+        finally:
+            con.close()
 
-    def sweep(self, *, full: bool = False) -> None:
-        """Delete temporary files left by writers that died: every staging file untouched for
-        ``STALE_AFTER_S``; with ``full``, also the ``.tmp-*`` files older versions wrote
-        inside table folders and the warehouse root (walks every table folder)."""
-        candidates: list[Path] = []
-        if self.staging_dir.is_dir():
-            candidates += self.staging_dir.iterdir()
-        if full and isinstance(self.root, Path) and self.root.is_dir():
-            candidates += self.root.glob(".tmp-*")
-            for table in TABLES:
-                candidates += (self.root / table).glob("*/*/.tmp-*")
-        sweep_stale(candidates)
+    @contextlib.contextmanager
+    def read_only(self, sql: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection that can only read (the catalog attached ``READ_ONLY``) on a DuckDB
+        of its own, closed after the block: what ``decguard-pipeline sql`` runs a user's query
+        on, locking its settings down (warehouse/read_only.py) without touching this
+        process's other connections. ``sql`` is the query it is for (unused: every view is
+        in the catalog)."""
+        if not self.exists():
+            raise StorageError(f"no warehouse at {self.root}")
+        lake = Lake(self.root, self.place, read_only=True)
+        try:
+            con = lake.cursor()
+            try:
+                yield con
+            finally:
+                con.close()
+        finally:
+            lake.db.close()
 
-    # -- reading inside the pipeline (no DuckDB file, so nothing to lock) ----------------
-
-    def latest_file(self, table: str, contract: str, target: str = NO_TARGET) -> Location | None:
-        files = published_files(self.partition_dir(table, contract, target))
-        return files[-1] if files else None
+    def query(self, sql: str, params: list[Any] | dict[str, Any] | None = None) -> pa.Table:
+        with self.connect() as con:
+            return con.execute(sql, params or None).to_arrow_table()
 
     def read_latest(self, table: str, contract: str, target: str = NO_TARGET) -> pa.Table | None:
-        """The rows of the newest write of ``table`` for one contract and target; of a table
-        a target's evaluation writes, the newest write of a run that reached its verdict
-        (warehouse/completion.py): the rows ``latest_<table>`` shows."""
-        if gated(table):
-            return self._read_latest_completed(table, contract, target)
-        path = self.latest_file(table, contract, target)
-        if path is None:
-            return None
-        if not is_compacted(path.name):
-            return read_file(path)
-        return _newest_write(read_file(path))  # compaction keeps the newest write apart
+        """The rows of the newest write of ``table`` for one contract and target (in the
+        order written); of a table a target's evaluation writes, the newest write of a run
+        that reached its verdict (warehouse/completion.py): the rows ``latest_<table>``
+        shows. None when there is none."""
+        rows = self.rows(
+            table,
+            f"contract = $c AND target = $t{_completed(table)} {NEWEST}",
+            {"c": contract, "t": target},
+        )
+        return rows if rows.num_rows else None
 
-    def completed(self, contract: str, target: str) -> Completed:
-        """The runs that wrote a verdict of one contract and target, as of now."""
-        return Completed(self.partition_dir(VERDICTS, contract, target))
-
-    def _read_latest_completed(self, table: str, contract: str, target: str) -> pa.Table | None:
-        done = self.completed(contract, target)
-        for path in reversed(published_files(self.partition_dir(table, contract, target))):
-            if not is_compacted(path.name):
-                if done.write_done(path):
-                    return read_file(path)
-                continue
-            # compaction keeps a partition's newest completed write apart; a file compacted
-            # before it did may still hold it
-            rows = read_file(path)
-            runs = rows.column("run_id").to_pylist()
-            rows = rows.filter(pa.array([r is not None and done.has(r) for r in runs]))
-            if rows.num_rows:
-                return _newest_write(rows)
-        return None
+    def completed_runs(self, contract: str, target: str) -> set[str]:
+        """The runs that wrote a verdict of one contract and target."""
+        found = self.query(
+            f"SELECT DISTINCT run_id FROM {self._source(VERDICTS)} "
+            "WHERE contract = $c AND target = $t",
+            {"c": contract, "t": target},
+        )
+        return {str(r) for r in found.column("run_id").to_pylist()}
 
     def read_run(self, table: str, contract: str, target: str, run_id: str) -> pa.Table | None:
-        """The rows run ``run_id`` wrote (its newest file when it wrote several), also once
-        compaction has merged its file into a larger one."""
-        files = published_files(self.partition_dir(table, contract, target))
-        write = _run_write(files, run_id)
-        if write is not None:
-            return read_file(write)
-        for path in reversed([p for p in files if is_compacted(p.name)]):
-            rows = self.storage.read_table(
-                path, filters=[("run_id", "=", run_id)], schema=TABLES[table]
+        """The rows run ``run_id`` wrote (its newest write when it wrote several); None when
+        it wrote none."""
+        rows = self.rows(
+            table,
+            "contract = $c AND target = $t AND run_id = $r "
+            "QUALIFY recorded_at = max(recorded_at) OVER ()",
+            {"c": contract, "t": target, "r": run_id},
+        )
+        return rows if rows.num_rows else None
+
+    def rows(
+        self, table: str, where: str = "", params: dict[str, Any] | None = None, order: str = ""
+    ) -> pa.Table:
+        """Rows of ``table`` matching ``where`` (SQL, ``$name`` parameters; it may end with
+        a ``QUALIFY``), in ``order`` (default: the order written), with the table's schema."""
+        with self.connect() as con:
+            sql = f"SELECT * FROM {self._source(table)} AS _t" + (
+                f" WHERE {where}" if where else ""
             )
-            if len(rows):
-                return _newest_write(rows)
-        return None
+            found = con.execute(
+                f"SELECT * EXCLUDE ({ORDER}) FROM ({sql}) ORDER BY {order or ORDER}",
+                params or None,
+            ).to_arrow_table()
+        return _as_schema(found, TABLES[table])
 
-    def run_file(self, table: str, contract: str, target: str, run_id: str) -> Location | None:
-        """The newest file run ``run_id`` wrote of ``table`` for one contract and target
-        (None once compaction has merged it into a larger file)."""
-        return _run_write(published_files(self.partition_dir(table, contract, target)), run_id)
+    def _source(self, table: str) -> str:
+        """``table`` with the order its rows were written in as ``_order`` (inside a
+        transaction, with the rows it staged after the committed ones)."""
+        tx = _active().get(self._key)
+        staged = None if tx is None else tx.ordered(table)
+        return staged or f'(SELECT *, rowid AS {ORDER} FROM {ALIAS}.main."{table}")'
 
-    def partitions(self, table: str, contract: str) -> dict[str, list[Location]]:
-        """A contract's published files of ``table`` by target, oldest first."""
-        root = self.partition_dir(table, contract).parent
-        out = {}
-        for directory in self.storage.folders(root, "target=*"):
-            files = published_files(directory)
-            if files:
-                out[unquote(directory.name.removeprefix("target="))] = files
-        return out
+    def newest_writes(self, table: str, contract: str) -> pa.Table:
+        """The rows of each target's newest write of ``table`` for a contract (what
+        ``latest_<table>`` shows of it), in the order written."""
+        return self.rows(table, f"contract = $c{_completed(table)} {NEWEST}", {"c": contract})
 
-    def stamp(self, tables: tuple[str, ...]) -> tuple[str, ...]:
-        """The names of every published file of ``tables``: it changes whenever one of them
-        gets a write (or a compaction), so a reader can tell it has nothing new to read."""
-        return tuple(sorted(str(p) for table in tables for p in self._published_paths(table)))
+    def stamp(self) -> int:
+        """The warehouse's current snapshot: it changes with every commit, so a reader can
+        tell it has nothing new to read."""
+        with self.connect() as con:
+            found = con.execute(f"SELECT id FROM {ALIAS}.current_snapshot()").fetchone()
+        return int(found[0]) if found else 0
 
-    def _published_paths(self, table: str) -> list[Location]:
-        """Every published file of a table (its seed files included), counted or not."""
-        return [
-            path
-            for contract in self.storage.folders(self.root / table, "contract=*")
-            for target in self.storage.folders(contract, "target=*")
-            for path in self.storage.files(target, PUBLISHED)
-        ]
+    def targets(self, table: str, contract: str) -> list[str]:
+        """The targets with rows of ``table`` for a contract, in name order."""
+        found = self.query(
+            f"SELECT DISTINCT target FROM {self._source(table)} WHERE contract = $c "
+            "ORDER BY target",
+            {"c": contract},
+        )
+        return [str(t) for t in found.column("target").to_pylist()]
+
+    def newest_run(self, table: str, contract: str, target: str = NO_TARGET) -> str | None:
+        """The run of the newest write of ``table`` for a contract and target."""
+        found = self.query(
+            f"SELECT max({{'at': recorded_at, 'run': run_id}}).run AS run "
+            f"FROM {self._source(table)} WHERE contract = $c AND target = $t",
+            {"c": contract, "t": target},
+        )
+        run = found.column("run")[0].as_py()
+        return None if run is None else str(run)
+
+    def local_copy(self, table: str, contract: str, target: str, run_id: str) -> Path | None:
+        """The rows run ``run_id`` wrote of ``table`` for a contract and target (its newest
+        write), in the order written, as a local Parquet file for readers that stream one
+        block by block; None when there are none. Made once per process (a run's write
+        never changes) in a folder deleted when the process exits."""
+        tx = _active().get(self._key)
+        spilled = None if tx is None else tx.spilled_run(table)
+        if spilled is not None and self._only_run(spilled, contract, target, run_id):
+            return spilled  # what this transaction is about to commit
+        key = (str(self.root), str(self.place), table, contract, target, run_id)
+        path = _COPIES.get(key)
+        if path is not None and path.is_file():
+            return path
+        path = _copies_folder() / f"{uuid.uuid4().hex}-{table}.parquet"
+        where = "contract = $c AND target = $t AND run_id = $r"
+        params = {"c": contract, "t": target, "r": run_id}
+        with self.connect() as con:
+            source = self._source(table)
+            found = con.execute(
+                f"SELECT count(*), max(recorded_at) FROM {source} WHERE {where}", params
+            ).fetchone()
+            if found is None or not found[0]:
+                return None
+            literal = str(path).replace("'", "''")
+            con.execute(
+                f"COPY (SELECT * EXCLUDE ({ORDER}) FROM {source} WHERE {where} "
+                f"AND recorded_at = $at ORDER BY {ORDER}) TO '{literal}' "
+                "(FORMAT parquet, COMPRESSION zstd)",
+                {**params, "at": found[1]},
+            )
+        if tx is None:  # a committed run's rows never change
+            _COPIES[key] = path
+        return path
+
+    @staticmethod
+    def _only_run(path: Path, contract: str, target: str, run_id: str) -> bool:
+        import pyarrow.parquet as pq
+
+        first = pq.ParquetFile(path).read_row_group(0, columns=["contract", "target", "run_id"])
+        return first.num_rows > 0 and first.slice(0, 1).to_pylist()[0] == {
+            "contract": contract, "target": target, "run_id": run_id,
+        }  # fmt: skip
+
+
+_COPIES: dict[tuple[str, ...], Path] = {}
+
+
+@functools.cache
+def _copies_folder() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=f"decguard-copies-{os.getpid()}-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def _completed(table: str) -> str:
+    """The ``AND`` of a ``rows`` filter keeping a gated table's completed runs."""
+    return f" AND {completed_condition('_t')}" if gated(table) else ""
+
+
+def _files_part(contract: str, target: str) -> str:
+    return f"contract={folder_value(contract)}/target={folder_value(target)}"
+
+
+def _conformed(table: str, data: pa.Table | list[dict[str, Any]]) -> pa.Table:
+    schema = TABLES[table]
+    if isinstance(data, list):
+        return pa.Table.from_pylist(data, schema=schema)
+    return data.select(schema.names).cast(schema)
+
+
+def _as_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A query's rows with exactly ``schema`` (DuckDB names list items ``l``, gives BLOB as
+    variable-size binary)."""
+    return pa.Table.from_arrays([data.column(f.name).cast(f.type) for f in schema], schema=schema)
 
 
 def _in_partition(
     data: pa.Table, table: str, *, contract: str, target: str, run_id: str, at: datetime
 ) -> pa.Table:
     """``data`` with empty key cells set to the write's values; refuses rows of another
-    contract or target (the views read those two from the folder names)."""
+    contract or target."""
     import pyarrow.compute as pc
 
     keys = {"contract": contract, "target": target, "run_id": run_id, "recorded_at": at}
@@ -388,20 +470,3 @@ def _in_partition(
                     f"{name} {value!r} partition"
                 )
     return data
-
-
-def _run_write(files: list[Location], run_id: str) -> Location | None:
-    """The newest of ``files`` that run ``run_id`` wrote on its own (not a compacted file)."""
-    part = run_part(run_id)
-    writes = [p for p in files if not is_compacted(p.name) and writer_of(p.name) == part]
-    return writes[-1] if writes else None
-
-
-def _newest_write(rows: pa.Table) -> pa.Table:
-    """The rows of the newest write (by ``recorded_at``, then ``run_id``) among ``rows``."""
-    import pyarrow.compute as pc
-
-    at = rows.column("recorded_at")
-    rows = rows.filter(pc.equal(at, pc.max(at)))
-    run = rows.column("run_id")
-    return rows.filter(pc.equal(run, pc.max(run)))

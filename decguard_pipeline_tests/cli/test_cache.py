@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
 
 from decguard_pipeline.core.secrets import forget_secrets
+from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.conftest import EXAMPLES
 from decguard_pipeline_tests.support.counting_server import counting_server
 from decguard_pipeline_tests.support.fuzz_scenarios import normalised
@@ -196,7 +196,10 @@ def test_a_new_model_version_never_reuses_another_versions_answers(tmp_path, our
     assert (
         v1["results"][0]["result"]["probabilities"] != v2["results"][0]["result"]["probabilities"]
     )
-    targets = sorted(p.name for p in (cache / "responses" / "contract=urgent").iterdir())
+    found = Warehouse(cache).query(
+        "SELECT DISTINCT target FROM responses WHERE contract = 'urgent'"
+    )
+    targets = sorted(f"target={t}" for t in found.column("target").to_pylist())
     assert targets == ["target=default@model-v1", "target=default@model-v2"]
 
 
@@ -333,11 +336,12 @@ def test_no_secret_reaches_the_cache(tmp_path, ours, monkeypatch):
             assert ran.exit_code in (0, 1), ran.stderr
             assert all(s.headers["Authorization"] == f"Bearer {token}" for s in server.posts())
         files = [p for p in cache.rglob("*") if p.is_file()]
-        stored = [p for p in files if p.suffix == ".parquet" and "contract=route" in str(p)]
-        assert stored
-        for path in files:
+        assert files
+        for path in files:  # the catalog, its data files, journals
             assert token.encode() not in path.read_bytes(), path
-        rows = [row for p in stored for row in pq.read_table(p).to_pylist()]
+        rows = (
+            Warehouse(cache).query("SELECT * FROM responses WHERE contract = 'route'").to_pylist()
+        )
         assert len(rows) == 5
         assert token not in json.dumps(rows, default=str)
         assert {row["model_version"] for row in rows} == {"gpt-Bearer [REDACTED]"}
@@ -561,10 +565,9 @@ os.kill(os.getpid(), signal.SIGKILL)  # a writer killed before it published anyt
 """
 
 
-def test_a_truncated_cache_file_and_a_garbage_journal_line_are_named_and_heal(tmp_path, ours):
-    """A published file cut short and a journal line that is no answer: each is named (the
-    file; the journal and its line), left out, its answers asked again, and the next run
-    finds nothing wrong."""
+def test_a_garbage_journal_line_is_named_and_heals(tmp_path, ours):
+    """A journal line that is no answer: named (the journal and its line), left out, its
+    answer asked again, and the next run finds nothing wrong."""
     with counting_server() as server:
         contract = http_contract(tmp_path / "urgent", server, 40)
         cache = tmp_path / "cache"
@@ -573,25 +576,11 @@ def test_a_truncated_cache_file_and_a_garbage_journal_line_are_named_and_heal(tm
         lines = (contract.parent / "cases.jsonl").read_text().splitlines()
         half.write_text("\n".join(lines[:20]) + "\n")
         assert ours(*args, "-d", half).exit_code in (0, 1)
-        folder = cache / "responses" / "contract=urgent" / "target=default@model-v1"
-        (damaged,) = sorted(folder.glob("[0-9]*.parquet"))
-        data = damaged.read_bytes()
-        damaged.write_bytes(data[: len(data) // 2])  # cut short, as a failing disk leaves it
-
-        server.state.reset()
-        ran = ours(*args, "-d", half)
-        assert ran.exit_code in (0, 1), ran.stderr
-        assert ran.stderr.count("warning:") == 1
-        assert (
-            f"warning: the response cache's file {damaged} is damaged (" in ran.stderr
-            and f"moved aside to .damaged-{damaged.name}; its answers are asked again" in ran.stderr
-        )
-        assert server.state.total == 20  # its answers, asked again
-        assert (folder / f".damaged-{damaged.name}").exists() and not damaged.exists()
-        assert "Traceback" not in ran.stderr
+        folder = cache / "journals" / "responses" / "contract=urgent" / "target=default@model-v1"
+        wh = Warehouse(cache)
 
         # a dead run's journal of the 20 other cases, one of its lines garbage
-        published = pq.read_table(sorted(folder.glob("[0-9]*.parquet"))[-1]).to_pylist()
+        published = wh.query("SELECT * FROM responses ORDER BY case_id").to_pylist()
         assert {r["case_id"] for r in published} == {f"case-{i:05d}" for i in range(20)}
         rows = [
             {"key": row["key"].hex(), "case_id": row["case_id"], "labels": row["labels"],
@@ -601,8 +590,8 @@ def test_a_truncated_cache_file_and_a_garbage_journal_line_are_named_and_heal(tm
              "answered_at": time.time()}
             for row in published
         ]  # fmt: skip
-        for path in folder.glob("[0-9]*.parquet"):  # their answers only in the journal now
-            path.unlink()
+        with wh.direct() as con:  # their answers only in the journal now
+            con.execute("DELETE FROM responses")
         child = subprocess.run([sys.executable, "-c", JOURNAL_WRITER, str(cache),
                                 "default@model-v1"], input=json.dumps(rows), text=True,
                                capture_output=True, timeout=60)  # fmt: skip

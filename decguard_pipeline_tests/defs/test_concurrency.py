@@ -33,8 +33,10 @@ WRITER = textwrap.dedent(
 
 READER = textwrap.dedent(
     """
-    import sys, duckdb
-    con = duckdb.connect(sys.argv[1], read_only=True)
+    import sys, contextlib
+    from decguard_pipeline.warehouse import Warehouse
+    stack = contextlib.ExitStack()  # open until the process ends
+    con = stack.enter_context(Warehouse(sys.argv[1]).read_only())
     print(con.execute("SELECT count(*) FROM case_results").fetchone()[0], flush=True)
     sys.stdin.readline()  # hold the catalog open until the writers are done
     rows = con.execute(
@@ -47,11 +49,11 @@ READER = textwrap.dedent(
 
 def test_parallel_writers_with_a_reader_holding_the_catalog(tmp_path: Path):
     wh = Warehouse(tmp_path / "wh")
-    catalog = wh.ensure_catalog()
+    wh.query("SELECT 1")  # the catalog exists
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
     (tmp_path / "home").mkdir()
     reader = subprocess.Popen(
-        [sys.executable, "-c", READER, str(catalog)],
+        [sys.executable, "-c", READER, str(wh.root)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     assert reader.stdout is not None and reader.stdin is not None

@@ -189,7 +189,7 @@ def test_refund_candidate_is_diffed_against_the_default_backend(contracts, tmp_p
              s["candidate_accuracy"], s["is_worst"]) for s in segments] == [
         ("locale", "en", 11, 1.0, 1.0, True)
     ]  # fmt: skip
-    assert p.wh.read_latest("diff_changes", "refund", CANDIDATE).num_rows == 0
+    assert p.wh.read_latest("diff_changes", "refund", CANDIDATE) is None  # no row changed
     every = p.wh.query(
         "SELECT gate, status FROM latest_all_checks WHERE source = 'regression' "
         "AND contract = 'refund' AND target = ?",
@@ -210,7 +210,7 @@ def test_refund_candidate_is_diffed_against_the_default_backend(contracts, tmp_p
     # the stored diff file = `decguard-pipeline diff` on the same two evaluations written as
     # report files (latencies included) ...
     stored = json.loads(Path(row["diff_path"]).read_text())
-    assert Path(row["diff_path"]).parent == p.wh.partition_dir("report_files", "refund", CANDIDATE)
+    assert Path(row["diff_path"]).parent == p.wh.files_dir("refund", CANDIDATE)
     entry = p.entry("refund")
     files = {}
     for name, target in (("base", STABLE), ("cand", CANDIDATE)):

@@ -418,7 +418,7 @@ def test_the_pipeline_writes_the_geh_run_and_the_threshold_table(tmp_path, ours)
     done = materialise_part(entry, part, TARGET, wh.root)
     run = Path(done.metadata["geh_run_dir"].value)
     # next to the pictures and the sidecar, in the target's report folder
-    assert run.parent == wh.partition_dir("report_files", "inject", TARGET)
+    assert run.parent == wh.files_dir("inject", TARGET)
     assert run.name.endswith(".geh") and (run.parent / f"{run.stem}.pipeline.json").exists()
 
     cli_run, out = tmp_path / "cli-geh", tmp_path / "cli" / "report.json"

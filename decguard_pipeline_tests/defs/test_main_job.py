@@ -22,7 +22,6 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from decguard_pipeline.warehouse.store import read_file
 from decguard_pipeline_tests.support.evaluate_places import (
     DAYS,
     LABELS,
@@ -229,15 +228,12 @@ def test_kill_mid_request_then_query_and_evaluate_succeed(tmp_path, loopback):
 def test_kill_mid_write_then_the_daemon_and_evaluate_recover(tmp_path):
     place = Place(tmp_path, days=True)
     write_contract(place.contracts / "tiny", MOCK)
-    place.wh.ensure_catalog()
-    seeds = _files(place.wh.root)
-    stop_after = random.randint(1, 14)  # a clean run of tiny writes ~17 files
+    place.wh.query("SELECT 1")  # the catalog exists
+    first = commits(place.wh.root)
+    stop_after = random.randint(1, 4)  # a clean run of tiny commits more than that
     process = place.spawn()
-    deadline = time.monotonic() + 60
-    while True:
-        files = _files(place.wh.root) - seeds
-        if len(files) >= stop_after or any(f.name.endswith(".tmp") for f in staged(place)):
-            break
+    deadline = time.monotonic() + 120
+    while commits(place.wh.root) - first < stop_after:
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.001)
     process.send_signal(signal.SIGKILL)
@@ -259,9 +255,10 @@ def test_kill_mid_write_then_the_daemon_and_evaluate_recover(tmp_path):
 
 @pytest.mark.slow
 def test_kill_after_the_runs_row_then_the_sensor_asks_again(tmp_path):
-    """kill -9 of `evaluate` right after it wrote a target's runs row (no metrics, no verdict):
-    the target is not evaluated on the current contract, so the sensor requests it again, and
-    latest_* still shows the previous completed evaluation; the next one takes over."""
+    """kill -9 of `evaluate` right after it committed a target's evaluation (its runs row and
+    metrics in one transaction) but before its verdict: the target is not evaluated on the
+    current contract, so the sensor requests it again, and latest_* still shows the previous
+    completed evaluation; the next one takes over."""
     from decguard_pipeline.definitions import build_definitions
     from decguard_pipeline.defs.resources import WarehouseResource
     from decguard_pipeline.steps.contracts import discover_contracts
@@ -290,13 +287,14 @@ def test_kill_after_the_runs_row_then_the_sensor_asks_again(tmp_path):
     # a stricter requirement: the same target must be evaluated again
     contract.write_text(contract.read_text().replace("min_accuracy: 0.5", "min_accuracy: 0.6"))
     process = place.spawn(env=stopping_after("runs", tmp_path / "crash"))
-    written = wait_stopped(process, tmp_path / "crash")
+    committed = wait_stopped(process, tmp_path / "crash")
     os.kill(process.pid, signal.SIGKILL)
     assert process.wait(timeout=30) == -signal.SIGKILL
     process.communicate()
 
-    [killed] = read_file(written).to_pylist()
-    assert killed["run_id"] != before["run_id"] and killed["n_errored"] == 0
+    assert {"runs", "case_results", "metrics"} <= set(committed) and "verdicts" not in committed
+    [killed] = place.wh.rows("runs", "run_id != $r", {"r": before["run_id"]}).to_pylist()
+    assert killed["n_errored"] == 0
     counts = place.wh.query(
         "SELECT run_id, (SELECT count(*) FROM metrics m WHERE m.run_id = r.run_id) AS metrics, "
         "(SELECT count(*) FROM verdicts v WHERE v.run_id = r.run_id) AS verdicts FROM runs r "
@@ -305,13 +303,13 @@ def test_kill_after_the_runs_row_then_the_sensor_asks_again(tmp_path):
     assert [(c["run_id"], c["verdicts"]) for c in counts] == [
         (before["run_id"], 1), (killed["run_id"], 0)
     ]  # fmt: skip
-    assert counts[1]["metrics"] == 0  # killed right after its runs row
+    assert counts[1]["metrics"] > 0  # the evaluation was committed whole, its verdict not
 
     assert sensor_requests() == [target]
     for table in ("runs", "case_results", "metrics", "gate_results", "reports", "verdicts"):
         shown = place.wh.query(f"SELECT DISTINCT run_id FROM latest_{table}").to_pylist()
         assert shown == [{"run_id": before["run_id"]}], table
-    with place.wh.open_catalog() as con:  # as an analyst opens it
+    with place.wh.read_only() as con:  # as an analyst opens it
         assert con.execute("SELECT DISTINCT run_id FROM latest_runs").fetchall() == [
             (before["run_id"],)
         ]
@@ -327,17 +325,15 @@ def test_kill_after_the_runs_row_then_the_sensor_asks_again(tmp_path):
     ]
 
 
-def staged(place: Place) -> list[Path]:
-    """Files being written right now (the warehouse stages them before publishing)."""
-    folder = place.wh.staging_dir
-    return list(folder.iterdir()) if folder.is_dir() else []
+def commits(root: Path) -> int:
+    """The newest snapshot of the warehouse's catalog (read beside its writers: WAL mode)."""
+    import sqlite3
 
-
-def _files(root: Path) -> set[Path]:
-    found = set()
-    for folder, _, names in os.walk(root):
-        found.update(Path(folder) / n for n in names if n.endswith(".parquet"))
-    return found
+    con = sqlite3.connect(f"file:{root / 'catalog.sqlite'}?mode=ro", uri=True)
+    try:
+        return con.execute("SELECT max(snapshot_id) FROM ducklake_snapshot").fetchone()[0]
+    finally:
+        con.close()
 
 
 # -- item 3: parallel evaluations --------------------------------------------------------------
@@ -350,14 +346,11 @@ READER = textwrap.dedent(
     reads = errors = 0
     while not os.path.exists(stop):
         try:
-            con = wh.open_catalog()
-            try:
+            with wh.read_only() as con:
                 views = [r[0] for r in con.execute(sys.argv[3]).fetchall()]
                 for view in views:
                     con.execute(f"SELECT count(*) FROM {view}").fetchone()
                     reads += 1
-            finally:
-                con.close()
         except Exception as exc:
             errors += 1
             print(str(exc).splitlines()[0], file=sys.stderr, flush=True)
@@ -371,7 +364,7 @@ READER = textwrap.dedent(
 def test_four_parallel_evaluations_with_a_reader(tmp_path):
     place = Place(tmp_path, days=True)
     write_contract(place.contracts / "tiny", MOCK)
-    place.wh.ensure_catalog()
+    place.wh.query("SELECT 1")  # the catalog exists
     stop = tmp_path / "stop"
     reader = subprocess.Popen(
         [sys.executable, "-c", READER, str(place.wh.root), str(stop), VIEWS],

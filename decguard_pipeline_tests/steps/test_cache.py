@@ -46,7 +46,7 @@ def write_contract(folder: Path, server, *, extra: str = "") -> Path:
 
 
 def reports(wh: Warehouse, target: str) -> list[Path]:
-    folder = wh.partition_dir("report_files", "tiny", target)
+    folder = wh.files_dir("tiny", target)
     return sorted(p for p in folder.glob("*.json") if p.name.count(".") == 1)
 
 

@@ -1,11 +1,12 @@
-"""A crash point in a child process: frozen right after it wrote a given warehouse table, so
-the test kills it (kill -9) at exactly that moment, not somewhere near it.
+"""A crash point in a child process: frozen right after it committed a transaction holding
+rows of a given warehouse table, so the test kills it (kill -9) at exactly that moment, not
+somewhere near it.
 
 ``stopping_after(table, folder)`` gives the environment for the child: a ``sitecustomize``
 module (written into ``folder``, put first on ``PYTHONPATH``) that wraps the child's
-``Warehouse.write``; once the child has published a file of ``table`` it writes that file's
-path to ``<folder>/stopped`` and stops itself (SIGSTOP: no thread of it runs any further).
-``wait_stopped`` waits for that."""
+``Transaction.commit``; once the child has committed rows of ``table`` it writes the tables
+of that commit to ``<folder>/stopped`` and stops itself (SIGSTOP: no thread of it runs any
+further). ``wait_stopped`` waits for that."""
 
 from __future__ import annotations
 
@@ -22,36 +23,37 @@ SITECUSTOMIZE = textwrap.dedent(
     if os.environ.get("DECGUARD_TEST_STOP_AFTER"):
         import signal
 
-        from decguard_pipeline.warehouse import store
+        from decguard_pipeline.warehouse import transaction
 
         _table, _marker = os.environ["DECGUARD_TEST_STOP_AFTER"].split(":", 1)
-        _write = store.Warehouse.write
+        _commit = transaction.Transaction.commit
 
-        def _stopping_write(self, table, *args, **kwargs):
-            path = _write(self, table, *args, **kwargs)
-            if table == _table:
+        def _stopping_commit(self):
+            tables = sorted(self.staged)
+            _commit(self)
+            if _table in tables:
                 with open(_marker + ".part", "w") as out:
-                    out.write(str(path))
+                    out.write(" ".join(tables))
                 os.replace(_marker + ".part", _marker)
                 os.kill(os.getpid(), signal.SIGSTOP)
-            return path
 
-        store.Warehouse.write = _stopping_write
+        transaction.Transaction.commit = _stopping_commit
     """
 )
 
 
 def stopping_after(table: str, folder: Path) -> dict[str, str]:
-    """Environment variables for a child that stops right after its first write of
-    ``table``."""
+    """Environment variables for a child that stops right after its first commit of rows
+    of ``table``."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "sitecustomize.py").write_text(SITECUSTOMIZE)
     path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH")) if p)
     return {"PYTHONPATH": path, "DECGUARD_TEST_STOP_AFTER": f"{table}:{folder / 'stopped'}"}
 
 
-def wait_stopped(process: subprocess.Popen[str], folder: Path, timeout: float = 180) -> Path:
-    """The file the child had just written when it stopped itself; fails if it ended first."""
+def wait_stopped(process: subprocess.Popen[str], folder: Path, timeout: float = 180) -> list[str]:
+    """The tables of the commit after which the child stopped itself; fails if it ended
+    first."""
     marker = folder / "stopped"
     deadline = time.monotonic() + timeout
     while not (marker.exists() and _state(process.pid) in ("T", None)):
@@ -60,7 +62,7 @@ def wait_stopped(process: subprocess.Popen[str], folder: Path, timeout: float = 
         if time.monotonic() > deadline:
             raise AssertionError("the child never reached the crash point")
         time.sleep(0.05)
-    return Path(marker.read_text())
+    return marker.read_text().split()
 
 
 def _state(pid: int) -> str | None:

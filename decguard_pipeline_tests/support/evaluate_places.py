@@ -126,17 +126,15 @@ class Place:
 
     def query_every_view(self) -> dict[str, int]:
         """``count(*)`` of every view of the catalog, opened read-only as an analyst would."""
-        con = self.wh.open_catalog()
-        try:
+        with self.wh.read_only() as con:
             views = [
                 r[0]
                 for r in con.execute(
-                    "SELECT view_name FROM duckdb_views() WHERE NOT internal"
+                    "SELECT view_name FROM duckdb_views() WHERE NOT internal "
+                    "AND database_name = 'lake'"
                 ).fetchall()
             ]
             return {v: con.execute(f"SELECT count(*) FROM {v}").fetchone()[0] for v in views}
-        finally:
-            con.close()
 
 
 def finish(process: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str, str]:

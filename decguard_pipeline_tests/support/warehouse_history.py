@@ -22,8 +22,15 @@ def write_evaluation(
     *,
     verdict: bool = True,
 ):
-    """What an evaluation writes; with ``verdict=False``, what one killed before its verdict
-    left."""
+    """What an evaluation writes, in one transaction; with ``verdict=False``, what one
+    killed before its verdict left."""
+    with wh.transaction():
+        _write_evaluation(wh, contract, target, run, at, k, verdict=verdict)
+
+
+def _write_evaluation(
+    wh: Warehouse, contract: str, target: str, run: str, at: datetime, k: int, *, verdict: bool
+) -> None:
     base = {"contract": contract, "target": target, "run_id": run, "recorded_at": at}
     wh.write(
         "metrics",

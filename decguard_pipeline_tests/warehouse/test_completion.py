@@ -11,8 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline.warehouse.compaction import Settings, compact
-from decguard_pipeline.warehouse.manifest import is_compacted
+from decguard_pipeline.warehouse.maintenance import Settings, compact
 from decguard_pipeline.warehouse.schema import EVALUATION, TABLES
 from decguard_pipeline_tests.support.warehouse_rows import write_verdict
 
@@ -80,7 +79,7 @@ def test_a_run_killed_before_its_verdict_is_not_the_latest(tmp_path):
     write_verdict(wh, CONTRACT, TARGET, KILLED, T0 + timedelta(hours=2))  # it did finish
     for table in ("runs", "case_results", "metrics", "gate_results", "verdicts"):
         assert latest(wh, table) == read_latest(wh, table) == {KILLED}, table
-    assert wh.completed(CONTRACT, TARGET).has(KILLED)
+    assert KILLED in wh.completed_runs(CONTRACT, TARGET)
 
 
 def test_a_target_never_evaluated_to_its_verdict_has_no_latest_rows(tmp_path):
@@ -88,7 +87,7 @@ def test_a_target_never_evaluated_to_its_verdict_has_no_latest_rows(tmp_path):
     evaluation(wh, KILLED, T0, 0.25, verdict=False)
     assert latest(wh, "runs") == set() and latest(wh, "metrics") == set()
     assert read_latest(wh, "runs") is None and read_latest(wh, "metrics") is None
-    with wh.open_catalog() as con:  # the catalog as an analyst opens it: the same rule
+    with wh.read_only() as con:  # the catalog as an analyst opens it: the same rule
         assert con.execute("SELECT count(*) FROM latest_runs").fetchone() == (0,)
         assert con.execute("SELECT count(*) FROM runs").fetchone() == (1,)
 
@@ -125,16 +124,11 @@ def test_where_latest_means_the_newest_write_nothing_changes(tmp_path):
     assert read_latest(wh, "targets") == {"second"}
 
 
-def _names(wh: Warehouse, table: str) -> list[str]:
-    return sorted(p.name for p in wh.partition_dir(table, CONTRACT, TARGET).glob("[0-9]*.parquet"))
-
-
 @pytest.mark.parametrize("keep_days", [None, 20])
 def test_compaction_keeps_what_latest_reads(tmp_path, keep_days):
     """Old completed evaluations, the newest of them (with calibration, which later runs did
-    not write), then runs killed before their verdicts: compaction merges the old writes but
-    keeps the newest completed write of each table and that run's verdict apart, so every
-    latest_* answer stays; retention deletes no verdict."""
+    not write), then runs killed before their verdicts: compaction and retention keep every
+    latest_* answer, and retention deletes no verdict."""
     wh = Warehouse(tmp_path / "wh")
     for day in range(30):
         evaluation(wh, f"old-{day:02d}", T0 + timedelta(days=day), day / 100)
@@ -150,23 +144,21 @@ def test_compaction_keeps_what_latest_reads(tmp_path, keep_days):
         "case_results": {"old-29"}, "gate_results": {"old-29"}, "verdicts": {"metrics-only"},
     }  # fmt: skip
     verdicts_before = wh.query("SELECT count(*) AS n FROM verdicts").to_pylist()
+    metrics_before = wh.query("SELECT count(*) AS n FROM metrics").to_pylist()
 
     today = T0 + timedelta(days=45)
-    settings = Settings(
-        older_than_days=1, keep_days=keep_days, activation_delay_s=0.2, grace_s=0.2,
-        today=lambda: today,
-    )  # fmt: skip
-    compact(wh, settings, log=lambda _: None)
+    settings = Settings(keep_days=keep_days, today=lambda: today)
+    result = compact(wh, settings, log=lambda _: None)
 
     assert {t: latest(wh, t) for t in shown} == before
     assert {t: read_latest(wh, t) for t in shown} == before
     assert wh.query("SELECT count(*) AS n FROM verdicts").to_pylist() == verdicts_before
-    verdicts = _names(wh, "verdicts")
-    assert any(map(is_compacted, verdicts))  # old verdicts were merged...
-    for run in ("done_run_1", "old-29", "metrics-only"):  # ...not those latest_* reads
-        assert sum(n.endswith(f"_{run}.parquet") for n in verdicts) == 1, run
-    assert sum(n.endswith("_done_run_1.parquet") for n in _names(wh, "calibration")) == 1
-    assert sum(n.endswith("_old-29.parquet") for n in _names(wh, "case_results")) == 1
-    # a compacted verdict still counts where the pipeline asks for one run
-    assert wh.completed(CONTRACT, TARGET).has("old-03")
-    assert not wh.completed(CONTRACT, TARGET).has("killed-35")
+    metrics_after = wh.query("SELECT count(*) AS n FROM metrics").to_pylist()
+    if keep_days is None:
+        assert metrics_after == metrics_before and result.tables["metrics"].rows_dropped == 0
+    else:  # 20 days before day 45: days 0-24 go, but for what latest_metrics shows
+        assert result.tables["metrics"].rows_dropped == 25
+        assert metrics_after[0]["n"] == metrics_before[0]["n"] - 25
+    # a verdict still counts where the pipeline asks for one run
+    assert "old-03" in wh.completed_runs(CONTRACT, TARGET)
+    assert "killed-35" not in wh.completed_runs(CONTRACT, TARGET)

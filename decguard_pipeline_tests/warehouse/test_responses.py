@@ -14,16 +14,23 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 
 from decguard_pipeline.core.cache.answers import Answers
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.responses import JOURNAL_GLOB, ResponseTable, read_journal
 from decguard_pipeline.warehouse.responses_upkeep import prune, response_stats
-from decguard_pipeline.warehouse.store import published_files
 
 LABELS = ("yes", "no")
+
+
+def commits(root: Path) -> list[tuple[str, int]]:
+    """The writes of the responses table (run, rows), in commit order."""
+    found = Warehouse(root).query(
+        "SELECT run_id, count(*) AS n FROM responses GROUP BY run_id, recorded_at "
+        "ORDER BY min(rowid)"
+    )
+    return [(r["run_id"], r["n"]) for r in found.to_pylist()]
 
 
 def key(i: int) -> bytes:
@@ -66,8 +73,7 @@ def test_kept_answers_are_found_again_exactly(tmp_path):
     first = store(tmp_path)
     assert first.keep(written) == 50
     first.flush()
-    files = published_files(first.directory)
-    assert len(files) == 1  # one atomic file, in the table's partition
+    assert commits(tmp_path) == [("run-1", 50)]  # one transaction
     again = store(tmp_path, run_id="run-2")
     wanted = [b"nope", *reversed(written.keys), b"other"]
     hits = again.lookup(wanted, 2)
@@ -91,13 +97,13 @@ def test_answers_are_published_every_few_seconds_not_only_at_the_end(tmp_path):
     table = store(tmp_path, publish_every_s=0.0)
     table.keep(answers(5))
     table.written()  # by the writer thread
-    assert len(published_files(table.directory)) == 1  # due at once: published by keep
+    assert commits(tmp_path) == [("run-1", 5)]  # due at once: committed by keep
     slow = store(tmp_path, run_id="run-2", publish_every_s=3600)
     slow.keep(answers(5, start=5))
     slow.written()
-    assert len(published_files(table.directory)) == 1  # not due: held until flush
+    assert commits(tmp_path) == [("run-1", 5)]  # not due: held until flush
     slow.flush()
-    assert len(published_files(table.directory)) == 2
+    assert commits(tmp_path) == [("run-1", 5), ("run-2", 5)]
 
 
 def test_old_answers_expire(tmp_path):
@@ -142,17 +148,15 @@ def test_a_killed_writer_keeps_every_journaled_answer_and_the_next_run_publishes
     assert child.returncode == -signal.SIGKILL
     table = store(tmp_path, run_id="next-run")
     journals = list(table.directory.glob(JOURNAL_GLOB))
-    assert len(journals) == 1 and not published_files(table.directory)
+    assert len(journals) == 1 and not commits(tmp_path)
     # a line cut short by the kill is left out, not an error
     with journals[0].open("ab") as handle:
         handle.write(b'{"key": "00000000000000000000000000000063", "case_id"')
     hits = table.lookup([key(i) for i in range(41)], 2)
     assert hits.rows.tolist() == list(range(40))
     assert hits.prompt_tokens.tolist() == [7.0] * 40
-    # published under the killed run's id, the journal gone
-    files = published_files(table.directory)
-    assert len(files) == 1 and files[0].name.endswith("_killed-run.parquet")
-    assert pq.read_table(files[0]).num_rows == 40
+    # committed under the killed run's id, the journal gone
+    assert commits(tmp_path) == [("killed-run", 40)]
     assert not list(table.directory.glob(JOURNAL_GLOB))
     assert table.recovered == 40
 
@@ -165,13 +169,13 @@ def test_a_live_writers_journal_is_read_but_left_to_it(tmp_path):
         table = store(tmp_path, run_id="reader")
         assert len(table.lookup([key(i) for i in range(10)], 2)) == 10
         assert len(list(table.directory.glob(JOURNAL_GLOB))) == 1
-        assert not published_files(table.directory)
+        assert not commits(tmp_path)
     finally:
         child.kill()
         child.wait(10)
     # once its writer is dead, the next reader adopts it
     store(tmp_path, run_id="after").lookup([key(0)], 2)
-    assert len(published_files(store(tmp_path).directory)) == 1
+    assert commits(tmp_path) == [("killed-run", 10)]
 
 
 def journal_line(i: int) -> dict:
@@ -213,14 +217,14 @@ def test_prune_drops_old_answers_and_duplicates_and_keeps_the_rest(tmp_path):
     again.keep(answers(2, start=4))  # the same keys answered again: duplicates
     again.flush()
     before = {r["target"]: r for r in response_stats(Warehouse(tmp_path))}["default@v1"]
-    assert (before["answers"], before["distinct_keys"], before["files"]) == (12, 10, 2)
+    assert (before["answers"], before["distinct_keys"]) == (12, 10)
     done = prune(Warehouse(tmp_path), older_than_days=30, run_id="prune-1")
-    assert (done.removed, done.kept, done.partitions, done.files_removed) == (6, 6, 1, 2)
+    assert (done.removed, done.kept, done.partitions) == (6, 6, 1)
     after = {r["target"]: r for r in response_stats(Warehouse(tmp_path))}["default@v1"]
-    assert (after["answers"], after["distinct_keys"], after["files"]) == (6, 6, 1)
+    assert (after["answers"], after["distinct_keys"]) == (6, 6)
     hits = store(tmp_path, run_id="run-3").lookup([key(i) for i in range(10)], 2)
     assert hits.rows.tolist() == [4, 5, 6, 7, 8, 9]
-    # nothing to drop: nothing rewritten
+    # nothing to drop: nothing deleted
     assert prune(Warehouse(tmp_path), older_than_days=30, run_id="prune-2").partitions == 0
 
 

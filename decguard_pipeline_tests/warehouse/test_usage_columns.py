@@ -5,12 +5,11 @@ written before the columns existed still read."""
 from __future__ import annotations
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 
 from decguard_pipeline.core.contract import load_contract
 from decguard_pipeline.runs.golden import run_test
-from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline.warehouse import Warehouse, lake
 from decguard_pipeline.warehouse.rows.golden import (
     case_results_from_table,
     case_results_table,
@@ -59,7 +58,7 @@ def test_token_columns_round_trip_with_unknown_cases(priced, tmp_path):
     assert table.schema.field("prompt_tokens").type == "int64"
     np.testing.assert_array_equal(back.prompt_tokens, results.prompt_tokens)
     np.testing.assert_array_equal(back.completion_tokens, results.completion_tokens)
-    with wh.open_catalog() as con:
+    with wh.connect() as con:
         total, known = con.execute(
             "SELECT sum(prompt_tokens), count(prompt_tokens) FROM case_results"
         ).fetchone()
@@ -75,18 +74,33 @@ def test_no_usage_reads_back_as_none_also_from_files_without_the_columns(priced,
     assert table.column("prompt_tokens").null_count == len(results)
     assert back.prompt_tokens is None and back.completion_tokens is None
 
-    # a file of an older version, without the token columns: read as no usage
-    (path,) = wh.partition_dir("case_results", "c", TARGET).glob("[0-9]*.parquet")
-    pq.write_table(table.drop_columns(["prompt_tokens", "completion_tokens"]), path)
-    old = pq.read_table(path)
+    # rows of an older version, without the token columns: read as no usage
+    old = table.drop_columns(["prompt_tokens", "completion_tokens"])
     again = case_results_from_table(
         old, loaded.contract.spec(), backend="default", provider="openai"
     )
     assert again.prompt_tokens is None
     np.testing.assert_array_equal(again.probs, results.probs)
-    wh.ensure_catalog(refresh=True)
-    with wh.open_catalog() as con:
-        assert con.execute("SELECT count(prompt_tokens) FROM case_results").fetchone() == (0,)
+
+
+def test_a_catalog_of_an_older_version_gets_the_new_columns_null_in_old_rows(priced, tmp_path):
+    loaded, report, _ = priced
+    wh = Warehouse(tmp_path / "wh")
+    _write_and_read(wh, report.results, loaded)
+    with wh.direct() as con:  # the catalog as a version without the token columns made it
+        for column in ("prompt_tokens", "completion_tokens"):
+            con.execute(f"ALTER TABLE case_results DROP COLUMN {column}")
+        con.execute("COMMENT ON VIEW latest_runs IS 'an older version'")
+    lake._LAKES.clear()  # the next process
+    with wh.connect() as con:
+        assert con.execute(
+            "SELECT count(*), count(prompt_tokens) FROM case_results"
+        ).fetchone() == (
+            len(report.results),
+            0,
+        )
+    table, _ = _write_and_read(wh, report.results, loaded)
+    assert table.column("prompt_tokens").null_count == 0
 
 
 def test_runs_columns_and_metric_rows_carry_the_runs_cost(priced):

@@ -4,7 +4,8 @@ the contract changes, and the per-target part whose body is one step call.
 (No ``from __future__ import annotations`` in modules with Dagster-decorated functions:
 Dagster reads the context annotations at definition time.)"""
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,22 @@ def step_of(
     when a test calls the asset as a plain function, where ``context.run`` is not set);
     ``shared``: what the parts of one target run hand each other."""
     return Step(warehouse.get(), context.op_execution_context.run_id, shared=shared)
+
+
+@contextlib.contextmanager
+def one_transaction(warehouse: WarehouseResource) -> Iterator[None]:
+    """Everything a step writes to the warehouse, across its parts and tables, in one
+    transaction: a reader sees all of it or none, and a step killed midway leaves nothing.
+    A step whose part broke ends with ``dg.Failure`` naming it: what its other parts wrote
+    (and Dagster recorded as materialised) is committed first."""
+    failure = None
+    with warehouse.get().transaction():
+        try:
+            yield
+        except dg.Failure as exc:
+            failure = exc
+    if failure is not None:
+        raise failure
 
 
 PARQUET = frozenset({"python", "parquet"})

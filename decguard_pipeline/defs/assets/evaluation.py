@@ -22,7 +22,13 @@ from typing import Any
 
 import dagster as dg
 
-from decguard_pipeline.defs.assets.base import TargetPart, asset_key, code_version, step_of
+from decguard_pipeline.defs.assets.base import (
+    TargetPart,
+    asset_key,
+    code_version,
+    one_transaction,
+    step_of,
+)
 from decguard_pipeline.defs.error_text import error_text
 from decguard_pipeline.defs.gate_checks import check_results, check_specs
 from decguard_pipeline.defs.partitions import targets_partitions
@@ -186,7 +192,8 @@ def evaluation_asset(entry: ContractEntry, parts: list[TargetPart]) -> dg.Assets
                 after = [p.name] if p.name in needed else []
                 work.append((f"{p.name} checks", after, partial(check, p)))
         try:
-            yield from run_in_order(work, context.log)
+            with one_transaction(warehouse):
+                yield from run_in_order(work, context.log)
         finally:
             shared.close()
 

@@ -15,6 +15,7 @@ from decguard_pipeline.defs.assets.base import (
     TargetPart,
     asset_key,
     code_version,
+    one_transaction,
     step_of,
 )
 from decguard_pipeline.defs.assets.evaluation import run_in_order
@@ -125,7 +126,8 @@ def contract_assets(entry: ContractEntry) -> list[dg.AssetsDefinition]:
 
         work = [("contract", [], contract), ("golden_dataset", ["contract"], golden_dataset)]
         selected = {k.path[-1] for k in context.selected_asset_keys}
-        yield from run_in_order([w for w in work if w[0] in selected], context.log)
+        with one_transaction(warehouse):
+            yield from run_in_order([w for w in work if w[0] in selected], context.log)
 
     return [inputs]
 

@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 import dagster as dg
 
 from decguard_pipeline.core.errors import DecGuardError
-from decguard_pipeline.defs.assets.base import asset_key, code_version
+from decguard_pipeline.defs.assets.base import asset_key, code_version, one_transaction
 from decguard_pipeline.defs.assets.verdict import tag_verdict
 from decguard_pipeline.defs.gate_checks import Gate, check_name, check_results
 from decguard_pipeline.defs.gate_checks import check_result as gate_result
@@ -233,7 +233,12 @@ def _production_day(
     def production_day(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource
     ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-        wanted = context.selected_asset_keys
+        with one_transaction(warehouse):
+            yield from _day(context, warehouse, wanted=context.selected_asset_keys)
+
+    def _day(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource, wanted: Any
+    ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
         ingested = None
         if records in wanted:
             ingested = _run_step(context, warehouse, ingest.ingest_day, entry)

@@ -73,7 +73,7 @@ def check_day(
     chosen.baseline = None
     del data, report
     release_free_memory()
-    folder = wh.partition_dir("report_files", entry.key, day)
+    folder = wh.files_dir(entry.key, day)
     path = folder / f"{step.at.strftime('%Y%m%dT%H%M%S%fZ')}_{step.run_id}.check.json"
     # the numbers come from the columns the records' texts are written from, and the texts
     # are orjson's bytes (tests/differential): the file is not read back to verify it

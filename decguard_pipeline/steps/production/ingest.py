@@ -28,15 +28,14 @@ from decguard_pipeline.steps.production.sources import (
     INBOX,
     RECORDS,
     TABLE,
-    day_dirs,
     day_file,
+    has_inbox,
     inbox_ref,
     parse_day,
 )
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline.warehouse.rows.production import write_inbox_lines
 from decguard_pipeline.warehouse.rows.production_records import (
-    PARQUET,
     read_batches,
     stored_items,
     stored_stretches,
@@ -130,8 +129,7 @@ def ingest_day(entry: ContractEntry, day: str, step: Step) -> Ingested:
     path = day_file(entry.key, day)
     if path.is_file():
         return _ingest(entry, day, step, path, FILE, str(path))
-    files = day_dirs(wh, INBOX, entry.key).get(day)
-    if not files:
+    if not has_inbox(wh, entry.key, day):
         raise DatasetError(
             f"{entry.key}: no production records for {day}: no file {path} and no "
             f"{INBOX} rows (contract={entry.key}, target={day}) in {wh.root}"
@@ -139,7 +137,13 @@ def ingest_day(entry: ContractEntry, day: str, step: Step) -> Ingested:
     where = inbox_ref(entry.key, day)
     with tempfile.TemporaryDirectory(prefix="decguard-production-") as tmp:
         lines = Path(tmp) / "inbox.jsonl"
-        write_inbox_lines(files, where, lines)
+        rows = wh.rows(
+            INBOX,
+            "contract = $c AND target = $d",
+            {"c": entry.key, "d": day},
+            order="recorded_at, run_id, position",  # batches in write order
+        )
+        write_inbox_lines(rows, where, lines)
         try:
             return _ingest(entry, day, step, lines, TABLE, where)
         except DatasetError as exc:
@@ -171,7 +175,6 @@ def _ingest(
             target=day,
             run_id=step.run_id,
             recorded_at=step.at,
-            **PARQUET,
         ) as append,
     ):
         digest = hasher.submit(file_digest, path)
@@ -191,13 +194,12 @@ def _ingest(
 def stored_file(
     entry: ContractEntry, day: str, warehouse: Warehouse, run_id: str | None = None
 ) -> tuple[Path, dict[str, Any]]:
-    """The ``production_records`` file of run ``run_id`` (else the newest) and its first
-    row's source, path, hash and run."""
-    found = None if run_id is None else warehouse.run_file(RECORDS, entry.key, day, run_id)
-    if found is None:
-        found = warehouse.latest_file(RECORDS, entry.key, day)
-    # read from the local disk (an object store's file is downloaded once per process)
-    path = None if found is None else warehouse.storage.local_copy(found)
+    """The ``production_records`` of run ``run_id`` (else of the newest ingestion) as a
+    local Parquet file, and its first row's source, path, hash and run."""
+    path = None if run_id is None else warehouse.local_copy(RECORDS, entry.key, day, run_id)
+    if path is None:
+        newest = warehouse.newest_run(RECORDS, entry.key, day)
+        path = None if newest is None else warehouse.local_copy(RECORDS, entry.key, day, newest)
     first = next(read_batches(path, list(_FIRST), 1), None) if path is not None else None
     if path is None or first is None or not first.num_rows:
         raise DecGuardError(f"{entry.key}: no production records ingested for {day} yet")

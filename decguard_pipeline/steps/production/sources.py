@@ -54,26 +54,33 @@ def file_days(contract: str) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.jsonl") if parse_day(p.stem) and p.is_file())
 
 
-def day_dirs(warehouse: Warehouse, table: str, contract: str) -> dict[str, list[Path]]:
-    """A contract's files of ``table`` by day, oldest write first."""
-    return {
-        day: files for day, files in warehouse.partitions(table, contract).items() if parse_day(day)
-    }
+def days_of(warehouse: Warehouse, table: str, contract: str) -> list[str]:
+    """The days with rows of ``table`` for a contract, oldest first."""
+    return [day for day in warehouse.targets(table, contract) if parse_day(day)]
 
 
 def inbox_days(contract: str, warehouse: Warehouse) -> list[str]:
     """Days for which producers wrote ``production_inbox`` rows, oldest first."""
-    return sorted(day_dirs(warehouse, INBOX, contract))
+    return days_of(warehouse, INBOX, contract)
 
 
 def stored_days(contract: str, warehouse: Warehouse) -> list[str]:
     """Days whose records were ingested (``production_records`` written), oldest first."""
-    return sorted(day_dirs(warehouse, RECORDS, contract))
+    return days_of(warehouse, RECORDS, contract)
 
 
 def checked_days(contract: str, warehouse: Warehouse) -> list[str]:
     """Days with a stored check (``production_runs`` written), oldest first."""
-    return sorted(day_dirs(warehouse, "production_runs", contract))
+    return days_of(warehouse, "production_runs", contract)
+
+
+def has_inbox(warehouse: Warehouse, contract: str, day: str) -> bool:
+    """Whether producers wrote ``production_inbox`` rows for a contract and day."""
+    found = warehouse.query(
+        f"SELECT count(*) AS n FROM {INBOX} WHERE contract = $c AND target = $d",
+        {"c": contract, "d": day},
+    )
+    return bool(found.column("n")[0].as_py())
 
 
 def record_days(contract: str, warehouse: Warehouse) -> list[str]:
@@ -82,7 +89,7 @@ def record_days(contract: str, warehouse: Warehouse) -> list[str]:
 
 
 def has_records(contract: str, day: str, warehouse: Warehouse) -> bool:
-    return day_file(contract, day).is_file() or day in day_dirs(warehouse, INBOX, contract)
+    return day_file(contract, day).is_file() or has_inbox(warehouse, contract, day)
 
 
 def inbox_ref(contract: str, day: str) -> str:

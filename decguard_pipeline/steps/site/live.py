@@ -1,5 +1,5 @@
 """The site as ``decguard-pipeline ui`` serves it: built into a local folder, and built again
-when the warehouse has new results (a write to a table the pages show) by the next request
+when the warehouse has new results (a commit since the last build) by the next request
 that asks, at most every ``CHECK_EVERY_S``. No Dagster here."""
 
 from __future__ import annotations
@@ -12,9 +12,6 @@ from pathlib import Path
 from decguard_pipeline.steps.site.build import Built, build_site
 from decguard_pipeline.warehouse import Warehouse
 
-# Every table a page reads one row of per evaluation or day: a new evaluation or check writes
-# each of them, so their files say whether anything changed.
-WATCHED = ("contracts", "runs", "verdicts", "production_runs")
 CHECK_EVERY_S = 5.0
 
 
@@ -29,7 +26,7 @@ class LiveSite:
     ) -> None:
         self.warehouse, self.folder, self.clock, self.build = warehouse, folder, clock, build
         self._lock = threading.Lock()
-        self._stamp: tuple[str, ...] | None = None
+        self._stamp: int | None = None
         self._checked = float("-inf")
         self.builds = 0
         self.error: str | None = None  # why the newest build failed
@@ -42,7 +39,7 @@ class LiveSite:
             if now - self._checked < CHECK_EVERY_S and self._stamp is not None:
                 return
             self._checked = now
-            stamp = self.warehouse.stamp(WATCHED) if self.warehouse.exists() else ()
+            stamp = self.warehouse.stamp() if self.warehouse.exists() else -1
             if stamp == self._stamp:
                 return
             try:

@@ -8,7 +8,7 @@ history) except the metric history, which reads every evaluation of a contract's
 from __future__ import annotations
 
 import json
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack
 from typing import Any
 
 from decguard_pipeline.warehouse import Warehouse
@@ -41,11 +41,12 @@ class SiteData(AbstractContextManager["SiteData"]):
 
     def __init__(self, warehouse: Warehouse) -> None:
         self.warehouse = warehouse
-        self.con = warehouse.connect()
+        self._open = ExitStack()
+        self.con = self._open.enter_context(warehouse.connect())
         self._checks: dict[str, dict[str, list[dict[str, Any]]]] = {}
 
     def __exit__(self, *exc: object) -> None:
-        self.con.close()
+        self._open.close()
 
     def rows(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
         relation = self.con.execute(sql, params or [])

@@ -23,7 +23,6 @@ from decguard_pipeline.core.production.record_text import (
 from decguard_pipeline.core.production.schema import RECORD_FIELDS
 from decguard_pipeline.core.production.segments import shown
 from decguard_pipeline.warehouse.rows.base import to_json
-from decguard_pipeline.warehouse.store import read_file
 
 SOURCE = "production"  # ``production_checks.source``
 BATCH = 50_000
@@ -43,19 +42,18 @@ def record_json(record: dict[str, Any]) -> str:
 # -- records written elsewhere, as JSON records ---------------------------------------------
 
 
-def write_inbox_lines(files: list[Path], label: str, path: Path) -> None:
-    """Each inbox row as one record (a JSON line, its non-null fields in record order) in
-    ``path``: batches in write order, rows by ``position``. Built column-wise; an object
-    given as JSON text (``input_json``, ``metadata_json``) is parsed and written again by
-    orjson, each distinct text once; invalid JSON names the row."""
+def write_inbox_lines(table: pa.Table, label: str, path: Path) -> None:
+    """Each inbox row of ``table`` (already in order: batches in write order, rows by
+    ``position``) as one record (a JSON line, its non-null fields in record order) in
+    ``path``. Built column-wise; an object given as JSON text (``input_json``,
+    ``metadata_json``) is parsed and written again by orjson, each distinct text once;
+    invalid JSON names the row."""
     n = 0
     with path.open("wb") as out:
-        for file in files:
-            table = read_file(file).sort_by([("position", "ascending")])
-            for batch in table.to_batches(BATCH):
-                lines = _inbox_lines(pa.Table.from_batches([batch]), label, n)
-                out.write(string_bytes(pc.binary_join_element_wise(lines, "\n", "")))
-                n += batch.num_rows
+        for batch in table.to_batches(BATCH):
+            lines = _inbox_lines(pa.Table.from_batches([batch]), label, n)
+            out.write(string_bytes(pc.binary_join_element_wise(lines, "\n", "")))
+            n += batch.num_rows
 
 
 def _null() -> pa.Scalar:

@@ -31,6 +31,33 @@ TABLES: dict[str, pa.Schema] = {
     **verdict.TABLES,
 }
 
+
+def sql_type(kind: pa.DataType) -> str:
+    """The DuckDB type of a column of arrow type ``kind`` (the tables' DDL)."""
+    if pa.types.is_list(kind):
+        return f"{sql_type(kind.value_type)}[]"
+    if pa.types.is_struct(kind):
+        fields = ", ".join(f'"{f.name}" {sql_type(f.type)}' for f in kind)
+        return f"STRUCT({fields})"
+    if pa.types.is_map(kind):
+        return f"MAP({sql_type(kind.key_type)}, {sql_type(kind.item_type)})"
+    if pa.types.is_timestamp(kind):
+        return "TIMESTAMPTZ" if kind.tz else "TIMESTAMP"
+    simple = {
+        pa.string(): "VARCHAR",
+        pa.float64(): "DOUBLE",
+        pa.int64(): "BIGINT",
+        pa.int32(): "INTEGER",
+        pa.bool_(): "BOOLEAN",
+        pa.binary(): "BLOB",
+    }
+    if kind in simple:
+        return simple[kind]
+    if pa.types.is_fixed_size_binary(kind):
+        return "BLOB"
+    raise TypeError(f"no DuckDB type for {kind}")
+
+
 # Contract-level tables use the target ``_``. ``latest_<table>`` views keep, per contract and
 # target, the rows of the newest write (``recorded_at``); of the EVALUATION tables, the newest
 # write of a run that reached its verdict (warehouse/completion.py).
