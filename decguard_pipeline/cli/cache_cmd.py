@@ -128,8 +128,7 @@ def cache_stats(cache: str | None, fmt: str) -> None:
             click.echo(
                 f"  {printable(row['contract'])} / {printable(row['target'])}: "
                 f"{row['distinct_keys']:,} answers ({row['answers']:,} rows) · {tokens:,} tokens"
-                f" · {span}"
-                + (f" · {row['journals']} journal(s)" if row["journals"] else "")
+                f" · {span}" + (f" · {row['journals']} journal(s)" if row["journals"] else "")
             )
         total = sum(row["distinct_keys"] for row in rows)
         click.echo(f"  total {total:,} answers in {len(rows)} partition(s)")
