@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from decguard_pipeline.backends import create_backend
@@ -25,6 +23,7 @@ from decguard_pipeline.backends.ratelimit import Pacer
 from decguard_pipeline.backends.runner import Cases, run_cases
 from decguard_pipeline.core.contract import BackendConfig, DecisionSpec
 from decguard_pipeline.core.usage import MAX_TOKENS, run_cost
+from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.support.llm_servers import Seen, chat_answer, llm_server
 
 SPEC = DecisionSpec("q", "choice", ("yes", "no"))
@@ -168,28 +167,20 @@ def test_the_cli_report_and_cache_keep_impossible_usage_unknown(tmp_path, ours):
     assert ran.exit_code == 0, ran.stderr
     usage = json.loads((tmp_path / "r.pipeline.json").read_text())["usage"]
     assert (usage["cases_with_usage"], usage["prompt_tokens"]) == (2, 12 + MAX_TOKENS)
-    cached = pa.concat_tables(
-        pq.read_table(p) for p in (tmp_path / "cache").rglob("*.parquet")
-    ).to_pylist()
+    cached = Warehouse(tmp_path / "cache").query("SELECT case_id, prompt_tokens FROM responses")
+    cached = cached.to_pylist()
     assert {r["case_id"]: r["prompt_tokens"] for r in cached} == {
         case: (KNOWN[case][0] if case in KNOWN else None) for case in USAGES
     }
 
 
 def plant(folder: Path, prompt_tokens: int | None) -> int:
-    """Overwrite the prompt tokens of every stored answer under ``folder`` with
+    """Overwrite the prompt tokens of every stored answer of the cache at ``folder`` with
     ``prompt_tokens``, as a cache written before counts were checked may hold them (the
     int64 that 2^63 overflowed to). Returns the answers changed."""
-    changed = 0
-    for path in folder.rglob("*.parquet"):
-        table = pq.read_table(path)
-        if "prompt_tokens" not in table.column_names or not table.num_rows:
-            continue
-        column = pa.array([prompt_tokens] * table.num_rows, pa.int64())
-        index = table.column_names.index("prompt_tokens")
-        pq.write_table(table.set_column(index, "prompt_tokens", column), path)
-        changed += table.num_rows
-    return changed
+    with Warehouse(folder).connect() as con:
+        con.execute("UPDATE responses SET prompt_tokens = ?", [prompt_tokens])
+        return int(con.execute("SELECT count(*) FROM responses").fetchone()[0])
 
 
 def test_a_cache_that_holds_impossible_counts_still_replays_with_usage_unknown(tmp_path, ours):
@@ -317,7 +308,7 @@ def test_evaluate_stores_impossible_usage_as_null_and_survives_a_cache_holding_i
         assert first.returncode == 0, first.stdout + first.stderr
         assert "default@test-model-2026-01-01  " in first.stdout, first.stdout
         # the cache as code that did not check counts left it, replayed by the next run
-        assert plant(warehouse / "responses", INT64_MIN) == len(USAGES) + 1
+        assert plant(warehouse, INT64_MIN) == len(USAGES) + 1
         replayed = evaluate("new-2")
         assert replayed.returncode == 0, replayed.stdout + replayed.stderr
         tokens, rows = latest_run()

@@ -215,8 +215,11 @@ def test_the_command_line_keeps_answers_under_the_pipelines_target_key(tmp_path,
         for version in ("org/model:v1", "org-model-v1"):
             server.state.version = version
             assert ours("test", contract, "--cache", cache).exit_code in (0, 1)
-    targets = sorted(p.name for p in (cache / "responses" / "contract=urgent").iterdir())
-    expected = [f"target={target_key('default', v)}" for v in ("org-model-v1", "org/model:v1")]
+    stored = Warehouse(cache).query(
+        "SELECT DISTINCT target FROM responses WHERE contract = 'urgent' ORDER BY target"
+    )
+    targets = stored.column("target").to_pylist()
+    expected = [target_key("default", v) for v in ("org-model-v1", "org/model:v1")]
     assert targets == sorted(expected)
     assert len(set(targets)) == 2
 
