@@ -7,6 +7,7 @@ import click
 
 from decguard_pipeline.cli.errors import handled
 from decguard_pipeline.cli.group import cli
+from decguard_pipeline.cli.options import warehouse_option
 
 
 @cli.group("warehouse")
@@ -15,13 +16,7 @@ def warehouse_group() -> None:
 
 
 @warehouse_group.command("compact")
-@click.option(
-    "--warehouse",
-    "root",
-    default=None,
-    help="Warehouse folder or s3://bucket/prefix, gs://bucket/prefix (default "
-    "data/warehouse or $DECGUARD_WAREHOUSE).",
-)
+@warehouse_option("root")
 @click.option(
     "--older-than-days",
     type=click.FloatRange(min=0),
