@@ -162,3 +162,22 @@ def calibrator_option(f: F) -> F:
         "default: the contract's pipeline.calibration.apply). Refused for another model "
         "version.",
     )(f)  # fmt: skip
+
+
+def warehouse_option(dest: str = "warehouse") -> Callable[[F], F]:
+    """``--warehouse``, kept as given (a folder or an object-store URL), into ``dest``."""
+    return click.option(
+        "--warehouse", dest, default=None,
+        help="Warehouse folder or s3://bucket/prefix (default data/warehouse or "
+        "$DECGUARD_WAREHOUSE; the catalog: $DECGUARD_CATALOG, else <warehouse>/catalog.sqlite).",
+    )  # fmt: skip
+
+
+def contracts_option(purpose: str = "") -> Callable[[F], F]:
+    """``--contracts``: contract files or folders, os.pathsep-separated (``purpose``: what
+    the command reads them for, said in its help)."""
+    return click.option(
+        "--contracts", default=None,
+        help=f"Contract files or directories (os.pathsep-separated){purpose}; default "
+        "data/contracts or $DECGUARD_CONTRACTS.",
+    )  # fmt: skip

@@ -12,15 +12,11 @@ import click
 
 from decguard_pipeline.cli.errors import EXIT_ERROR, EXIT_GATE_FAILED, EXIT_PASS, handled
 from decguard_pipeline.cli.group import cli
+from decguard_pipeline.cli.options import contracts_option, warehouse_option
 
 
 @cli.command()
-@click.option(
-    "--contracts",
-    default=None,
-    help="Contract files or directories (os.pathsep-separated); default data/contracts "
-    "or $DECGUARD_CONTRACTS.",
-)
+@contracts_option()
 @click.option(
     "--backend",
     "-b",
@@ -28,12 +24,7 @@ from decguard_pipeline.cli.group import cli
     multiple=True,
     help="Evaluate only these backends (repeatable). Default: every usable backend.",
 )
-@click.option(
-    "--warehouse",
-    default=None,
-    help="Warehouse folder or s3://bucket/prefix, gs://bucket/prefix (default "
-    "data/warehouse or $DECGUARD_WAREHOUSE).",
-)
+@warehouse_option()
 @click.option(
     "--workers",
     "-j",
@@ -157,12 +148,7 @@ def _report(result: Any, wh: Any, home: str, fail_on_gate: bool) -> int:
 
 @cli.command()
 @click.argument("query")
-@click.option(
-    "--warehouse",
-    default=None,
-    help="Warehouse folder or s3://bucket/prefix, gs://bucket/prefix (default "
-    "data/warehouse or $DECGUARD_WAREHOUSE).",
-)
+@warehouse_option()
 @click.option(
     "--format",
     "-f",

@@ -10,6 +10,7 @@ import click
 
 from decguard_pipeline.cli.errors import handled
 from decguard_pipeline.cli.group import cli
+from decguard_pipeline.cli.options import contracts_option, warehouse_option
 
 
 @cli.group("site")
@@ -20,18 +21,8 @@ def site_group() -> None:
 
 @site_group.command("build")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-@click.option(
-    "--warehouse",
-    default=None,
-    help="Warehouse folder or s3://bucket/prefix, gs://bucket/prefix (default "
-    "data/warehouse or $DECGUARD_WAREHOUSE).",
-)
-@click.option(
-    "--contracts",
-    default=None,
-    help="Contract files or directories (os.pathsep-separated), for comparisons and LLM "
-    "requests; default data/contracts or $DECGUARD_CONTRACTS.",
-)
+@warehouse_option()
+@contracts_option(", for comparisons and LLM requests")
 def build_command(directory: Path, warehouse: str | None, contracts: str | None) -> None:
     """Write the site into DIRECTORY (new, empty, or a site built before): open
     DIRECTORY/index.html in a browser, offline. Exit codes: 0 written, 2 an error (no

@@ -7,11 +7,7 @@ import click
 
 from decguard_pipeline.cli.errors import handled
 from decguard_pipeline.cli.group import cli
-
-WAREHOUSE_HELP = (
-    "Warehouse folder or s3://bucket/prefix (default data/warehouse or $DECGUARD_WAREHOUSE; "
-    "the catalog: $DECGUARD_CATALOG, else <warehouse>/catalog.sqlite)."
-)
+from decguard_pipeline.cli.options import warehouse_option
 
 
 @cli.group("warehouse")
@@ -20,7 +16,7 @@ def warehouse_group() -> None:
 
 
 @warehouse_group.command("compact")
-@click.option("--warehouse", "root", default=None, help=WAREHOUSE_HELP)
+@warehouse_option("root")
 @click.option(
     "--keep-days",
     type=click.FloatRange(min=0),
@@ -64,7 +60,7 @@ def compact_command(
     default=None,
     help="The Parquet warehouse of an earlier version (default: the warehouse's own folder).",
 )
-@click.option("--warehouse", "root", default=None, help=WAREHOUSE_HELP)
+@warehouse_option("root")
 def migrate_command(source: str | None, root: str | None) -> None:
     """Copy a Parquet warehouse of an earlier version (tables as folders of files) into the
     warehouse, counting every table's rows before and after: all committed when every count
@@ -83,7 +79,7 @@ def migrate_command(source: str | None, root: str | None) -> None:
 
 
 @warehouse_group.command("attach")
-@click.option("--warehouse", "root", default=None, help=WAREHOUSE_HELP)
+@warehouse_option("root")
 @click.option(
     "--install",
     is_flag=True,

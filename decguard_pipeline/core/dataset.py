@@ -160,10 +160,11 @@ def require_file(path: Path, what: str) -> None:
 
 def read_text(path: Path, what: str) -> tuple[bytes, str]:
     try:
-        mode = os.stat(path).st_mode
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # endless (/dev/zero); a pipe is read
-            raise DatasetError(f"{path}: cannot read {what}: it is a device, not a file")
-        raw = path.read_bytes()
+        with path.open("rb") as stream:  # checked on the open file: no swap after the check
+            mode = os.fstat(stream.fileno()).st_mode
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # endless (/dev/zero); a pipe is read
+                raise DatasetError(f"{path}: cannot read {what}: it is a device, not a file")
+            raw = stream.read()
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
     try:

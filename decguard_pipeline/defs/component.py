@@ -98,7 +98,7 @@ class DecisionContract(dg.Component, dg.Model, dg.Resolvable):
     contract: str
     """The contract file (``decguard.yaml``), relative to the folder of this ``defs.yaml``."""
     warehouse: str = ""
-    """Warehouse folder or ``s3://``/``gs://`` prefix; empty: ``$DECGUARD_WAREHOUSE``, else
+    """Warehouse folder or ``s3://`` prefix; empty: ``$DECGUARD_WAREHOUSE``, else
     ``data/warehouse`` of the project."""
     sensor: bool = True
     """Include the ``model_versions_<contract>`` sensor."""

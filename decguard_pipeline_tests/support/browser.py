@@ -62,6 +62,21 @@ def unavailable() -> str | None:
     return None
 
 
+def screenshot_folder(directory: str) -> Path:
+    """The folder a screenshot script writes into, made; SystemExit when no browser runs."""
+    reason = unavailable()
+    if reason:
+        raise SystemExit(reason)
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def top_of(width: int, height: int | None) -> dict[str, int] | None:
+    """A screenshot's clip: the top ``height`` pixels of the page, or all of it (None)."""
+    return None if height is None else {"x": 0, "y": 0, "width": width, "height": height}
+
+
 @dataclass
 class Watch:
     """What a page did: console errors, uncaught exceptions, requests other than loading its

@@ -39,15 +39,22 @@ def free_port() -> int:
 
 @dataclass
 class Evaluated:
+    """A folder holding contracts, production days, a DAGSTER_HOME and a warehouse, and what
+    ``evaluate`` printed there. ``links``: where the Dagster asset links point (variables)."""
+
     folder: Path
-    reports_port: int
-    returncode: int
-    stdout: str
-    stderr: str
+    links: dict[str, str]
+    returncode: int = -1
+    stdout: str = ""
+    stderr: str = ""
 
     @property
     def warehouse(self) -> Path:
         return self.folder / "wh"
+
+    @property
+    def reports_port(self) -> int:
+        return int(self.links["DECGUARD_REPORTS_URL"].rsplit(":", 1)[1])
 
     def env(self) -> dict[str, str]:
         return {
@@ -56,24 +63,29 @@ class Evaluated:
             "DECGUARD_WAREHOUSE": str(self.warehouse),
             "DECGUARD_CONTRACTS": str(self.folder / "contracts"),
             "DECGUARD_PRODUCTION": str(self.folder / "production"),
-            "DECGUARD_REPORTS_URL": f"http://127.0.0.1:{self.reports_port}",
+            **self.links,
         }
+
+    def evaluate(self, *args: str, timeout: float) -> Evaluated:
+        """``decguard-pipeline evaluate ARGS`` in a child process on this folder."""
+        ran = subprocess.run(
+            [sys.executable, "-m", "decguard_pipeline", "evaluate", *args],
+            env=self.env(),
+            cwd=self.folder,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        self.returncode, self.stdout, self.stderr = ran.returncode, ran.stdout, ran.stderr
+        return self
 
 
 def evaluated(folder: Path, timeout: float = 600) -> Evaluated:
     """``decguard-pipeline evaluate`` of the refund example in ``folder``."""
     shutil.copytree(REFUND, folder / "contracts" / "refund")
     (folder / "production").mkdir(parents=True)  # no production days: targets only
-    place = Evaluated(folder, free_port(), -1, "", "")
-    ran = subprocess.run(
-        [sys.executable, "-m", "decguard_pipeline", "evaluate"],
-        env=place.env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    place.returncode, place.stdout, place.stderr = ran.returncode, ran.stdout, ran.stderr
-    return place
+    links = {"DECGUARD_REPORTS_URL": f"http://127.0.0.1:{free_port()}"}
+    return Evaluated(folder, links).evaluate(timeout=timeout)
 
 
 @dataclass

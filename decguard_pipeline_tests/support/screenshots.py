@@ -56,13 +56,9 @@ def make_pages(work: Path) -> dict[str, tuple[Path, int | None]]:
 
 
 def main(directory: str) -> None:
-    from decguard_pipeline_tests.support.browser import Chromium, unavailable
+    from decguard_pipeline_tests.support.browser import Chromium, screenshot_folder, top_of
 
-    reason = unavailable()
-    if reason:
-        raise SystemExit(reason)
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
+    out = screenshot_folder(directory)
     with tempfile.TemporaryDirectory() as tmp:
         pages = make_pages(Path(tmp))
         chromium = Chromium()  # after the reports: see Chromium's note on event loops
@@ -71,8 +67,7 @@ def main(directory: str) -> None:
                 page, seen = chromium.open(page_path, ready="body[data-ready]", width=WIDTH)
                 if seen.problems():
                     raise SystemExit(f"{page_path.name}: {seen.problems()}")
-                clip = None if height is None else {"x": 0, "y": 0, "width": WIDTH,
-                                                    "height": height}  # fmt: skip
+                clip = top_of(WIDTH, height)
                 page.screenshot(path=str(out / name), full_page=True, clip=clip)
                 print(out / name)
         finally:

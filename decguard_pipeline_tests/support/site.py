@@ -10,58 +10,30 @@ shows: every element with ``data-value``, by its ``data-metric`` or row.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
-from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+
+from decguard_pipeline_tests.support.dagster_ui import Evaluated
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE_URL = "http://127.0.0.1:3999"  # what the Dagster links point at in these runs
 
 
-@dataclass
-class Examples:
-    folder: Path
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def warehouse(self) -> Path:
-        return self.folder / "wh"
+class Examples(Evaluated):
+    """Every bundled example evaluated, and where its site is built."""
 
     @property
     def site(self) -> Path:
         return self.folder / "site"
 
-    def env(self) -> dict[str, str]:
-        return {
-            **os.environ,
-            "DAGSTER_HOME": str(self.folder / "home"),
-            "DECGUARD_WAREHOUSE": str(self.warehouse),
-            "DECGUARD_CONTRACTS": str(self.folder / "contracts"),
-            "DECGUARD_PRODUCTION": str(self.folder / "production"),
-            "DECGUARD_SITE_URL": SITE_URL,
-        }
-
 
 def evaluated_examples(folder: Path, timeout: float = 900) -> Examples:
     shutil.copytree(ROOT / "data" / "contracts", folder / "contracts")
     shutil.copytree(ROOT / "data" / "production", folder / "production")
-    place = Examples(folder, -1, "", "")
-    ran = subprocess.run(
-        [sys.executable, "-m", "decguard_pipeline", "evaluate", "--workers", "2"],
-        env=place.env(),
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    place.returncode, place.stdout, place.stderr = ran.returncode, ran.stdout, ran.stderr
+    place = Examples(folder, {"DECGUARD_SITE_URL": SITE_URL})
+    place.evaluate("--workers", "2", timeout=timeout)
     return place
 
 

@@ -18,18 +18,14 @@ from decguard_pipeline.core.site import paths
 from decguard_pipeline.steps.contracts import discover_contracts
 from decguard_pipeline.steps.site.build import build_site
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline_tests.support.browser import Chromium, unavailable
+from decguard_pipeline_tests.support.browser import Chromium, screenshot_folder, top_of
 from decguard_pipeline_tests.support.site import evaluated_examples
 
 WIDTH = 1600
 
 
 def main(directory: str) -> None:
-    reason = unavailable()
-    if reason is not None:
-        raise SystemExit(reason)
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
+    out = screenshot_folder(directory)
     with tempfile.TemporaryDirectory() as tmp:
         place = evaluated_examples(Path(tmp) / "examples")
         if place.returncode != 0:
@@ -60,8 +56,7 @@ def main(directory: str) -> None:
                     raise SystemExit(f"{page_path}: {seen.console_errors + seen.page_errors}")
                 if name == "site-cases.png":
                     page.locator("details").first.evaluate("d => d.open = true")
-                clip = None if height is None else {"x": 0, "y": 0, "width": WIDTH,
-                                                    "height": height}  # fmt: skip
+                clip = top_of(WIDTH, height)
                 page.screenshot(path=str(out / name), full_page=True, clip=clip)
                 print(out / name)
         finally:

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from decguard_pipeline.warehouse import Warehouse
-from decguard_pipeline_tests.support.browser import Chromium, unavailable
+from decguard_pipeline_tests.support.browser import Chromium, screenshot_folder
 from decguard_pipeline_tests.support.dagster_ui import (
     dismiss_welcome,
     evaluated,
@@ -30,11 +30,7 @@ WIDTH = 1600  # the screen the scoreboard is made to fit
 
 
 def main(directory: str) -> None:
-    reason = unavailable()
-    if reason is not None:
-        raise SystemExit(reason)
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
+    out = screenshot_folder(directory)
     with tempfile.TemporaryDirectory() as tmp:
         place = evaluated(Path(tmp) / "ui")
         if place.returncode != 0:

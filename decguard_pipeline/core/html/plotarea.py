@@ -147,16 +147,18 @@ def labels(frame: Frame, title: str | None, xlabel: str, ylabel: str) -> list[Ht
     return [heading, *parts]
 
 
-def panel(parts: list[Html], *, kind: str, title: str) -> Html:
-    """A panel's ``<svg>`` (``WIDTH`` x ``HEIGHT``), classed ``chart <kind>``."""
+def panel(
+    parts: list[Html], *, kind: str, title: str, width: int = WIDTH, height: int = HEIGHT
+) -> Html:
+    """A panel's ``<svg>`` (``WIDTH`` x ``HEIGHT`` unless given), classed ``chart <kind>``."""
     return el(
         "svg",
         parts,
         xmlns="http://www.w3.org/2000/svg",
         class_=f"chart {kind}",
-        width=WIDTH,
-        height=HEIGHT,
-        viewBox=f"0 0 {WIDTH} {HEIGHT}",
+        width=width,
+        height=height,
+        viewBox=f"0 0 {width} {height}",
         role="img",
         aria_label=title,
     )

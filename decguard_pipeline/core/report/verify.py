@@ -8,6 +8,7 @@ values bit for bit. Any difference means the file was edited or corrupted: ``Rep
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -316,13 +317,18 @@ def _load(path: Path, raw: bytes) -> Report:
         document = _validate_strictly(path, raw, tolerance)
         header = document
         records = [record.model_dump(mode="json") for record in document.results]
+    # orjson refuses NaN and Infinity: when it read the file, the properties section is
+    # plain JSON and may take the fast path
+    return _assembled(path, header, lambda: _checked_columns(header, records), plain_json)
+
+
+def _assembled(path: Path, header: Any, columns: Callable[[], Any], plain_json: bool) -> Report:
+    """The report of a validated header and its results (``columns``, checked when called):
+    the mode and every semantic rule checked, a failure worded as DecGuard words it."""
     doc = header.model_dump(mode="json", exclude={"results", "properties"})
     try:
-        # orjson refuses NaN and Infinity: when it read the file, the properties section is
-        # plain JSON and may take the fast path
         _check_mode(header)
-        results = _checked_columns(header, records)
-        results = _semantics(header, doc, results, plain_json=plain_json)
+        results = _semantics(header, doc, columns(), plain_json=plain_json)
     except Invalid as exc:
         raise _fail(path, exc.lines) from exc
     doc["results"] = None
@@ -358,17 +364,9 @@ def _load_typed(path: Path, raw: bytes) -> Report | None:
         return None
     hand_off(records)  # in a command, freed with the process (100k structs: ~70 ms)
     del data, records
-    doc = header.model_dump(mode="json", exclude={"results", "properties"})
-    try:
-        _check_mode(header)
-        # msgspec, like orjson, refuses NaN and Infinity, and keeps integers of any size
-        # exact: the properties section may take its plain-dict path
-        results = _semantics(header, doc, results, plain_json=True)
-    except Invalid as exc:
-        raise _fail(path, exc.lines) from exc
-    doc["results"] = None
-    doc["properties"] = header.properties
-    return Report(doc, results)
+    # msgspec, like orjson, refuses NaN and Infinity, and keeps integers of any size exact:
+    # the properties section may take its plain-dict path
+    return _assembled(path, header, lambda: results, plain_json=True)
 
 
 def evaluation_gates(doc: dict[str, Any]) -> tuple[Evaluation, Gates, Gates]:

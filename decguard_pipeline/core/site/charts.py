@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from decguard_pipeline.core.html.markup import Html, el, sig
-from decguard_pipeline.core.html.plotarea import Frame, border, grid, nice_ticks
+from decguard_pipeline.core.html.plotarea import Frame, border, grid, nice_ticks, panel
 
 SERIES = 8  # series classes s0..s7 (site.css); more series reuse them
 LEVEL_CLASS = {"requirement": "gate-req", "warning": "gate-warn"}
@@ -42,18 +42,8 @@ class Threshold:
 
 
 def _svg(parts: list[Any], width: int, height: int, label: str, kind: str) -> Html:
-    return el(
-        "svg",
-        el("title", label),
-        parts,
-        xmlns="http://www.w3.org/2000/svg",
-        class_=f"chart {kind}",
-        width=width,
-        height=height,
-        viewBox=f"0 0 {width} {height}",
-        role="img",
-        aria_label=label,
-    )
+    """A site chart: a plot panel of its own size, titled for screen readers and tooltips."""
+    return panel([el("title", label), *parts], kind=kind, title=label, width=width, height=height)
 
 
 def _legend(
