@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import os
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 CATALOG_ENV = "DECGUARD_CATALOG"
 SQLITE_CATALOG = "catalog.sqlite"
 DATA = "data"
+SCHEMA_ATTEMPTS = 5  # tries to make the schema beside other machines making it
 ALIAS = "lake"  # the name the catalog is attached as (the documented one-liner uses it too)
 # Writes of up to this many rows go into the catalog database instead of a Parquet file of
 # their own (DuckLake's data inlining); `warehouse compact` moves them into files. An
@@ -185,25 +187,37 @@ class Lake:
         """Create what the catalog lacks: a table, a column added by a newer version (NULL
         in older rows), the views (made again when their definitions changed). Done once
         per process; the check reads the catalog DuckDB loaded on attaching."""
+        import duckdb
+
         stamp = schema_stamp()
-        con = self.cursor()
-        try:
-            if self._current(con, stamp):
-                return
-            with self.commit_lock():
-                con.execute("BEGIN")
-                try:
-                    if self._current(con, stamp):
-                        con.execute("ROLLBACK")
+        for attempt in range(SCHEMA_ATTEMPTS):
+            con = self.cursor()
+            try:
+                if self._current(con, stamp):
+                    return
+                with self.commit_lock():
+                    con.execute("BEGIN")
+                    try:
+                        if self._current(con, stamp):
+                            con.execute("ROLLBACK")
+                            return
+                        self._make_schema(con, stamp)
+                        con.execute("COMMIT")
                         return
-                    self._make_schema(con, stamp)
-                    con.execute("COMMIT")
-                except BaseException:
-                    with contextlib.suppress(Exception):
-                        con.execute("ROLLBACK")
-                    raise
-        finally:
-            con.close()
+                    except duckdb.TransactionException:
+                        # a PostgreSQL catalog has no turn to take: another machine made
+                        # the schema first, so look again (its tables and views count)
+                        with contextlib.suppress(Exception):
+                            con.execute("ROLLBACK")
+                        if attempt == SCHEMA_ATTEMPTS - 1:
+                            raise
+                    except BaseException:
+                        with contextlib.suppress(Exception):
+                            con.execute("ROLLBACK")
+                        raise
+            finally:
+                con.close()
+            time.sleep(0.05 * (attempt + 1))
 
     @staticmethod
     def _current(con: duckdb.DuckDBPyConnection, stamp: str) -> bool:

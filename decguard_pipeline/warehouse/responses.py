@@ -111,6 +111,8 @@ def stored_answers(
     cannot be read now (said: its answers are asked again)."""
     import duckdb
 
+    if warehouse.place.kind == "sqlite" and not warehouse.exists():
+        return LOOKUP_SCHEMA.empty_table()  # a new cache: reading creates no catalog
     try:
         found = warehouse.query(
             f"SELECT {', '.join(LOOKUP_COLUMNS)} FROM {TABLE} "

@@ -243,7 +243,9 @@ class Warehouse:
         """The bytes of a file written beside the tables, by the location a row names."""
         target = where if isinstance(where, ObjectPath | Path) else location(where)
         if isinstance(target, ObjectPath):
-            return objects.read_bytes(target)
+            tx = _active().get(self._key)
+            staged = tx.staged_file(str(target)) if tx is not None else None
+            return staged.read_bytes() if staged else objects.read_bytes(target)
         return target.read_bytes()
 
     # -- reading -------------------------------------------------------------------------

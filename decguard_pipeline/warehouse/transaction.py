@@ -101,6 +101,15 @@ class Transaction:
             return path
         return f"{self.files_root}/{path[len(prefix) :].replace(os.sep, '/')}"
 
+    def staged_file(self, where: str) -> Path | None:
+        """The local file of this transaction published at ``where`` (not uploaded yet: the
+        step's own reads find it here), None for any other location."""
+        prefix = f"{self.files_root}/"
+        if self._files is None or not where.startswith(prefix):
+            return None
+        local = self._files.joinpath(*where[len(prefix) :].split("/"))
+        return local if local.is_file() else None
+
     def _scratch_dir(self) -> Path:
         if self._scratch is None:
             self._scratch = Path(tempfile.mkdtemp(prefix="decguard-step-"))

@@ -36,7 +36,8 @@ from decguard_pipeline_tests.support.object_store import S3Server
 pytestmark = [pytest.mark.slow, pytest.mark.s3]
 
 
-def test_the_sensor_reads_an_s3_warehouse(s3_server, s3_bucket, tmp_path, monkeypatch):
+@pytest.mark.postgres
+def test_the_sensor_reads_an_s3_warehouse(s3_server, s3_bucket, pg_catalog, tmp_path, monkeypatch):
     from decguard_pipeline.definitions import build_definitions
     from decguard_pipeline.defs.instance import ensure_dagster_home
     from decguard_pipeline.defs.main_job import evaluate_all
@@ -67,15 +68,19 @@ def test_the_sensor_reads_an_s3_warehouse(s3_server, s3_bucket, tmp_path, monkey
         added = first.dynamic_partitions_requests[0]
         instance.add_dynamic_partitions(added.partitions_def_name, list(added.partition_keys))
         result = evaluate_all(defs, entries, instance, wh, backends=["default"])
-        assert [o.success for o in result.outcomes] == [True]
+        assert [o.success for o in result.outcomes] == [True], result.outcomes
         # the sensor found the evaluated target's registration in the bucket
         assert [r.partition_key for r in tick().run_requests] == ["candidate@spam-mock-v2"]
-        assert s3_server.keys(s3_bucket, "wh/targets/contract=spam/")
+        evaluated = wh.query("SELECT DISTINCT target FROM runs WHERE contract = 'spam'")
+        assert evaluated.to_pylist() == [{"target": "default@spam-mock-v1"}]
     finally:
         instance.dispose()
 
 
-def test_the_response_cache_on_an_s3_warehouse(s3_server, s3_bucket, tmp_path, loopback):
+@pytest.mark.postgres
+def test_the_response_cache_on_an_s3_warehouse(
+    s3_server, s3_bucket, pg_catalog, tmp_path, loopback
+):
     """A model server behind an http backend: the first evaluation asks it every case and
     keeps the answers in the bucket's ``responses`` table; the second asks it nothing."""
     place = Place(tmp_path)
@@ -95,15 +100,14 @@ def test_the_response_cache_on_an_s3_warehouse(s3_server, s3_bucket, tmp_path, l
         now = len([r for r in server.behaviour.requests if r.get("case_id") != "canary"])
         asked.append(now - before)
     assert asked == [4, 0]
-    keys = s3_server.keys(s3_bucket, "wh/responses/contract=tiny/")
-    assert keys and not any(".journal" in k for k in keys)
+    assert not any(".journal" in k for k in s3_server.keys(s3_bucket, "wh/"))
     stored = Warehouse(root).query("SELECT count(DISTINCT key) AS n FROM responses")
     assert stored.to_pylist() == [{"n": 4}]
 
 
 @pytest.mark.postgres
 def test_two_machines_one_postgres_instance_one_s3_warehouse(
-    s3_server: S3Server, s3_bucket: str, pg_url: str, tmp_path: Path, monkeypatch
+    s3_server: S3Server, s3_bucket: str, pg_url: str, pg_catalog, tmp_path: Path, monkeypatch
 ):
     root = f"s3://{s3_bucket}/team/wh"
     a, b = Place(tmp_path / "a"), Place(tmp_path / "b")
@@ -164,7 +168,7 @@ def test_two_machines_one_postgres_instance_one_s3_warehouse(
     sql = subprocess.run(
         [sys.executable, "-m", "decguard_pipeline", "sql", "-f", "csv",
          "SELECT count(DISTINCT run_id) AS n FROM runs WHERE contract <> '_'"],
-        env={**os.environ, **s3_server.env(), "DECGUARD_WAREHOUSE": root},
+        env={**os.environ, **s3_server.env(), **pg_catalog, "DECGUARD_WAREHOUSE": root},
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert sql.returncode == 0, sql.stderr

@@ -254,15 +254,21 @@ def test_kill_mid_write_then_the_daemon_and_evaluate_recover(tmp_path):
 
 
 @pytest.mark.slow
-def test_kill_after_the_runs_row_then_the_sensor_asks_again(tmp_path):
-    """kill -9 of `evaluate` right after it committed a target's evaluation (its runs row and
-    metrics in one transaction) but before its verdict: the target is not evaluated on the
-    current contract, so the sensor requests it again, and latest_* still shows the previous
-    completed evaluation; the next one takes over."""
+def test_kill_before_the_evaluation_commits_then_the_sensor_asks_again(tmp_path):
+    """kill -9 of `evaluate` with a target's whole evaluation staged (runs row, case rows,
+    metrics and verdict: one transaction) but not committed: nothing of it is visible, the
+    target is not evaluated on the current contract, so the sensor requests it again, and
+    latest_* still shows the previous evaluation; the next one takes over. Killed right after
+    that commit instead, the evaluation is complete, verdict included: nothing is asked
+    again."""
     from decguard_pipeline.definitions import build_definitions
     from decguard_pipeline.defs.resources import WarehouseResource
     from decguard_pipeline.steps.contracts import discover_contracts
-    from decguard_pipeline_tests.support.crash_points import stopping_after, wait_stopped
+    from decguard_pipeline_tests.support.crash_points import (
+        stopping_after,
+        stopping_before,
+        wait_stopped,
+    )
 
     place = Place(tmp_path)
     contract = write_contract(place.contracts / "tiny", MOCK)
@@ -283,27 +289,29 @@ def test_kill_after_the_runs_row_then_the_sensor_asks_again(tmp_path):
             result = defs.resolve_sensor_def("model_versions")(context)
         return [r.partition_key for r in result.run_requests]
 
+    def killed_at(env: dict[str, str], folder: Path) -> list[str]:
+        process = place.spawn(env=env)
+        staged = wait_stopped(process, folder)
+        os.kill(process.pid, signal.SIGKILL)
+        assert process.wait(timeout=30) == -signal.SIGKILL
+        process.communicate()
+        return staged
+
+    def runs_and_verdicts() -> list[tuple[str, int]]:
+        return [
+            (r["run_id"], r["verdicts"])
+            for r in place.wh.query(
+                "SELECT run_id, (SELECT count(*) FROM verdicts v WHERE v.run_id = r.run_id) "
+                "AS verdicts FROM runs r ORDER BY recorded_at"
+            ).to_pylist()
+        ]
+
     assert sensor_requests() == []  # evaluated on this contract
     # a stricter requirement: the same target must be evaluated again
     contract.write_text(contract.read_text().replace("min_accuracy: 0.5", "min_accuracy: 0.6"))
-    process = place.spawn(env=stopping_after("runs", tmp_path / "crash"))
-    committed = wait_stopped(process, tmp_path / "crash")
-    os.kill(process.pid, signal.SIGKILL)
-    assert process.wait(timeout=30) == -signal.SIGKILL
-    process.communicate()
-
-    assert {"runs", "case_results", "metrics"} <= set(committed) and "verdicts" not in committed
-    [killed] = place.wh.rows("runs", "run_id != $r", {"r": before["run_id"]}).to_pylist()
-    assert killed["n_errored"] == 0
-    counts = place.wh.query(
-        "SELECT run_id, (SELECT count(*) FROM metrics m WHERE m.run_id = r.run_id) AS metrics, "
-        "(SELECT count(*) FROM verdicts v WHERE v.run_id = r.run_id) AS verdicts FROM runs r "
-        "ORDER BY recorded_at"
-    ).to_pylist()
-    assert [(c["run_id"], c["verdicts"]) for c in counts] == [
-        (before["run_id"], 1), (killed["run_id"], 0)
-    ]  # fmt: skip
-    assert counts[1]["metrics"] > 0  # the evaluation was committed whole, its verdict not
+    staged = killed_at(stopping_before("runs", tmp_path / "crash"), tmp_path / "crash")
+    assert {"runs", "case_results", "metrics", "verdicts"} <= set(staged)
+    assert runs_and_verdicts() == [(before["run_id"], 1)]  # nothing of the killed one
 
     assert sensor_requests() == [target]
     for table in ("runs", "case_results", "metrics", "gate_results", "reports", "verdicts"):
@@ -319,9 +327,21 @@ def test_kill_after_the_runs_row_then_the_sensor_asks_again(tmp_path):
     assert "marked 1 run(s) of a killed evaluation as failed" in err
     assert sensor_requests() == []
     [after] = place.wh.read_latest("runs", "tiny", target).to_pylist()
-    assert after["run_id"] not in (before["run_id"], killed["run_id"])
+    assert after["run_id"] != before["run_id"]
     assert place.wh.query("SELECT DISTINCT run_id FROM latest_metrics").to_pylist() == [
         {"run_id": after["run_id"]}
+    ]
+
+    # killed right after the commit: the evaluation and its verdict are there together
+    contract.write_text(contract.read_text().replace("min_accuracy: 0.6", "min_accuracy: 0.55"))
+    committed = killed_at(stopping_after("runs", tmp_path / "crash2"), tmp_path / "crash2")
+    assert "verdicts" in committed
+    evaluations = runs_and_verdicts()
+    assert [v for _, v in evaluations] == [1, 1, 1]
+    last = evaluations[-1][0]
+    assert sensor_requests() == []
+    assert place.wh.query("SELECT DISTINCT run_id FROM latest_verdicts").to_pylist() == [
+        {"run_id": last}
     ]
 
 
