@@ -33,7 +33,7 @@ from decguard_pipeline.warehouse.completion import completed_condition, gated
 from decguard_pipeline.warehouse.lake import ALIAS
 from decguard_pipeline.warehouse.schema import TABLES, VERDICTS
 from decguard_pipeline.warehouse.store import Warehouse
-from decguard_pipeline.warehouse.views import NEWEST
+from decguard_pipeline.warehouse.views import newest
 
 # Retention never deletes these (see the module docstring).
 KEPT_WHOLE = frozenset({"targets", "runs", VERDICTS})
@@ -121,11 +121,12 @@ def compact(
             for table in TABLES:
                 if table in KEPT_WHOLE:
                     continue
-                shown = f'SELECT rowid FROM "{table}" AS _t {NEWEST}'
+                name = f'"{table}"'
+                shown = f"SELECT rowid FROM {name} AS _t WHERE {newest(name, False)}"
                 if gated(table):
                     shown += (
-                        f' UNION ALL SELECT rowid FROM "{table}" AS _t '
-                        f"WHERE {completed_condition('_t')} {NEWEST}"
+                        f" UNION ALL SELECT rowid FROM {name} AS _t WHERE "
+                        f"{completed_condition('_t')} AND {newest(name, True)}"
                     )
                 found = con.execute(
                     f'DELETE FROM "{table}" WHERE recorded_at < $cutoff AND rowid NOT IN ({shown})',

@@ -32,7 +32,7 @@ from decguard_pipeline.warehouse.lake import ALIAS, Lake, catalog_place, lake_of
 from decguard_pipeline.warehouse.locations import Location, ObjectPath, StorageError, location
 from decguard_pipeline.warehouse.schema import NO_TARGET, TABLES, VERDICTS
 from decguard_pipeline.warehouse.transaction import ORDER, Transaction
-from decguard_pipeline.warehouse.views import NEWEST
+from decguard_pipeline.warehouse.views import newest
 
 if TYPE_CHECKING:
     import duckdb
@@ -295,7 +295,7 @@ class Warehouse:
         shows. None when there is none."""
         rows = self.rows(
             table,
-            f"contract = $c AND target = $t{_completed(table)} {NEWEST}",
+            f"contract = $c AND target = $t{_completed(table)} AND {self._newest(table)}",
             {"c": contract, "t": target},
         )
         return rows if rows.num_rows else None
@@ -314,8 +314,9 @@ class Warehouse:
         it wrote none."""
         rows = self.rows(
             table,
-            "contract = $c AND target = $t AND run_id = $r "
-            "QUALIFY recorded_at = max(recorded_at) OVER ()",
+            "contract = $c AND target = $t AND run_id = $r AND recorded_at = (SELECT "
+            f"max(recorded_at) FROM {self._source(table)} WHERE contract = $c AND target = $t "
+            "AND run_id = $r)",
             {"c": contract, "t": target, "r": run_id},
         )
         return rows if rows.num_rows else None
@@ -323,8 +324,8 @@ class Warehouse:
     def rows(
         self, table: str, where: str = "", params: dict[str, Any] | None = None, order: str = ""
     ) -> pa.Table:
-        """Rows of ``table`` matching ``where`` (SQL, ``$name`` parameters; it may end with
-        a ``QUALIFY``), in ``order`` (default: the order written), with the table's schema."""
+        """Rows of ``table`` (as ``_t``) matching ``where`` (SQL, ``$name`` parameters), in
+        ``order`` (default: the order written), with the table's schema."""
         with self.connect() as con:
             sql = f"SELECT * FROM {self._source(table)} AS _t" + (
                 f" WHERE {where}" if where else ""
@@ -345,7 +346,14 @@ class Warehouse:
     def newest_writes(self, table: str, contract: str) -> pa.Table:
         """The rows of each target's newest write of ``table`` for a contract (what
         ``latest_<table>`` shows of it), in the order written."""
-        return self.rows(table, f"contract = $c{_completed(table)} {NEWEST}", {"c": contract})
+        return self.rows(
+            table, f"contract = $c{_completed(table)} AND {self._newest(table)}", {"c": contract}
+        )
+
+    def _newest(self, table: str) -> str:
+        """SQL true for the rows of ``_t`` in their target's newest write (views.newest) of
+        what this connection sees of ``table``."""
+        return newest(self._source(table), gated(table))
 
     def stamp(self) -> int:
         """The warehouse's current snapshot: it changes with every commit, so a reader can
