@@ -42,6 +42,13 @@ import httpx
 
 from decguard_pipeline.backends.base import ANSWERED_AT, Backend
 from decguard_pipeline.backends.body import ACCEPT_ENCODING, BoundedBody, TooLarge, read_within
+from decguard_pipeline.backends.plain_http import (
+    Broken,
+    ConnectFailed,
+    Pool,
+    TimedOut,
+    request_head,
+)
 from decguard_pipeline.backends.proxy import env_proxy, register_proxy_passwords
 from decguard_pipeline.core.errors import (
     BackendError,
@@ -299,8 +306,6 @@ class HttpTransport(Backend):
         found = self._plain.get(key, False)
         if found is not False:
             return found
-        from decguard_pipeline.backends.plain_http import Pool, request_head
-
         target = None
         wanted = os.environ.get("DECGUARD_HTTP_CLIENT", "").strip().lower() != "aiohttp"
         if wanted and self._proxy[0] is None:
@@ -376,8 +381,6 @@ class HttpTransport(Backend):
     ) -> Reply | None:
         """One attempt through the lean client: its reply (a retryable status's without its
         body), or None when it could not connect and may be retried."""
-        from decguard_pipeline.backends.plain_http import Broken, ConnectFailed, TimedOut
-
         try:
             status, headers, content, read_at = await pool.request(
                 data, self.settings.timeout_s, self.settings.max_response_bytes

@@ -209,3 +209,37 @@ def test_a_case_is_timed_until_its_answer_was_read_not_until_its_task_ran_again(
     )
     assert results.error_kind == [None]
     assert 0.0 <= results.latency_ms[0] <= (read[0] - before) * 1000.0
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "plain",
+        'ünïcødé \u2028 \x00 "quoted" \\ back',
+        {"text": "object", "n": [1, 2.5, None, True], "nested": {"k": "\0input"}},
+        ["\0case", 10**30],
+        "",
+    ],
+)
+def test_a_request_body_is_the_bytes_the_whole_payload_encodes_to(value):
+    """The http provider encodes only case_id and input per case; the body is still exactly
+    DecGuard's compact JSON of the whole payload, whatever the input holds (the markers the
+    template is cut at included), and input that JSON cannot carry still fails the case."""
+    from decguard_pipeline.backends import create_backend
+    from decguard_pipeline.core.contract import BackendConfig, DecisionSpec
+    from decguard_pipeline.core.decision import DecisionRequest
+
+    config = BackendConfig.model_validate(
+        {"provider": "http", "url": "http://127.0.0.1:9/decide", "model": "m\0case",
+         "label_map": {"Y": "yes", "N": "no"}}
+    )  # fmt: skip
+    spec = DecisionSpec("q", "choice", ("yes", "no"))
+    backend = create_backend(config, decision=spec)
+    for case_id in ("c1", "c\0case\0input", "ü"):
+        request = DecisionRequest(case_id, spec, value)
+        whole = json.dumps(
+            backend.payload(request), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode()
+        assert backend.encode(request) == whole
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        backend.encode(DecisionRequest("c", spec, {"x": float("nan")}))
