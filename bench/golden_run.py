@@ -188,20 +188,26 @@ def _server_stats(port: int) -> dict[str, Any]:
 
 
 def _http_round(
-    tool: list[str], work: Path, n: int, name: str, startup: float, port: int | None
+    tool: list[str],
+    work: Path,
+    n: int,
+    name: str,
+    startup: float,
+    port: int | None,
+    env: dict[str, str] | None = None,
 ) -> tuple[float, float, float | None, int]:
     """(requests/s without start-up, reported p50 ms, the server's own p50 ms, errored)."""
     args = ["test", "decguard.yaml", "--max-concurrency", "64", "--no-healthcheck"]
     if port is not None:
         _server_stats(port)  # forget the start-up runs' requests
-    full = run_once([*tool, *args, "-o", f"{name}.json"], work)
+    full = run_once([*tool, *args, "-o", f"{name}.json"], work, env)
     metrics = json.loads((work / f"{name}.json").read_text())["metrics"]
     served = _server_stats(port)["p50_ms"] if port is not None else None
     rps = n / max(full.seconds - startup, 1e-9)
     return rps, metrics["latency"]["p50_ms"], served, metrics["counts"]["errored"]
 
 
-def part_c(root: Path, n: int, server_kind: str = "lean") -> None:
+def part_c(root: Path, n: int, server_kind: str = "lean", with_aiohttp: bool = False) -> None:
     work = root / "http"
     work.mkdir()
     port = _free_port()
@@ -223,20 +229,25 @@ def part_c(root: Path, n: int, server_kind: str = "lean") -> None:
               f"{SERVER_MS:g} ms, --max-concurrency 64 (ideal {IDEAL_RPS:,.0f} requests/s), "
               f"{REPEAT} interleaved rounds")  # fmt: skip
         args = ["test", "decguard.yaml", "--max-concurrency", "64", "--no-healthcheck"]
-        tools = [("reference", REF), ("pipeline", OURS)]
+        tools: list[tuple[str, list[str], dict[str, str] | None]] = [
+            ("reference", REF, None), ("pipeline", OURS, None)]  # fmt: skip
+        if with_aiohttp:  # our batch client before the lean one, on the same rounds
+            tools.append(("aiohttp", OURS, {**os.environ, "DECGUARD_HTTP_CLIENT": "aiohttp"}))
         startup = {
-            name: min(run_once([*tool, *args, "-d", "one.jsonl"], work).seconds
+            name: min(run_once([*tool, *args, "-d", "one.jsonl"], work, env).seconds
                       for _ in range(2))
-            for name, tool in tools
+            for name, tool, env in tools
         }  # fmt: skip
         stats_port = port if server_kind == "lean" else None
         rounds: dict[str, list[tuple[float, float, float | None, int]]] = {
-            name: [] for name, _ in tools
+            name: [] for name, _, _ in tools
         }
         for number in range(REPEAT):
-            for name, tool in rotated(tools, number):
-                rounds[name].append(_http_round(tool, work, n, name, startup[name], stats_port))
-        for name, _ in tools:
+            for name, tool, env in rotated(tools, number):
+                rounds[name].append(
+                    _http_round(tool, work, n, name, startup[name], stats_port, env)
+                )
+        for name, _, _ in tools:
             figures = rounds[name]
             share = sorted(f[0] / IDEAL_RPS for f in figures)
             p50s = sorted(f[1] for f in figures)
@@ -268,6 +279,8 @@ def main() -> None:
     parser.add_argument("--cases-c", type=int, default=10_000)
     parser.add_argument("--server", choices=["lean", "aiohttp"], default="lean",
                         help="(c): bench/lean_loopback.py or the tests' aiohttp one")  # fmt: skip
+    parser.add_argument("--with-aiohttp", action="store_true",
+                        help="(c): our run on aiohttp too (DECGUARD_HTTP_CLIENT)")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=1, help="best of N runs of each command")
     args = parser.parse_args()
     global REPEAT
@@ -285,7 +298,7 @@ def main() -> None:
         if "b" in parts:
             part_b(root, args.cases_b, not args.skip_ref_1m)
         if "c" in parts:
-            part_c(root, args.cases_c, args.server)
+            part_c(root, args.cases_c, args.server, args.with_aiohttp)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,10 @@ protocol object per connection, HTTP/1.1 keep-alive, every POST answered after `
 It measures itself: for each request, from the moment its last byte was read to the moment
 the answer was handed to the socket (the model's true latency as its own clock sees it), and
 answers ``GET /stats`` with the count, p50, p90 and p99 of those in milliseconds, then resets
-them. ``GET /healthz`` answers ok.
+them. ``GET /healthz`` answers ok. With ``--stamp`` every answer also carries ``X-Stamp:
+<received> <sent>``, its two moments on ``time.perf_counter`` (CLOCK_MONOTONIC, the clock
+every process on the machine shares), so a client can split a request's time into its own
+part, the trip to the server and back, and the server's (bench/http_latency_split.py).
 
     python bench/lean_loopback.py --port 8080 --delay-ms 20 [--labels yes,no]
 
@@ -24,8 +27,9 @@ CLOCK = time.perf_counter
 
 
 class _Model:
-    def __init__(self, delay_s: float, labels: list[str]) -> None:
+    def __init__(self, delay_s: float, labels: list[str], stamp: bool = False) -> None:
         self.delay_s = delay_s
+        self.stamp = stamp
         rest = 0.3 / max(len(labels) - 1, 1)
         probs = {label: (0.7 if i == 0 else rest) for i, label in enumerate(labels)}
         body = json.dumps({"probabilities": probs}).encode()
@@ -94,15 +98,20 @@ class _Connection(asyncio.Protocol):
     def _send(self, start: float) -> None:
         if self.transport is None or self.transport.is_closing():
             return
-        self.transport.write(self.model.answer)
+        if self.model.stamp:
+            head, _, body = self.model.answer.partition(b"\r\n\r\n")
+            stamp = b"\r\nX-Stamp: %.9f %.9f\r\n\r\n" % (start, CLOCK())
+            self.transport.write(head + stamp + body)
+        else:
+            self.transport.write(self.model.answer)
         self.model.latencies.append(CLOCK() - start)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
 
 
-async def serve(port: int, delay_s: float, labels: list[str]) -> None:
-    model = _Model(delay_s, labels)
+async def serve(port: int, delay_s: float, labels: list[str], stamp: bool = False) -> None:
+    model = _Model(delay_s, labels, stamp)
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: _Connection(model), "127.0.0.1", port, backlog=1024)
     async with server:
@@ -114,6 +123,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--delay-ms", type=float, default=20.0)
     parser.add_argument("--labels", default="yes,no")
+    parser.add_argument("--stamp", action="store_true", help="X-Stamp: <received> <sent>")
     args = parser.parse_args()
     runner = asyncio.run
     try:
@@ -122,7 +132,7 @@ def main() -> None:
         runner = uvloop.run
     except ImportError:
         pass
-    runner(serve(args.port, args.delay_ms / 1000.0, args.labels.split(",")))
+    runner(serve(args.port, args.delay_ms / 1000.0, args.labels.split(","), args.stamp))
 
 
 if __name__ == "__main__":

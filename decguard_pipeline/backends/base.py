@@ -17,6 +17,7 @@ import functools
 import time
 from abc import ABC
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, ClassVar, Self, TypeVar
 
@@ -38,6 +39,11 @@ from decguard_pipeline.core.usage import Pricing
 from decguard_pipeline.core.validation import format_errors, redact
 
 SettingsT = TypeVar("SettingsT", bound=BaseModel)
+
+# When the current task's last answer was read whole (``time.perf_counter``), set by a client
+# that knows (the lean HTTP client reads answers in its protocol callback): the runner stops a
+# case's clock there rather than when the event loop next runs the case's task.
+ANSWERED_AT: ContextVar[float] = ContextVar("decguard_answered_at", default=0.0)
 
 
 def health(status: str, detail: str = "") -> dict[str, str]:

@@ -62,6 +62,8 @@ __all__ = [
 ]
 
 PROTOCOL = "decguard.http/0.1"
+# one encoder for every body (json.dumps with options builds a new one per call)
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
 class HttpSettings(Strict):
@@ -107,6 +109,8 @@ class HttpBackend(HttpTransport):
         super().__init__(settings, name=name, model=model)
         self.settings: HttpSettings = settings
         self._to_backend_label = {v: k for k, v in settings.label_map.items()}
+        # id(decision) -> (decision, the body's bytes before case_id, between, after input)
+        self._templates: dict[int, tuple[DecisionSpec, bytes, bytes, bytes]] = {}
 
     @classmethod
     def from_config(cls, config: BackendConfig, *, name: str, decision: DecisionSpec) -> Self:
@@ -198,9 +202,27 @@ class HttpBackend(HttpTransport):
         return Prediction(probabilities, model, version, metadata or {})
 
     def encode(self, request: DecisionRequest) -> bytes:
-        return json.dumps(
-            self.payload(request), ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        ).encode("utf-8")
+        if type(self).payload is not HttpBackend.payload:  # a provider's own body (systemone)
+            return _ENCODE(self.payload(request)).encode("utf-8")
+        # the payload's bytes with only case_id and input encoded per case: the rest is the
+        # same for every case of a decision (the same bytes as encoding the whole dict)
+        decision = request.decision
+        template = self._templates.get(id(decision))
+        if template is None or template[0] is not decision:
+            whole = self.payload(DecisionRequest("\0case", decision, "\0input"))
+            text = _ENCODE(whole)
+            head, rest = text.split(_ENCODE("\0case"), 1)
+            middle, tail = rest.rsplit(_ENCODE("\0input"), 1)  # input is the last field
+            template = (decision, head.encode(), middle.encode(), tail.encode())
+            self._templates[id(decision)] = template
+        _, head_bytes, middle_bytes, tail_bytes = template
+        return b"".join((
+            head_bytes,
+            _ENCODE(request.case_id).encode("utf-8"),
+            middle_bytes,
+            _ENCODE(request.input).encode("utf-8"),
+            tail_bytes,
+        ))  # fmt: skip
 
     # -- calls: httpx for single calls and health checks, aiohttp for batch runs ----------
 

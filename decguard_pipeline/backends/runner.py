@@ -7,7 +7,11 @@
 * Inline backends (the mock): a plain loop; a thread hand-off would cost more than the call.
 
 Latency is measured around the request itself: retries included; queueing excluded, and so
-is the time a backend waited for its own rate limit (``Prediction.queued_ms``). Every
+is the time a backend waited for its own rate limit (``Prediction.queued_ms``). The clock
+starts as the request is encoded, in the same step of the event loop that writes it, and
+stops when the answer has been read whole where the client says when that was
+(``ANSWERED_AT``, the lean HTTP client): the wait for the loop to run the case's task again,
+and the parsing after it, are the measuring process's, not the model's. Every
 request ends as a prediction or a typed error, stored by index so results keep dataset
 order. A configuration error (say, an unset credential variable) aborts the whole run.
 
@@ -28,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from decguard_pipeline.backends.base import Backend
+from decguard_pipeline.backends.base import ANSWERED_AT, Backend
 from decguard_pipeline.backends.collector import FLUSH_EVERY, Collector
 from decguard_pipeline.core.collector import gc_paused
 from decguard_pipeline.core.contract import DecisionSpec
@@ -85,6 +89,7 @@ async def _run_async(
     pool = None if native else ThreadPoolExecutor(max_workers=concurrency)
     loop = asyncio.get_running_loop()
     next_index = iter(ask)
+    answered_at = ANSWERED_AT.get
 
     def timed_predict(request: DecisionRequest) -> tuple[Prediction, float]:
         start = clock()
@@ -98,7 +103,11 @@ async def _run_async(
                 if native:
                     start = clock()
                     prediction = await backend.apredict(request)
-                    latency = (clock() - start) * 1000.0 - prediction.queued_ms
+                    end = clock()
+                    answered = answered_at()  # an earlier case's moment is before start
+                    if answered > start:
+                        end = answered
+                    latency = (end - start) * 1000.0 - prediction.queued_ms
                 else:
                     prediction, latency = await loop.run_in_executor(pool, timed_predict, request)
             except Exception as exc:

@@ -1,11 +1,14 @@
 """HTTP transport shared by every network provider: pooled clients, credentials from the
 environment, retries and the mapping of transport failures to typed per-case errors.
 
-Batch runs go through one pooled aiohttp session (connection reuse, at most
-``max_concurrency`` requests in flight); single calls (``run``, health checks, canaries)
-use httpx. A provider decides what to send and how to read the answer; it may also pace
-requests (``admit``) and choose the wait before a retry (``retry_delay``). The defaults
-are those of ``decguard.http/0.1``: no pacing, ``retry_backoff_s × 2^attempt``.
+Batch runs to a plain ``http://`` URL without a proxy go through the lean client of
+``plain_http.py`` (keep-alive pool, request bytes built once per case, one task wake-up per
+answer); to any other URL (https, a proxy), or with ``DECGUARD_HTTP_CLIENT=aiohttp``, through
+one pooled aiohttp session. Both reuse connections and keep at most ``max_concurrency``
+requests in flight. Single calls (``run``, health checks, canaries) use httpx. A provider
+decides what to send and how to read the answer; it may also pace requests (``admit``) and
+choose the wait before a retry (``retry_delay``). The defaults are those of
+``decguard.http/0.1``: no pacing, ``retry_backoff_s × 2^attempt``.
 
 Secrets: header values named by ``*_env`` settings are read from the environment at the
 first request, kept only in :meth:`HttpTransport.request_headers` (listed by
@@ -17,9 +20,10 @@ Answers are read within ``max_response_bytes`` (decoded here, not by the client;
 ``invalid_response``), only when they are 2xx (``body.py``), and every attempt ends within
 ``timeout_s`` from sending, whole: connecting, the response head and the body together
 (``deadline.py`` for httpx, whose timeouts bound each read only; aiohttp's total timeout
-here), so a model that sends a gzip bomb or trickles its head or its answer byte by byte
-cannot exhaust memory or hold a worker. An attempt out of time is a ``timeout`` (retried
-only while it was still connecting, as DecGuard retries ``ConnectTimeout``).
+and the lean client's own timer here), so a model that sends a gzip bomb or trickles its
+head or its answer byte by byte cannot exhaust memory or hold a worker. An attempt out of
+time is a ``timeout`` (retried only while it was still connecting, as DecGuard retries
+``ConnectTimeout``).
 """
 
 from __future__ import annotations
@@ -36,8 +40,15 @@ from typing import Any, ClassVar
 
 import httpx
 
-from decguard_pipeline.backends.base import Backend
+from decguard_pipeline.backends.base import ANSWERED_AT, Backend
 from decguard_pipeline.backends.body import ACCEPT_ENCODING, BoundedBody, TooLarge, read_within
+from decguard_pipeline.backends.plain_http import (
+    Broken,
+    ConnectFailed,
+    Pool,
+    TimedOut,
+    request_head,
+)
 from decguard_pipeline.backends.proxy import env_proxy, register_proxy_passwords
 from decguard_pipeline.core.errors import (
     BackendError,
@@ -148,6 +159,9 @@ class HttpTransport(Backend):
         self._session_loop: asyncio.AbstractEventLoop | None = None
         self._session_limit = 0
         self._proxy: tuple[Any, Any] = (None, None)  # (proxy URL, auth) from the environment
+        self._batch_loop: asyncio.AbstractEventLoop | None = None
+        self._pools: dict[tuple[str, int], Any] = {}  # (host, port) -> plain_http.Pool
+        self._plain: dict[tuple[str, str, bool], Any] = {}  # (method, url, body?) -> (pool, head)
 
     # -- what a provider says ------------------------------------------------------------
 
@@ -271,6 +285,40 @@ class HttpTransport(Backend):
         """Size the pool for a run of at most ``limit`` requests in flight."""
         self._session_limit = limit
 
+    def _batch_state(self) -> None:
+        """Per event loop: the proxy the environment sets for this backend (resolved once:
+        aiohttp's trust_env looks it and ~/.netrc up on a worker thread for every request),
+        and no pooled connection of an earlier loop."""
+        loop = asyncio.get_running_loop()
+        if self._batch_loop is not loop:
+            from urllib.request import getproxies
+
+            # without proxy variables there is nothing to look up (nor aiohttp to import)
+            self._proxy = env_proxy(self.proxy_target()) if getproxies() else (None, None)
+            self._pools, self._plain = {}, {}
+            self._batch_loop = loop
+
+    def _plain_target(self, method: str, url: str, body: bytes | None) -> Any:
+        """(pool, request head) of the lean client for ``url``, or None: aiohttp sends it
+        (https, a proxy, a header the lean client cannot write, or
+        ``DECGUARD_HTTP_CLIENT=aiohttp``)."""
+        key = (method, url, body is not None)
+        found = self._plain.get(key, False)
+        if found is not False:
+            return found
+        target = None
+        wanted = os.environ.get("DECGUARD_HTTP_CLIENT", "").strip().lower() != "aiohttp"
+        if wanted and self._proxy[0] is None:
+            head = request_head(method, url, self.request_headers(), body is not None)
+            if head is not None:
+                host, port, prefix = head
+                pool = self._pools.get((host, port))
+                if pool is None:
+                    pool = self._pools[(host, port)] = Pool(host, port, self._session_limit)
+                target = (pool, prefix)
+        self._plain[key] = target
+        return target
+
     def _async_session(self) -> Any:
         import aiohttp
 
@@ -286,10 +334,8 @@ class HttpTransport(Backend):
                 sock_connect=self.settings.timeout_s,
                 sock_read=self.settings.timeout_s,
             )
-            # Proxy variables are honoured as httpx honours them, but resolved once per run:
-            # aiohttp's trust_env looks them (and ~/.netrc) up on a worker thread for every
-            # request, two thread hand-offs that cost more than the request on loopback.
-            self._proxy = env_proxy(self.proxy_target())
+            # Proxy variables are honoured as httpx honours them, resolved once per run
+            # (_batch_state)
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 timeout=timeout,
@@ -303,10 +349,13 @@ class HttpTransport(Backend):
         return self._session
 
     async def _send_async(self, method: str, url: str, body: bytes | None = None) -> Reply:
-        import aiohttp
-
-        session = self._async_session()
-        extra = {"Content-Type": "application/json"} if body is not None else None
+        """The final answer (retries done), as :meth:`_send_sync`: through the lean client
+        (``plain_http.py``) for a plain ``http://`` URL without a proxy, aiohttp otherwise."""
+        self._batch_state()
+        plain = self._plain_target(method, url, body)
+        if plain is not None:
+            pool, head = plain
+            data = head + b"%d\r\n\r\n" % len(body or b"") + (body or b"")  # once per case
         attempts = self.settings.max_retries + 1
         queued = 0.0
         for attempt in range(attempts):
@@ -315,45 +364,82 @@ class HttpTransport(Backend):
             if pause > 0.0:
                 await asyncio.sleep(pause)
                 queued += pause
-            reply: Reply | None = None
-            progress = _Progress()
-            try:
-                async with session.request(
-                    method,
-                    url,
-                    data=body,
-                    headers=extra,
-                    allow_redirects=False,
-                    proxy=self._proxy[0],
-                    proxy_auth=self._proxy[1],
-                    trace_request_ctx=progress,
-                ) as response:
-                    status = response.status
-                    if status not in self.retryable or last:
-                        wanted = 200 <= status < 300
-                        content = await self._read_async(response) if wanted else b""
-                        return Reply(status, content, response.headers, queued)
-                    reply = Reply(status, b"", response.headers, queued)
-            except aiohttp.ConnectionTimeoutError as exc:
-                if last:
-                    raise self._connect_error("ConnectTimeout") from exc
-            except aiohttp.ClientConnectorError as exc:
-                if last:
-                    raise self._connect_error("ConnectError") from exc
-            except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-                if progress.connected:
-                    raise self._timeout() from exc
-                if last:  # out of time while still connecting: DecGuard's ConnectTimeout
-                    raise self._connect_error("ConnectTimeout") from exc
-            except aiohttp.ServerDisconnectedError as exc:
-                raise self._transport_error("RemoteProtocolError") from exc
-            except aiohttp.ClientError as exc:
-                raise self._transport_error(_httpx_name(exc)) from exc
+            if plain is not None:
+                reply = await self._plain_attempt(pool, data, last, queued)
+            else:
+                reply = await self._aiohttp_attempt(method, url, body, last, queued)
+            if reply is not None and (reply.status not in self.retryable or last):
+                return reply
             delay = self.retry_delay(attempt, reply)
             if delay is None and reply is not None:
                 return reply
             await asyncio.sleep(delay or 0.0)
         raise AssertionError("unreachable")
+
+    async def _plain_attempt(
+        self, pool: Any, data: bytes, last: bool, queued: float
+    ) -> Reply | None:
+        """One attempt through the lean client: its reply (a retryable status's without its
+        body), or None when it could not connect and may be retried."""
+        try:
+            status, headers, content, read_at = await pool.request(
+                data, self.settings.timeout_s, self.settings.max_response_bytes
+            )
+        except ConnectFailed as exc:
+            if last:
+                raise self._connect_error(exc.what) from exc
+            return None
+        except TimedOut as exc:
+            raise self._timeout() from exc
+        except Broken as exc:
+            raise self._transport_error(exc.what) from exc
+        except TooLarge:
+            raise self._too_large() from None
+        ANSWERED_AT.set(read_at)
+        return Reply(status, content, headers, queued)
+
+    async def _aiohttp_attempt(
+        self, method: str, url: str, body: bytes | None, last: bool, queued: float
+    ) -> Reply | None:
+        """One attempt through aiohttp, as :meth:`_plain_attempt`."""
+        import aiohttp
+
+        session = self._async_session()
+        extra = {"Content-Type": "application/json"} if body is not None else None
+        progress = _Progress()
+        try:
+            async with session.request(
+                method,
+                url,
+                data=body,
+                headers=extra,
+                allow_redirects=False,
+                proxy=self._proxy[0],
+                proxy_auth=self._proxy[1],
+                trace_request_ctx=progress,
+            ) as response:
+                status = response.status
+                if status not in self.retryable or last:
+                    wanted = 200 <= status < 300
+                    content = await self._read_async(response) if wanted else b""
+                    return Reply(status, content, response.headers, queued)
+                return Reply(status, b"", response.headers, queued)
+        except aiohttp.ConnectionTimeoutError as exc:
+            if last:
+                raise self._connect_error("ConnectTimeout") from exc
+        except aiohttp.ClientConnectorError as exc:
+            if last:
+                raise self._connect_error("ConnectError") from exc
+        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+            if progress.connected:
+                raise self._timeout() from exc
+            if last:  # out of time while still connecting: DecGuard's ConnectTimeout
+                raise self._connect_error("ConnectTimeout") from exc
+        except aiohttp.ServerDisconnectedError as exc:
+            raise self._transport_error("RemoteProtocolError") from exc
+        except aiohttp.ClientError as exc:
+            raise self._transport_error(_httpx_name(exc)) from exc
+        return None
 
     async def _read_async(self, response: Any) -> bytes:
         try:
@@ -383,6 +469,9 @@ class HttpTransport(Backend):
         )
 
     async def aclose(self) -> None:
+        pools, self._pools, self._plain, self._batch_loop = self._pools, {}, {}, None
+        for pool in pools.values():
+            pool.close()
         session, self._session, self._session_loop = self._session, None, None
         if session is not None:
             await session.close()

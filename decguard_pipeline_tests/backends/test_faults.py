@@ -102,6 +102,7 @@ def outcomes(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 # -- the whole catalogue through `test` -----------------------------------------------------
 
 
+@pytest.mark.usefixtures("batch_client")
 def test_every_fault_ends_as_its_result_or_typed_error_and_nothing_leaks(
     workdir, server, ours, ref
 ):
@@ -155,6 +156,7 @@ def test_every_fault_ends_as_its_result_or_typed_error_and_nothing_leaks(
     assert leaks(shown=shown.stdout + shown.stderr) == {}
 
 
+@pytest.mark.usefixtures("batch_client")
 def test_faults_decguard_defines_give_decguards_kinds_and_messages(workdir, server, ours, ref):
     """The faults DecGuard itself survives give the same outcome case by case (kind, message,
     answer); the model really echoes the credentials: the reference stores them."""
@@ -185,6 +187,7 @@ def test_faults_decguard_defines_give_decguards_kinds_and_messages(workdir, serv
     assert leaks(ours=Path("ours.json").read_text()) == {}
 
 
+@pytest.mark.usefixtures("batch_client")
 def test_bombs_and_huge_bodies_keep_memory_bounded(workdir, server):
     """Twelve gzip and deflate bombs of 200 MB and eight 2 MiB bodies, eight at a time: before
     the limit, one bomb alone took 3.4 GB."""
@@ -216,6 +219,7 @@ def test_bombs_and_huge_bodies_keep_memory_bounded(workdir, server):
     assert peak < 400, f"peak {peak} MiB"
 
 
+@pytest.mark.usefixtures("batch_client")
 def test_limits_are_settings(workdir, server, ours):
     """max_response_bytes and max_metadata_bytes (pipeline extensions) move the limits."""
     write_cases(["huge", "metadata-big", "ok"], per_fault=1)
@@ -296,6 +300,7 @@ def test_run_command_output_is_scrubbed(workdir, server, ours):
 # -- systemone, fuzzing and paraphrases --------------------------------------------------------
 
 
+@pytest.mark.usefixtures("batch_client")
 def test_systemone_echoes_are_redacted(workdir, server, ours, ref):
     write_cases(["a", "b", "c"], per_fault=1)
     Path("c.yaml").write_text(
@@ -436,6 +441,7 @@ def engine_contract(provider: str, url: str, **settings: Any) -> str:
     )
 
 
+@pytest.mark.usefixtures("batch_client")
 @pytest.mark.parametrize("provider", ["openai", "openjev"])
 def test_language_model_providers_are_bounded_and_their_echoes_redacted(
     workdir, ours, ref, provider

@@ -124,6 +124,7 @@ def kinds(doc: dict[str, Any]) -> dict[str, tuple[str | None, str | None]]:
 # -- batch runs (aiohttp) ------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("batch_client")
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_trickled_head_or_body_times_out_in_a_batch_run(tmp_path, provider):
     write_cases(tmp_path, CASES)

@@ -78,6 +78,7 @@ INJECTED = [
 ]  # fmt: skip
 
 
+@pytest.mark.usefixtures("batch_client")
 def test_error_kinds_and_messages_match_reference(workdir, loopback, ours, ref):
     server = loopback({"rules": [{"contains": "ok-1", "probabilities": {"yes": 0.9, "no": 0.1}}]})
     _cases(INJECTED)
@@ -111,6 +112,7 @@ def test_error_kinds_and_messages_match_reference(workdir, loopback, ours, ref):
     assert same_text(a.stdout, b.stdout)[0] == same_text(a.stdout, b.stdout)[1]
 
 
+@pytest.mark.usefixtures("batch_client")
 def test_retry_backoff_doubles(workdir, loopback, ours):
     server = loopback()
     _cases(["flaky=2", "flaky=3"])
@@ -137,6 +139,7 @@ def test_no_retries_by_default(workdir, loopback, ours, ref):
     assert mine["results"][0]["error"]["message"] == "backend 'default' returned HTTP 503"
 
 
+@pytest.mark.usefixtures("batch_client")
 def test_connection_refused_is_unavailable_after_retries(workdir, ours, ref):
     url = f"http://127.0.0.1:{_free_port()}/decide"
     _cases(["a", "b"])
@@ -242,6 +245,7 @@ def test_contract_tolerance_applies_to_answers(workdir, ours, ref):
 # -- what is sent ----------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("batch_client")
 def test_request_body_headers_and_label_map(workdir, loopback, ours, ref, monkeypatch):
     monkeypatch.setenv("DG_TEST_TOKEN", "tok-123")
     monkeypatch.setenv("DG_TEST_TEAM", "team-9")
@@ -325,6 +329,7 @@ def test_health_states_match_reference(workdir, loopback, ours, ref):
 # -- concurrency, order, connection reuse, latency -----------------------------------------
 
 
+@pytest.mark.usefixtures("batch_client")
 @pytest.mark.parametrize("concurrency", [1, 3, 8])
 def test_in_flight_is_bounded_and_order_kept(concurrency, workdir, loopback, ours, ref):
     server = loopback(delay_ms=15)
@@ -348,6 +353,7 @@ def test_contract_concurrency_is_the_default(workdir, loopback, ours):
     assert server.behaviour.max_in_flight == 4
 
 
+@pytest.mark.usefixtures("batch_client")
 def test_connections_are_reused(workdir, ours):
     _cases([f"c{i}" for i in range(60)])
     with canned(lambda body: (200, {"probabilities": {"yes": 0.6, "no": 0.4}}, {})) as server:
@@ -357,6 +363,7 @@ def test_connections_are_reused(workdir, ours):
         assert len(set(server.peers)) <= 4
 
 
+@pytest.mark.usefixtures("batch_client")
 def test_latency_is_measured_around_the_request(workdir, loopback, ours):
     """A case's latency is its request, not the time it waited for one of the 4 workers.
 
@@ -511,6 +518,7 @@ def test_defaults_match_reference():
     assert ours == RefSettings(url=url).model_dump()
 
 
+@pytest.mark.usefixtures("batch_client")
 def test_input_that_is_not_json_compliant(workdir, loopback, ours, ref):
     """NaN in an input is valid in a dataset but cannot be sent: that case errors alone."""
     server = loopback()

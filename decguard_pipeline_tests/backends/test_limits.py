@@ -55,6 +55,7 @@ def case_of(seen: Seen) -> str:
 # -- typed errors and retries --------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("batch_client")
 def test_every_failure_is_a_typed_error_and_no_body_is_kept():
     attempts: Counter[str] = Counter()
 
@@ -114,6 +115,7 @@ def test_every_failure_is_a_typed_error_and_no_body_is_kept():
     assert stats["retries"] == 2 + 2 + 2 + 2 and stats["requests"] == sum(attempts.values())
 
 
+@pytest.mark.usefixtures("batch_client")
 def test_timeouts_and_refused_connections_are_typed():
     import socket
 
@@ -222,6 +224,7 @@ def test_a_server_pause_holds_every_request_of_the_backend():
     assert pacer.reserve(0) == 0.0
 
 
+@pytest.mark.usefixtures("batch_client")
 def test_rate_limits_pace_real_requests_and_queueing_is_not_latency():
     with llm_server(lambda s: (200, chat_answer("A", top_logprobs=LETTERS), {})) as server:
         b = backend(server.url, requests_per_minute=600)  # one every 100 ms
@@ -254,6 +257,7 @@ def test_single_calls_share_the_pacing_of_the_backend():
 # -- secrets -------------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("batch_client")
 def test_the_api_key_comes_from_the_environment_and_goes_nowhere_else(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ours: Any
 ):
