@@ -35,12 +35,12 @@ from decguard_pipeline.core.result_structs import (
 from decguard_pipeline.core.validation import redact
 
 
-class _Error(msgspec.Struct, forbid_unknown_fields=True):
+class _Error(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     kind: str
     message: str
 
 
-class _Comparison(msgspec.Struct, forbid_unknown_fields=True):
+class _Comparison(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     tv_distance: float
     js_divergence: float
     max_abs_delta: float
@@ -53,7 +53,7 @@ class _Comparison(msgspec.Struct, forbid_unknown_fields=True):
 
 
 # kw_only: the fields in the schema's order (which the normalised dicts keep), defaults or not
-class _Reduced(msgspec.Struct, Generic[Free], forbid_unknown_fields=True, kw_only=True):
+class _Reduced(msgspec.Struct, Generic[Free], forbid_unknown_fields=True, gc=False, kw_only=True):
     steps: list[dict[str, Free]]
     input: str | dict[str, Free]
     presentation: list[list[str]] | None = None  # each a (label, shown) pair: checked below
@@ -63,7 +63,7 @@ class _Reduced(msgspec.Struct, Generic[Free], forbid_unknown_fields=True, kw_onl
     backend_calls: int
 
 
-class TypedPair(msgspec.Struct, Generic[Free], forbid_unknown_fields=True, kw_only=True):
+class TypedPair(msgspec.Struct, Generic[Free], forbid_unknown_fields=True, gc=False, kw_only=True):
     id: str
     property: PropertyName
     case_id: str
@@ -79,13 +79,15 @@ class TypedPair(msgspec.Struct, Generic[Free], forbid_unknown_fields=True, kw_on
     reduced: _Reduced[Free] | None = None
 
 
-class _Skip(msgspec.Struct, forbid_unknown_fields=True):
+class _Skip(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     property: PropertyName
     case_id: str
     reason: str
 
 
-class TypedSection(msgspec.Struct, Generic[Free], forbid_unknown_fields=True, kw_only=True):
+class TypedSection(
+    msgspec.Struct, Generic[Free], forbid_unknown_fields=True, gc=False, kw_only=True
+):
     """The section: pairs and skips typed; ``fuzz``, ``config`` and ``summaries`` as plain
     JSON values, for their pydantic models."""
 

@@ -38,12 +38,12 @@ from decguard_pipeline.core.validation import redact
 UNSET: Any = msgspec.UNSET
 
 
-class _Error(msgspec.Struct, forbid_unknown_fields=True):
+class _Error(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     kind: str
     message: str
 
 
-class _Record(msgspec.Struct, Generic[Free], forbid_unknown_fields=True):
+class _Record(msgspec.Struct, Generic[Free], forbid_unknown_fields=True, gc=False):
     case_id: str
     input: str | dict[str, Free]
     expected: str | None = None
@@ -52,7 +52,7 @@ class _Record(msgspec.Struct, Generic[Free], forbid_unknown_fields=True):
     error: _Error | None = None
 
 
-class _Stored(msgspec.Struct, Generic[Free], forbid_unknown_fields=True):
+class _Stored(msgspec.Struct, Generic[Free], forbid_unknown_fields=True, gc=False):
     """The report's top level: ``results`` typed, every other key as plain JSON values and
     UNSET where absent (the header's schema, pydantic, says what is missing)."""
 
