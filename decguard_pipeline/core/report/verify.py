@@ -242,7 +242,7 @@ def _semantics(
     plain_json: bool,
     section_loaded: bool = False,
 ) -> CaseResults:
-    n_labeled = sum(e is not None for e in results.expected)
+    n_labeled = len(results.expected) - results.expected.count(None)
     if (header.dataset.n_cases, header.dataset.n_labeled) != (len(results), n_labeled):
         raise Invalid("dataset counts do not match stored case results")
     metrics = metrics_for(results, header.evaluation)
