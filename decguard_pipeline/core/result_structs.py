@@ -33,7 +33,7 @@ SHALLOW_OBJECT_DEPTH = 4
 # kw_only: the fields in the schema's order (``ResultModel``, which the normalised dicts keep).
 # gc=False, here and in every struct of a decoded report: JSON values never refer back to
 # what holds them, so no struct can be in a reference cycle, and the collector need not track
-# a few hundred thousand of them (a 100k-case report decodes about a quarter faster).
+# a few hundred thousand of them (decoding 80 MB: 0.255-0.261 s against 0.273-0.299 s).
 class TypedResult(
     msgspec.Struct, Generic[Free], forbid_unknown_fields=True, gc=False, kw_only=True
 ):
