@@ -61,11 +61,10 @@ class CaseResults:
     def expected_index(self) -> np.ndarray:
         """Label index of ``expected``; -1 where unlabeled."""
         if "expected_index" not in self._cache:
-            index = {label: i for i, label in enumerate(self.labels)}
+            index: dict[str | None, int] = {label: i for i, label in enumerate(self.labels)}
+            index[None] = -1
             self._cache["expected_index"] = np.fromiter(
-                (-1 if e is None else index[e] for e in self.expected),
-                dtype=np.int64,
-                count=len(self.expected),
+                map(index.__getitem__, self.expected), dtype=np.int64, count=len(self.expected)
             )
         return self._cache["expected_index"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -31,16 +32,26 @@ class Segment:
     rows: np.ndarray  # matched rows (candidate order) in this segment
 
 
+def segment_values(metadata: list[dict[str, Any]], key: str) -> list[str]:
+    """``segment_value(m, key)`` for every case's metadata ``m``: looked up in C, and only
+    values that are not strings (rare) turned into JSON text one by one. A string value
+    ``(missing)`` and an absent key are the same segment either way."""
+    if set(map(type, metadata)) != {dict}:
+        return [segment_value(m, key) for m in metadata]
+    values = list(map(dict.get, metadata, repeat(key), repeat(MISSING)))
+    if set(map(type, values)) == {str}:
+        return values
+    return [v if isinstance(v, str) else json.dumps(v, sort_keys=True) for v in values]
+
+
 def group_rows(metadata: list[dict[str, Any]], keys: tuple[str, ...]) -> list[Segment]:
     """Every (key, value) group, keys in the given order, values sorted."""
     segments = []
     for key in keys:
-        code_of: dict[str, int] = {}
-        codes = np.fromiter(
-            (code_of.setdefault(segment_value(m, key), len(code_of)) for m in metadata),
-            dtype=np.int64,
-            count=len(metadata),
-        )
+        values = segment_values(metadata, key)
+        # each value's code: its place among the distinct values, in order of appearance
+        code_of = {value: code for code, value in enumerate(dict.fromkeys(values))}
+        codes = np.fromiter(map(code_of.__getitem__, values), dtype=np.int64, count=len(values))
         order = np.argsort(codes, kind="stable")
         bounds = np.concatenate(([0], np.cumsum(np.bincount(codes, minlength=len(code_of)))))
         for value in sorted(code_of):

@@ -319,22 +319,25 @@ def verify_section(
     *,
     tolerance: float = 1e-3,
     plain_json: bool = False,
+    loaded: bool = False,
 ) -> list[dict[str, Any]]:
     """Recompute and check a stored properties section; returns the property checks.
 
     ``section`` is replaced in place by its normalised form. Raises ``SectionError`` (a
     ValueError with DecGuard's location lines) for a malformed section and ValueError with
     DecGuard's message when a pair, skip or summary does not match the stored results.
-    ``plain_json``: see :func:`load_section`."""
-    normalised = load_section(section, tolerance, plain_json=plain_json)
+    ``plain_json``: see :func:`load_section`. ``loaded``: the section is its normalised
+    form already (``typed_section.normalised`` made it)."""
+    normalised = section if loaded else load_section(section, tolerance, plain_json=plain_json)
     config = Properties.model_validate(normalised["config"])
     row_of = {case_id: row for row, case_id in enumerate(results.case_ids)}
     if not _holds(normalised, config.enabled(), results, row_of):
         _check_pairs(normalised, results, row_of)
         _check_context(normalised, results)
         _check_summaries(normalised, len(results))
-    section.clear()
-    section.update(normalised)
+    if normalised is not section:
+        section.clear()
+        section.update(normalised)
     return property_checks(normalised["summaries"], config)
 
 

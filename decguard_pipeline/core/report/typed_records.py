@@ -15,57 +15,48 @@ those reports take the other path.
 
 from __future__ import annotations
 
-from itertools import chain, repeat
+from itertools import repeat
 from operator import attrgetter, is_, is_not
-from typing import Any, Literal
+from typing import Any, Generic, NamedTuple
 
 import msgspec
 import numpy as np
 
 from decguard_pipeline.core.contract.decision import DecisionSpec
-from decguard_pipeline.core.decision import select_many
-from decguard_pipeline.core.exact import rows_sum_within
+from decguard_pipeline.core.properties.typed_section import TypedSection
+from decguard_pipeline.core.result_structs import (
+    SHALLOW_OBJECT_DEPTH,
+    Free,
+    Shallow,
+    TypedResult,
+    deepest,
+    probabilities_hold,
+)
 from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.core.validation import redact
 
 UNSET: Any = msgspec.UNSET
 
 
-class _Error(msgspec.Struct, forbid_unknown_fields=True):
+class _Error(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     kind: str
     message: str
 
 
-class _Result(msgspec.Struct, forbid_unknown_fields=True):
+class _Record(msgspec.Struct, Generic[Free], forbid_unknown_fields=True, gc=False):
     case_id: str
-    decision: str
-    decision_type: Literal["choice", "noul", "score"]
-    labels: list[str]
-    probabilities: dict[str, float]  # integers read as floats, booleans refused
-    selected: str
-    confidence: float
-    backend: str
-    provider: str
-    latency_ms: float
-    model: str | None = None
-    model_version: str | None = None
-    metadata: dict[str, Any] = {}
-
-
-class _Record(msgspec.Struct, forbid_unknown_fields=True):
-    case_id: str
-    input: str | dict[str, Any]
+    input: str | dict[str, Free]
     expected: str | None = None
-    metadata: dict[str, Any] = {}
-    result: _Result | None = None
+    metadata: dict[str, Free] = {}
+    result: TypedResult[Free] | None = None
     error: _Error | None = None
 
 
-class _Stored(msgspec.Struct, forbid_unknown_fields=True):
+class _Stored(msgspec.Struct, Generic[Free], forbid_unknown_fields=True, gc=False):
     """The report's top level: ``results`` typed, every other key as plain JSON values and
     UNSET where absent (the header's schema, pydantic, says what is missing)."""
 
-    results: list[_Record]
+    results: list[_Record[Free]]
     report_version: Any = UNSET
     decguard_version: Any = UNSET
     created_at: Any = UNSET
@@ -82,25 +73,35 @@ class _Stored(msgspec.Struct, forbid_unknown_fields=True):
     metrics: Any = UNSET
     checks: Any = UNSET
     failures: Any = UNSET
-    properties: Any = UNSET
+    properties: TypedSection[Free] | msgspec.UnsetType | None = UNSET  # the typed pairs
 
 
 _CASE_ID, _RESULT, _ERROR, _EXPECTED, _INPUT, _METADATA = map(
     attrgetter, ("case_id", "result", "error", "expected", "input", "metadata")
 )
-_LABELS, _PROBABILITIES, _SELECTED, _CONFIDENCE, _LATENCY = map(
-    attrgetter, ("labels", "probabilities", "selected", "confidence", "latency_ms")
-)
+_CONFIDENCE, _LATENCY = map(attrgetter, ("confidence", "latency_ms"))
 _CONTEXT = tuple(map(attrgetter, ("decision", "decision_type", "backend", "provider")))
-_DECODER = msgspec.json.Decoder(_Stored)
+_SHALLOW = msgspec.json.Decoder(_Stored[Shallow])  # type: ignore[valid-type]
+_ANY = msgspec.json.Decoder(_Stored[Any])
 _HEADER = tuple(name for name in _Stored.__struct_fields__ if name != "results")
 
 
-def decode(raw: bytes) -> tuple[dict[str, Any], list[_Record]] | None:
-    """The header as plain JSON values (``results`` an empty list) and the typed records,
-    or None when msgspec refuses the document."""
+class Decoded(NamedTuple):
+    header: dict[str, Any]  # plain JSON values, ``results`` an empty list
+    records: list[_Record[Any]]
+    shallow: bool  # the free values were read as ``Shallow``: no deeper than its type
+
+
+def decode(raw: bytes) -> Decoded | None:
+    """The header and the typed records, or None when msgspec refuses the document. The
+    free values are read as ``Shallow`` ones, or when any is deeper, as any JSON value."""
     try:
-        stored = _DECODER.decode(raw)
+        stored, shallow = _SHALLOW.decode(raw), True
+    except msgspec.ValidationError:  # something deeper, or anything else: read again
+        try:
+            stored, shallow = _ANY.decode(raw), False
+        except (msgspec.DecodeError, RecursionError):
+            return None
     except (msgspec.DecodeError, RecursionError):
         return None
     header: dict[str, Any] = {"results": []}
@@ -108,39 +109,31 @@ def decode(raw: bytes) -> tuple[dict[str, Any], list[_Record]] | None:
         value = getattr(stored, name)
         if value is not UNSET:
             header[name] = value
-    return header, stored.results
+    return Decoded(header, stored.results, shallow)
 
 
-def _deepest(values: list[Any], level: int) -> int:
-    """How many arrays and objects the deepest value among ``values`` (each inside ``level``
-    of them) and everything within them is inside: one pass over each level's values."""
-    while True:
-        containers = [v for v in values if type(v) is dict or type(v) is list]
-        children = list(
-            chain.from_iterable(v.values() if type(v) is dict else v for v in containers)
-        )
-        if not children:
-            return level
-        values, level = children, level + 1
-
-
-def nested_within(header: dict[str, Any], records: list[_Record], limit: int) -> bool:
+def nested_within(decoded: Decoded, limit: int) -> bool:
     """Whether no value of the document is inside more than ``limit`` arrays and objects
     (``json_limits.too_deep`` finds none), decided from the decoded values: the header's
     (inside the document), each record's input and metadata (inside the document, its
-    results and the record) and each result's metadata (one deeper). The typed fields are
-    shallower than those."""
-    if _deepest([v for k, v in header.items() if k != "results"], 1) > limit:
+    results and the record) and each result's metadata (one deeper), unless they were read
+    as ``Shallow`` values. The typed fields are shallower than those; the properties
+    section is measured apart (``typed_section.nested_within``)."""
+    header, records, shallow = decoded
+    free = [v for k, v in header.items() if k not in ("results", "properties")]
+    if deepest(free, 1) > limit:
         return False
-    inputs = [r.input for r in records if type(r.input) is dict]
-    if _deepest([*inputs, *(r.metadata for r in records if r.metadata)], 3) > limit:
+    if shallow:  # the result's metadata, the deepest of them, is at most this deep
+        return limit >= 4 + SHALLOW_OBJECT_DEPTH
+    # strings, nulls and empty objects among them hold nothing deeper: no filtering needed
+    if deepest([*map(_INPUT, records), *map(_METADATA, records)], 3) > limit:
         return False
-    meta = [r.result.metadata for r in records if r.result is not None and r.result.metadata]
-    return _deepest(meta, 4) <= limit
+    results = map(_RESULT, records)
+    return deepest(list(map(getattr, results, repeat("metadata"), repeat(None))), 4) <= limit
 
 
 def columns(
-    spec: DecisionSpec, backend: str, provider: str, records: list[_Record], tolerance: float
+    spec: DecisionSpec, backend: str, provider: str, records: list[_Record[Any]], tolerance: float
 ) -> CaseResults | None:
     """The results as columns (those of ``verify.columns_from_records``), or None when any
     record breaks a rule: each holds exactly one of result and error, case ids are unique,
@@ -149,7 +142,7 @@ def columns(
     finite, >= 0, summing to 1 within ``tolerance``, ``selected`` their first maximum and
     ``confidence`` its probability)."""
     n, labels = len(records), list(spec.labels)
-    if n == 0 or not labels or len(set(labels)) != len(labels):
+    if n == 0:
         return None
     # map(attrgetter) and map(getattr): loops in C (getattr(None, name, None) is None)
     case_ids = list(map(_CASE_ID, records))
@@ -163,32 +156,18 @@ def columns(
     if not set(expected) <= {None, *labels}:
         return None
     rows = [i for i, result in enumerate(results) if result is not None]
-    ok: list[_Result] = results if len(rows) == n else [results[i] for i in rows]  # type: ignore[assignment]
+    ok: list[TypedResult[Any]] = results if len(rows) == n else [results[i] for i in rows]  # type: ignore[assignment]
     if list(map(_CASE_ID, ok)) != (case_ids if len(rows) == n else [case_ids[i] for i in rows]):
         return None
     for field, value in zip(_CONTEXT, (spec.name, spec.type, backend, provider), strict=True):
         if list(map(field, ok)).count(value) != len(ok):
             return None
-    if list(map(_LABELS, ok)).count(labels) != len(ok):
+    held = probabilities_hold(ok, labels, tolerance)
+    if held is None:
         return None
-    k = len(labels)
-    probabilities = list(map(_PROBABILITIES, ok))
-    # every result's keys, in order, are the labels: one flat list of them all
-    if list(chain.from_iterable(probabilities)) != labels * len(ok):
-        return None
-    matrix = np.fromiter(
-        chain.from_iterable(map(dict.values, probabilities)), dtype=np.float64, count=len(ok) * k
-    ).reshape(len(ok), k)
-    if not (np.isfinite(matrix).all() and (matrix >= 0.0).all()):
-        return None
-    if not rows_sum_within(matrix, 1.0, tolerance):
-        return None
-    chosen, top = select_many(matrix)
-    if list(map(_SELECTED, ok)) != list(map(labels.__getitem__, chosen.tolist())):
-        return None
+    matrix, chosen, _ = held
     confidence = list(map(_CONFIDENCE, ok))
-    if confidence != top.tolist():
-        return None
+    k = len(labels)
 
     probs = np.full((n, k), np.nan)
     selected = np.full(n, -1, dtype=np.int64)

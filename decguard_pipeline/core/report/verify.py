@@ -27,8 +27,8 @@ from decguard_pipeline.core.json_limits import (
     check_utf8,
     read_document,
     structure_problem,
-    too_deep,
 )
+from decguard_pipeline.core.properties import typed_section
 from decguard_pipeline.core.report import typed_records
 from decguard_pipeline.core.report.golden import (
     REPORT_VERSION,
@@ -235,9 +235,14 @@ def _check_mode(header: ReportModel) -> None:
 
 
 def _semantics(
-    header: ReportModel, doc: dict[str, Any], results: CaseResults, *, plain_json: bool
+    header: ReportModel,
+    doc: dict[str, Any],
+    results: CaseResults,
+    *,
+    plain_json: bool,
+    section_loaded: bool = False,
 ) -> CaseResults:
-    n_labeled = sum(e is not None for e in results.expected)
+    n_labeled = len(results.expected) - results.expected.count(None)
     if (header.dataset.n_cases, header.dataset.n_labeled) != (len(results), n_labeled):
         raise Invalid("dataset counts do not match stored case results")
     metrics = metrics_for(results, header.evaluation)
@@ -257,6 +262,7 @@ def _semantics(
                 header.mode,
                 tolerance=header.evaluation.probability_tolerance,
                 plain_json=plain_json,
+                loaded=section_loaded,
             )
         except ValueError as exc:  # a malformed section says where (``lines``)
             raise Invalid(str(exc), getattr(exc, "lines", None)) from exc
@@ -322,13 +328,24 @@ def _load(path: Path, raw: bytes) -> Report:
     return _assembled(path, header, lambda: _checked_columns(header, records), plain_json)
 
 
-def _assembled(path: Path, header: Any, columns: Callable[[], Any], plain_json: bool) -> Report:
+def _assembled(
+    path: Path,
+    header: Any,
+    columns: Callable[[], Any],
+    plain_json: bool,
+    *,
+    section_loaded: bool = False,
+) -> Report:
     """The report of a validated header and its results (``columns``, checked when called):
-    the mode and every semantic rule checked, a failure worded as DecGuard words it."""
+    the mode and every semantic rule checked, a failure worded as DecGuard words it.
+    ``section_loaded``: the properties section is already in the schema's normalised form
+    (``typed_section``)."""
     doc = header.model_dump(mode="json", exclude={"results", "properties"})
     try:
         _check_mode(header)
-        results = _semantics(header, doc, columns(), plain_json=plain_json)
+        results = _semantics(
+            header, doc, columns(), plain_json=plain_json, section_loaded=section_loaded
+        )
     except Invalid as exc:
         raise _fail(path, exc.lines) from exc
     doc["results"] = None
@@ -343,14 +360,22 @@ def _load_typed(path: Path, raw: bytes) -> Report | None:
     decoded = typed_records.decode(raw)
     if decoded is None:
         return None
-    data, records = decoded
-    properties = data.get("properties")
-    if properties is None:  # nothing deep enough to be worth a walk: from the values
-        if not typed_records.nested_within(data, records, PARSER_DEPTH):
-            return None
-    elif too_deep(raw) is not None:  # a section of 50k+ pairs: the bytes are faster
+    data, records, shallow = decoded
+    section = data.get("properties")
+    # the nesting, from the values' types or the values instead of the bytes
+    if not typed_records.nested_within(decoded, PARSER_DEPTH):
+        return None
+    if section is not None and not typed_section.nested_within(
+        section, PARSER_DEPTH, shallow=shallow
+    ):
         return None
     tolerance = stored_tolerance(data)
+    if section is not None:
+        data["properties"] = typed_section.normalised(section, tolerance)
+        if data["properties"] is None:
+            return None
+        hand_off(section)  # its pairs are dicts now; the structs are freed with the process
+        del section
     try:
         header = ReportModel.model_validate(data, context={"probability_tolerance": tolerance})
     except ValidationError:
@@ -363,10 +388,9 @@ def _load_typed(path: Path, raw: bytes) -> Report | None:
     if results is None:
         return None
     hand_off(records)  # in a command, freed with the process (100k structs: ~70 ms)
-    del data, records
-    # msgspec, like orjson, refuses NaN and Infinity, and keeps integers of any size exact:
-    # the properties section may take its plain-dict path
-    return _assembled(path, header, lambda: results, plain_json=True)
+    del data, records, decoded
+    # the properties section is the schema's normalised form already
+    return _assembled(path, header, lambda: results, plain_json=True, section_loaded=True)
 
 
 def evaluation_gates(doc: dict[str, Any]) -> tuple[Evaluation, Gates, Gates]:

@@ -27,35 +27,12 @@ from decguard_pipeline.core.properties.compare import (
 from decguard_pipeline.core.properties.fast import load_plain
 from decguard_pipeline.core.properties.schema import PairModel, PropertyRunModel
 from decguard_pipeline.core.properties.summary import count_violations, property_checks
+from decguard_pipeline.core.report import typed_records
 from decguard_pipeline.core.report.verify import load_report
 from decguard_pipeline.core.result_records import check_result_invariants, results_hold
-from decguard_pipeline_tests.conftest import EXAMPLES, _invoke
-from decguard_pipeline_tests.support.fuzz_scenarios import write_scenario
+from decguard_pipeline_tests.core.properties.conftest import _run
 
 TOLERANCE = 1e-3
-
-
-def _run(*args: Any) -> None:
-    from decguard_pipeline.cli import cli
-
-    ran = _invoke(cli, [str(a) for a in args], "decguard-pipeline")
-    assert ran.exit_code in (0, 1), ran.stderr
-
-
-@pytest.fixture(scope="module")
-def reports(tmp_path_factory) -> dict[str, Path]:
-    """Stored fuzz/all reports (ours) covering every property, decision type, reduced
-    examples, violations, flips and skips."""
-    root = tmp_path_factory.mktemp("fast")
-    paths = {}
-    refund = EXAMPLES / "refund" / "decguard.yaml"
-    paths["refund"] = root / "refund.json"
-    _run("fuzz", refund, "-b", "order_sensitive", "-o", paths["refund"])
-    for name in ("choice", "noul", "score", "wide"):
-        contract = write_scenario(root, name)
-        paths[name] = root / f"{name}.json"
-        _run("test", contract, "--all", "-o", paths[name])
-    return paths
 
 
 def _strict(section: Any, results: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -296,7 +273,10 @@ def plain_loads(monkeypatch) -> list[bool]:
     return seen
 
 
-def test_load_report_takes_the_fast_path(reports, plain_loads):
+def test_load_report_takes_the_fast_path_when_the_typed_one_is_off(
+    reports, plain_loads, monkeypatch
+):
+    monkeypatch.setattr(typed_records, "decode", lambda raw: None)
     for name in ("refund", "score"):
         assert load_report(reports[name]).document["properties"]["pairs"]
     assert plain_loads == [True, True]

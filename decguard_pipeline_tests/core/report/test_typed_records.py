@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from decguard_pipeline.core import json_limits
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.report import typed_records, verify
 from decguard_pipeline_tests.support.golden_cases import write_inputs
@@ -64,8 +65,9 @@ def test_big_integers_and_digit_runs_in_strings_stay_on_the_typed_path(tmp_path,
     doc["dataset"]["hash"] = "sha256:" + "0" * 64
     doc["results"][0]["metadata"] = {"big": 2**70}
     Path("r.json").write_text(json.dumps(doc))
-    _, records = typed_records.decode(Path("r.json").read_bytes())
-    assert records[0].metadata == {"big": 2**70}  # exact, as the standard library reads it
+    decoded = typed_records.decode(Path("r.json").read_bytes())
+    assert decoded.shallow  # a big integer is a Shallow value
+    assert decoded.records[0].metadata == {"big": 2**70}  # exact, as the standard library reads it
     typed, plain = _both_ways(Path("r.json"), monkeypatch)
     _same(typed, plain)
     assert typed.results.metadata[0] == {"big": 2**70}
@@ -80,7 +82,7 @@ def test_repeated_key_keeps_its_last_value_like_the_standard_library(tmp_path, m
     assert text.count(old) == 1
     new = '"results": [{"case_id": "nobody", ' + old[len('"results": [{') :]
     Path("r.json").write_text(text.replace(old, new))
-    _, records = typed_records.decode(Path("r.json").read_bytes())
+    records = typed_records.decode(Path("r.json").read_bytes()).records
     assert records[0].case_id == first["case_id"]
     typed, plain = _both_ways(Path("r.json"), monkeypatch)
     _same(typed, plain)
@@ -126,10 +128,14 @@ def _outcome(path: str) -> str:
         return str(exc)
 
 
+@pytest.mark.parametrize("inner", ["0", "", "{}"], ids=["number", "empty array", "empty object"])
 @pytest.mark.parametrize("where", ["result metadata", "record metadata", "input", "details"])
-def test_nesting_is_measured_on_the_values_as_on_the_bytes(where, tmp_path, monkeypatch, ours):
+def test_nesting_is_measured_on_the_values_as_on_the_bytes(
+    where, inner, tmp_path, monkeypatch, ours
+):
     """Around the parser's limit (200 arrays and objects), in each place a report holds free
-    JSON: the typed path refuses exactly what ``json_limits.too_deep`` refuses, in its words."""
+    JSON, ending in a value or in an empty array or object (which holds nothing deeper): the
+    typed path refuses exactly what ``json_limits.too_deep`` refuses, in its words."""
     doc = _report(tmp_path, monkeypatch, ours)
     first = doc["results"][0]
     place = {
@@ -143,8 +149,12 @@ def test_nesting_is_measured_on_the_values_as_on_the_bytes(where, tmp_path, monk
     text = json.dumps(doc)
     refused = []
     for depth in (194, 195, 196, 197, 198, 199):
-        nested = "[" * depth + "0" + "]" * depth
+        nested = "[" * depth + inner + "]" * depth
         Path("r.json").write_text(text.replace('"MARK"', nested, 1))
+        raw = Path("r.json").read_bytes()
+        decoded = typed_records.decode(raw)
+        within = typed_records.nested_within(decoded, json_limits.PARSER_DEPTH)
+        assert within == (json_limits.too_deep(raw) is None), depth
         typed = _outcome("r.json")
         with monkeypatch.context() as patch:
             patch.setattr(typed_records, "decode", lambda raw: None)

@@ -1,0 +1,198 @@
+"""A stored ``properties`` section decoded straight into typed records (msgspec), as part of
+the report's typed decoding (``core.report.typed_records``), and checked a column at a time.
+
+It accepts only what the strict schema (:class:`schema.PropertyRunModel`) accepts and gives
+exactly its ``model_dump(mode="json")``: msgspec checks every pair's shape and types while it
+parses (in C, no dict per pair), the pairs' own rules (``PairModel._consistent``) and every
+result's invariants (``check_result_invariants``) are checked here for all of them at once,
+and the small parts (``fuzz``, ``config``, ``summaries``) go through their pydantic models.
+Anything else (a problem, or anything unusual, such as transformed results of several label
+sets) gives None, and the section goes the way it always went, which finds and words the
+problem exactly.
+
+Numbers: msgspec reads an integer in a float field as that float, as pydantic does; it refuses
+a boolean there, and an integer or a float where the schema wants an integer (pydantic takes
+``1.0`` for ``1``): those sections take the other path.
+"""
+
+from __future__ import annotations
+
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_, is_not, not_
+from typing import Any, Generic
+
+import msgspec
+from pydantic import ValidationError
+
+from decguard_pipeline.core.contract.properties import PropertyName
+from decguard_pipeline.core.result_structs import (
+    SHALLOW_OBJECT_DEPTH,
+    Free,
+    TypedResult,
+    deepest,
+    probabilities_hold,
+)
+from decguard_pipeline.core.validation import redact
+
+
+class _Error(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    kind: str
+    message: str
+
+
+class _Comparison(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    tv_distance: float
+    js_divergence: float
+    max_abs_delta: float
+    confidence_delta: float
+    selected_before: str
+    selected_after: str
+    flipped: bool
+    rank_changed: bool
+    level_delta: float | None = None
+
+
+# kw_only: the fields in the schema's order (which the normalised dicts keep), defaults or not
+class _Reduced(msgspec.Struct, Generic[Free], forbid_unknown_fields=True, gc=False, kw_only=True):
+    steps: list[dict[str, Free]]
+    input: str | dict[str, Free]
+    presentation: list[list[str]] | None = None  # each a (label, shown) pair: checked below
+    result: TypedResult[Free]
+    comparison: _Comparison
+    violations: list[str]
+    backend_calls: int
+
+
+class TypedPair(msgspec.Struct, Generic[Free], forbid_unknown_fields=True, gc=False, kw_only=True):
+    id: str
+    property: PropertyName
+    case_id: str
+    sample: int
+    steps: list[dict[str, Free]]
+    provenance: dict[str, Free] = {}
+    input: str | dict[str, Free]
+    presentation: list[list[str]] | None = None
+    result: TypedResult[Free] | None = None
+    error: _Error | None = None
+    comparison: _Comparison | None = None
+    violations: list[str] = []
+    reduced: _Reduced[Free] | None = None
+
+
+class _Skip(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    property: PropertyName
+    case_id: str
+    reason: str
+
+
+class TypedSection(
+    msgspec.Struct, Generic[Free], forbid_unknown_fields=True, gc=False, kw_only=True
+):
+    """The section: pairs and skips typed; ``fuzz``, ``config`` and ``summaries`` as plain
+    JSON values, for their pydantic models."""
+
+    seed: int
+    fuzz: Any
+    config: Any
+    summaries: list[Any]
+    pairs: list[TypedPair[Free]]
+    skipped: list[_Skip] = []
+
+
+_ID, _RESULT, _ERROR, _COMPARISON, _VIOLATIONS, _REDUCED, _STEPS, _PROVENANCE, _INPUT = map(
+    attrgetter,
+    ("id", "result", "error", "comparison", "violations", "reduced", "steps", "provenance",
+     "input"),
+)  # fmt: skip
+_CASE_ID, _PRESENTATION, _METADATA = map(attrgetter, ("case_id", "presentation", "metadata"))
+
+
+def nested_within(section: TypedSection[Any], limit: int, *, shallow: bool) -> bool:
+    """Whether no value of the section is inside more than ``limit`` arrays and objects of
+    the document (``json_limits.too_deep`` finds none there): the section's own values are
+    inside the document and the section, a pair's inside two more (``pairs`` and the pair),
+    its result's and reduced example's inside one more again, and the reduced result's
+    metadata inside one more still. The typed fields are shallower than those.
+    ``shallow``: the pairs' free values were read as ``Shallow`` ones, not measured."""
+    if deepest([section.fuzz, section.config, section.summaries], 2) > limit:
+        return False
+    if shallow:  # the reduced result's metadata, the deepest of them, is at most this deep
+        return limit >= 6 + SHALLOW_OBJECT_DEPTH
+    pairs = section.pairs
+    free = [*map(_STEPS, pairs), *map(_PROVENANCE, pairs), *map(_INPUT, pairs)]
+    if deepest(free, 4) > limit:
+        return False
+    results = [r for r in map(_RESULT, pairs) if r is not None]
+    reduced = [r for r in map(_REDUCED, pairs) if r is not None]
+    free = [*map(_METADATA, results), *map(_STEPS, reduced), *map(_INPUT, reduced)]
+    if deepest(free, 5) > limit:
+        return False
+    return deepest(list(map(_METADATA, map(_RESULT, reduced))), 6) <= limit
+
+
+def _pairs_consistent(pairs: list[TypedPair[Any]]) -> bool:
+    """``PairModel._consistent`` for every pair, a column at a time."""
+    results = list(map(_RESULT, pairs))
+    answered = list(map(is_not, results, repeat(None)))
+    if answered != list(map(is_, map(_ERROR, pairs), repeat(None))):
+        return False  # exactly one of result and error
+    if answered != list(map(is_not, map(_COMPARISON, pairs), repeat(None))):
+        return False  # a comparison exactly with a result
+    violated = list(map(bool, map(_VIOLATIONS, pairs)))
+    shrunk = list(map(is_not, map(_REDUCED, pairs), repeat(None)))
+    errored = list(map(not_, answered))
+    if any(compress(violated, errored)) or any(compress(shrunk, errored)):
+        return False  # an errored pair has neither violations nor a reduced example
+    if any(compress(shrunk, map(not_, violated))):
+        return False  # a reduced example only for a pair with violations
+    ids = list(compress(map(_ID, pairs), answered))
+    return list(map(_CASE_ID, compress(results, answered))) == ids
+
+
+def _presentations_hold(holders: list[Any]) -> bool:
+    """Every presentation is a list of (label, shown) pairs (the schema's tuples of two)."""
+    shown = [p for p in map(_PRESENTATION, holders) if p is not None]
+    return set(map(len, chain.from_iterable(shown))) <= {2}
+
+
+def normalised(section: TypedSection[Any], tolerance: float) -> dict[str, Any] | None:
+    """The section as the strict schema normalises it, or None when it is not plainly
+    well-formed (then only the strict schema can say whether, and where, it is wrong)."""
+    # imported here: the pydantic models of the small parts, only for reports with a section
+    from decguard_pipeline.core.contract.properties import Fuzz, Properties
+    from decguard_pipeline.core.properties.schema import SummaryModel
+
+    pairs = section.pairs
+    if not _pairs_consistent(pairs):
+        return None
+    reduced = [r for r in map(_REDUCED, pairs) if r is not None]
+    if not (_presentations_hold(pairs) and _presentations_hold(reduced)):
+        return None
+    results = [*(r for r in map(_RESULT, pairs) if r is not None), *map(_RESULT, reduced)]
+    if results:
+        labels = results[0].labels
+        if probabilities_hold(results, labels, tolerance) is None:
+            return None  # or results of several label sets: the other path decides
+    try:
+        fuzz = Fuzz.model_validate(section.fuzz).model_dump(mode="json")
+        config = Properties.model_validate(section.config).model_dump(mode="json")
+        summaries = [
+            SummaryModel.model_validate(s).model_dump(mode="json") for s in section.summaries
+        ]
+    except ValidationError:
+        return None
+    plain = msgspec.to_builtins(pairs)
+    for pair in plain:  # the schema redacts every result's metadata (ResultModel._redact)
+        for holder in (pair, pair["reduced"]):
+            if holder is not None and holder["result"] is not None:
+                metadata = holder["result"]["metadata"]
+                if metadata:
+                    holder["result"]["metadata"] = redact(metadata)
+    return {
+        "seed": section.seed,
+        "fuzz": fuzz,
+        "config": config,
+        "summaries": summaries,
+        "pairs": plain,
+        "skipped": msgspec.to_builtins(section.skipped),
+    }

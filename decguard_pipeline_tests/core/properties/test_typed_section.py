@@ -1,0 +1,190 @@
+"""The typed reading of a stored ``properties`` section (``typed_section``, part of the report's
+typed decoding) agrees with the strict path: a valid section gives the schema's normalised form
+(key order included) and the report verifies to the same document; a tampered one is refused
+with the same message (or accepted the same) as when the typed path is off, and as DecGuard
+refuses it."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from decguard_pipeline.core.errors import ReportError
+from decguard_pipeline.core.properties import typed_section
+from decguard_pipeline.core.properties.schema import PropertyRunModel
+from decguard_pipeline.core.report import typed_records, verify
+from decguard_pipeline.core.result_structs import Shallow
+from decguard_pipeline_tests.core.properties.test_fast import (
+    TOLERANCE,
+    _copy,
+    _errored,
+    _mutate,
+    _stored,
+)
+
+NAMES = ["refund", "choice", "noul", "score", "wide"]
+
+
+def _typed(section: dict[str, Any], free: Any) -> Any:
+    raw = json.dumps(section).encode()
+    return msgspec.json.decode(raw, type=typed_section.TypedSection[free])
+
+
+@pytest.mark.parametrize("free", [Shallow, Any], ids=["shallow", "any"])
+@pytest.mark.parametrize("name", NAMES)
+def test_valid_sections_normalise_as_the_schema_does(reports, name, free):
+    section, results = _stored(reports[name])
+    strict = PropertyRunModel.model_validate(
+        section, context={"probability_tolerance": TOLERANCE}
+    ).model_dump(mode="json")
+    typed = typed_section.normalised(_typed(section, free), TOLERANCE)
+    assert typed is not None
+    assert json.dumps(typed) == json.dumps(strict)
+    # with errored pairs, redacted metadata, defaults left out
+    edited = _errored(section, results, random.Random(name))
+    strict = PropertyRunModel.model_validate(
+        edited, context={"probability_tolerance": TOLERANCE}
+    ).model_dump(mode="json")
+    typed = typed_section.normalised(_typed(edited, free), TOLERANCE)
+    assert typed is not None
+    assert json.dumps(typed) == json.dumps(strict)
+    assert '"token": "[REDACTED]"' in json.dumps(typed)
+
+
+def _outcome(path: Path) -> str:
+    try:
+        report = verify.load_report(path)
+    except ReportError as exc:
+        return str(exc)
+    return "verified " + json.dumps(report.document)
+
+
+def _both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, bool]:
+    """(outcome with the typed path, outcome without it, whether the typed path took the
+    section)."""
+    taken: list[bool] = []
+    normalised = typed_section.normalised
+
+    def recording(section: Any, tolerance: float) -> Any:
+        loaded = normalised(section, tolerance)
+        taken.append(loaded is not None)
+        return loaded
+
+    with monkeypatch.context() as patch:
+        patch.setattr(typed_section, "normalised", recording)
+        typed = _outcome(path)
+    with monkeypatch.context() as patch:
+        patch.setattr(typed_records, "decode", lambda raw: None)
+        plain = _outcome(path)
+    return typed, plain, taken == [True]
+
+
+def _write(path: Path, doc: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reports_verify_the_same_with_and_without_the_typed_path(reports, name, monkeypatch):
+    typed, plain, taken = _both_ways(reports[name], monkeypatch)
+    assert taken
+    assert typed.startswith("verified ")
+    assert typed == plain
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_tampered_sections_are_refused_or_accepted_the_same(reports, name, tmp_path, monkeypatch):
+    doc = json.loads(reports[name].read_text())
+    rng = random.Random(f"typed-section-{name}")
+    seen = {"verified": 0, "refused": 0, "typed": 0}
+    for attempt in range(50):
+        tampered = _copy(doc)
+        for _ in range(rng.choice([1, 1, 1, 2, 3])):
+            _mutate(tampered["properties"], rng)
+        typed, plain, taken = _both_ways(_write(tmp_path / "r.json", tampered), monkeypatch)
+        assert typed == plain, attempt
+        seen["verified" if typed.startswith("verified ") else "refused"] += 1
+        seen["typed"] += taken
+    # both outcomes occur, and the typed path takes a share of the sections it can
+    assert seen["verified"] >= 5 and seen["refused"] >= 20 and seen["typed"] >= 5, seen
+
+
+def _first(doc: dict[str, Any], *, reduced: bool = False) -> dict[str, Any]:
+    pairs = doc["properties"]["pairs"]
+    if reduced:
+        return next(p for p in pairs if p["reduced"] is not None)
+    return next(p for p in pairs if p["result"] is not None)
+
+
+EDITS = {
+    # a wrong type in a property pair
+    "sample as text": lambda d: _first(d).update(sample="0"),
+    "sample as float": lambda d: _first(d).update(sample=0.0),
+    "flipped as number": lambda d: _first(d)["comparison"].update(flipped=0),
+    "distance as text": lambda d: _first(d)["comparison"].update(tv_distance="0.0"),
+    "distance as bool": lambda d: _first(d)["comparison"].update(tv_distance=False),
+    "confidence as bool": lambda d: _first(d)["result"].update(confidence=True),
+    "presentation of three": lambda d: _first(d).update(presentation=[["a", "b", "c"]]),
+    "unknown property": lambda d: _first(d).update(property="nonsense"),
+    "extra field": lambda d: _first(d).update(note="x"),
+    # a missing field
+    "no latency": lambda d: _first(d)["result"].pop("latency_ms"),
+    "no id": lambda d: _first(d).pop("id"),
+    "no backend calls": lambda d: _first(d, reduced=True)["reduced"].pop("backend_calls"),
+    "no comparison": lambda d: _first(d).update(comparison=None),
+    # tampered values
+    "distance": lambda d: _first(d)["comparison"].update(tv_distance=0.5),
+    "probabilities": lambda d: _first(d)["result"]["probabilities"].update(
+        {k: 1.0 / len(_first(d)["result"]["labels"]) for k in _first(d)["result"]["labels"]}
+    ),
+    "selected": lambda d: _first(d)["result"].update(selected="nope"),
+    "result id": lambda d: _first(d)["result"].update(case_id="other"),
+    "violations": lambda d: _first(d).update(violations=["made up"]),
+    "reduced without violations": lambda d: _first(d, reduced=True).update(violations=[]),
+    "summary count": lambda d: d["properties"]["summaries"][0].update(n_transformed=1),
+    "contract hash type": lambda d: d["contract"].update(hash=5),
+    "deep steps": lambda d: _first(d).update(steps=[{"x": json.loads("[" * 200 + "]" * 200)}]),
+}
+
+
+# pydantic's lax reading, DecGuard's too: "0" and 0.0 are the integer 0, 0 is false, "0.0" and
+# false are the float 0.0; the typed path leaves those to it
+ACCEPTED = {"sample as text", "sample as float", "flipped as number", "distance as text",
+            "distance as bool"}  # fmt: skip
+
+
+@pytest.mark.parametrize("edit", list(EDITS), ids=list(EDITS))
+def test_each_edit_is_judged_as_decguard_judges_it(reports, edit, tmp_path, monkeypatch, ref):
+    doc = json.loads(reports["refund"].read_text())
+    EDITS[edit](doc)
+    path = _write(tmp_path / "r.json", doc)
+    typed, plain, taken = _both_ways(path, monkeypatch)
+    assert typed == plain
+    theirs = ref("report", str(path))
+    if edit in ACCEPTED:
+        assert not taken
+        assert typed.startswith("verified ")
+        assert theirs.exit_code in (0, 1)
+    else:  # refused, with DecGuard's message (exit code 2 for both: cli.errors)
+        assert not typed.startswith("verified ")
+        assert theirs.exit_code == 2
+        assert typed in theirs.stderr
+
+
+def test_integers_in_float_fields_read_as_the_schema_reads_them(reports, tmp_path, monkeypatch):
+    doc = json.loads(reports["refund"].read_text())
+    pair = _first(doc)
+    comparison = pair["comparison"]
+    for field in ("tv_distance", "js_divergence", "max_abs_delta", "confidence_delta"):
+        if comparison[field] == 0.0:
+            comparison[field] = 0  # an integer where the schema wants a float
+    assert 0 in comparison.values()
+    typed, plain, taken = _both_ways(_write(tmp_path / "r.json", doc), monkeypatch)
+    assert taken
+    assert typed == plain
+    assert typed.startswith("verified ")
