@@ -164,7 +164,6 @@ def test_compaction_keeps_what_latest_reads(tmp_path, keep_days):
     assert "killed-35" not in wh.completed_runs(CONTRACT, TARGET)
 
 
-
 def test_no_view_of_the_newest_write_runs_a_window(tmp_path):
     """DuckDB 1.5.5's parallel window over a small filtered input now and then fails with an
     internal error that invalidates the database (duckdb/duckdb#25713): the ``latest_*``
