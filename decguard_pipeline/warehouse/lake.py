@@ -181,6 +181,24 @@ class Lake:
                     os.close(self._fd)  # releases the lock
                     self._fd = -1
 
+    @contextlib.contextmanager
+    def committed(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection in a transaction of its own, holding the commit turn: committed when
+        the block ends, rolled back when it raises."""
+        con = self.cursor()
+        try:
+            with self.commit_lock():
+                con.execute("BEGIN")
+                try:
+                    yield con
+                    con.execute("COMMIT")
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        con.execute("ROLLBACK")
+                    raise
+        finally:
+            con.close()
+
     # -- the tables and views ------------------------------------------------------------
 
     def ensure_schema(self) -> None:
@@ -195,28 +213,18 @@ class Lake:
             try:
                 if self._current(con, stamp):
                     return
-                with self.commit_lock():
-                    con.execute("BEGIN")
-                    try:
-                        if self._current(con, stamp):
-                            con.execute("ROLLBACK")
-                            return
-                        self._make_schema(con, stamp)
-                        con.execute("COMMIT")
-                        return
-                    except duckdb.TransactionException:
-                        # a PostgreSQL catalog has no turn to take: another machine made
-                        # the schema first, so look again (its tables and views count)
-                        with contextlib.suppress(Exception):
-                            con.execute("ROLLBACK")
-                        if attempt == SCHEMA_ATTEMPTS - 1:
-                            raise
-                    except BaseException:
-                        with contextlib.suppress(Exception):
-                            con.execute("ROLLBACK")
-                        raise
             finally:
                 con.close()
+            try:
+                with self.committed() as con:
+                    if not self._current(con, stamp):
+                        self._make_schema(con, stamp)
+                return
+            except duckdb.TransactionException:
+                # a PostgreSQL catalog has no turn to take: another machine made the schema
+                # first, so look again (its tables and views count)
+                if attempt == SCHEMA_ATTEMPTS - 1:
+                    raise
             time.sleep(0.05 * (attempt + 1))
 
     @staticmethod

@@ -134,19 +134,8 @@ class Warehouse:
         """A DuckLake transaction of its own for maintenance (retention, migration, pruning):
         statements run at once; committed when the block ends, rolled back when it raises.
         It holds the commit turn throughout (a SQLite catalog's writers wait)."""
-        con = self.lake.cursor()
-        try:
-            with self.lake.commit_lock():
-                con.execute("BEGIN")
-                try:
-                    yield con
-                    con.execute("COMMIT")
-                except BaseException:
-                    with contextlib.suppress(Exception):
-                        con.execute("ROLLBACK")
-                    raise
-        finally:
-            con.close()
+        with self.lake.committed() as con:
+            yield con
 
     def write(
         self,

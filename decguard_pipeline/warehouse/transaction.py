@@ -178,20 +178,9 @@ class Transaction:
                     objects.upload(path, self.files_root / relative)  # type: ignore[arg-type]
             if not self.staged:
                 return
-            con = self.lake.cursor()
-            try:
-                with self.lake.commit_lock():
-                    con.execute("BEGIN")
-                    try:
-                        for table, items in self.staged.items():
-                            _insert(con, table, items)
-                        con.execute("COMMIT")
-                    except BaseException:
-                        with contextlib.suppress(Exception):
-                            con.execute("ROLLBACK")
-                        raise
-            finally:
-                con.close()
+            with self.lake.committed() as con:
+                for table, items in self.staged.items():
+                    _insert(con, table, items)
 
     def close(self) -> None:
         with self.lock:

@@ -18,12 +18,12 @@ request gets ``answer`` (a JSON body) at once, and the connection is closed afte
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+
+from decguard_pipeline_tests.support.socket_server import hang_up, read_request, socket_server
 
 FAULTS = ("trickle-headers", "trickle-body", "trickle-both")
 
@@ -81,16 +81,6 @@ async def _paced(writer: asyncio.StreamWriter, data: bytes, total_s: float) -> N
         await asyncio.sleep(max(0.0, start + (i + 1) * step - loop.time()))
 
 
-async def _read_request(reader: asyncio.StreamReader) -> bytes:
-    head = await reader.readuntil(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n"):
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value.strip())
-    return head + (await reader.readexactly(length) if length else b"")
-
-
 @contextmanager
 def trickling(
     answer: bytes | Callable[[bytes], bytes],
@@ -101,13 +91,10 @@ def trickling(
     """Serve on an ephemeral loopback port from a background thread. ``answer``: the body of
     a normal answer (or a function of the request's bytes giving it)."""
     state = Trickling("")
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    holder: dict[str, Any] = {}
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            request = await _read_request(reader)
+            request = await read_request(reader)
             fault = _fault(request)
             state.asked[fault] += 1
             body = answer(request) if callable(answer) else answer
@@ -117,37 +104,8 @@ def trickling(
         except asyncio.CancelledError:
             pass  # the server stops
         finally:
-            writer.close()
-            with suppress(ConnectionError):
-                await writer.wait_closed()
+            await hang_up(writer)
 
-    async def start() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        holder["server"] = server
-        holder["port"] = server.sockets[0].getsockname()[1]
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(start())
-        ready.set()
-        loop.run_forever()
-
-    async def stop() -> None:
-        holder["server"].close()
-        pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-
-    thread = threading.Thread(target=run, name="trickling-server", daemon=True)
-    thread.start()
-    if not ready.wait(10):
-        raise RuntimeError("the trickling server did not start")
-    state.url = f"http://127.0.0.1:{holder['port']}"
-    try:
+    with socket_server(handle, "trickling-server") as port:
+        state.url = f"http://127.0.0.1:{port}"
         yield state
-    finally:
-        asyncio.run_coroutine_threadsafe(stop(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
