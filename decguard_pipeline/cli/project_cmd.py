@@ -87,10 +87,18 @@ def evaluate(
             from decguard_pipeline.defs.main_job import evaluate_all
             from decguard_pipeline.defs.sqlite_commits import cheaper_commits, release
             from decguard_pipeline.warehouse import Warehouse
+            from decguard_pipeline.warehouse.migrate import left_behind
 
             # --warehouse, else $DECGUARD_WAREHOUSE, else data/warehouse (warehouse/store.py),
             # handed to the definitions and the executor's processes as this root
             wh = Warehouse(warehouse)
+            if left_behind(wh.root):
+                click.echo(
+                    f"warning: {wh.root} holds results of the earlier Parquet layout that "
+                    "this warehouse does not read: `decguard-pipeline warehouse migrate "
+                    f"--warehouse {wh.root}` copies them in",
+                    err=True,
+                )
             cheaper_commits()  # this process's commits to a local instance (no fsync each)
             stack.callback(release)
             instance = stack.enter_context(instances.open_instance())

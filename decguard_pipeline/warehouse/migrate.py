@@ -66,6 +66,19 @@ class Migration:
         return "\n".join(lines)
 
 
+def left_behind(root: Location) -> bool:
+    """Whether a local warehouse folder still holds results of the earlier Parquet layout
+    (a table's write file) that were not migrated: the warehouse does not read them."""
+    if not isinstance(root, Path):
+        return False
+    for table in TABLES:
+        if (root / table).is_dir():
+            written = (root / table).glob("contract=*/target=*/*.parquet")
+            if any(_PUBLISHED.match(path.name) for path in written):
+                return True
+    return False
+
+
 def _relative(path: str, table_dir: str) -> str:
     return path[len(table_dir) :].lstrip("/")
 

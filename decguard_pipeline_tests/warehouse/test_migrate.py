@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from decguard_pipeline.warehouse import Warehouse
+from decguard_pipeline.warehouse.migrate import left_behind
 from decguard_pipeline.warehouse.schema import TABLES
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -63,7 +64,10 @@ def old_warehouse(root: Path) -> dict[str, int]:
 
 def test_migrate_copies_the_counted_rows_and_moves_the_old_files_aside(tmp_path, ours):
     root = tmp_path / "wh"
+    Warehouse(root).write("runs", [{"n_cases": 1}], contract="c", target="t", run_id="new")
+    assert not left_behind(root)  # a DuckLake's own files are not the old layout
     counted = old_warehouse(root)
+    assert left_behind(root)  # what `evaluate` warns of
     ran = ours("warehouse", "migrate", "--warehouse", str(root))
     assert ran.exit_code == 0, ran.stderr
     lines = {ln.split()[0]: ln.split()[1:] for ln in ran.stdout.splitlines() if ln.strip()}
@@ -78,7 +82,7 @@ def test_migrate_copies_the_counted_rows_and_moves_the_old_files_aside(tmp_path,
     assert latest.to_pylist() == [{"run_id": "r2", "n": 3}]
     aside = root / "migrated-parquet"
     assert (aside / "metrics" / "_compaction").is_dir() and (aside / "decguard.duckdb").exists()
-    assert not (root / "metrics").exists()
+    assert not (root / "metrics").exists() and not left_behind(root)
     # again: nothing left to copy, nothing copied twice
     again = ours("warehouse", "migrate", "--warehouse", str(root))
     assert again.exit_code == 0, again.stderr
