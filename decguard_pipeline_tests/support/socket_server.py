@@ -9,10 +9,10 @@ which a framework server would not produce on demand.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
+
+from decguard_pipeline.demo.threaded import loop_in_thread
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -38,36 +38,15 @@ async def hang_up(writer: asyncio.StreamWriter) -> None:
 @contextmanager
 def socket_server(handle: Handler, name: str) -> Iterator[int]:
     """Serve ``handle`` until the block ends (its open connections cancelled); the port."""
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    holder: dict[str, Any] = {}
+    servers: list[asyncio.Server] = []
 
-    async def start() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        holder["server"] = server
-        holder["port"] = server.sockets[0].getsockname()[1]
+    async def start() -> int:
+        servers.append(await asyncio.start_server(handle, "127.0.0.1", 0))
+        return servers[0].sockets[0].getsockname()[1]
 
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(start())
-        ready.set()
-        loop.run_forever()
+    async def cleanup() -> None:
+        for server in servers:
+            server.close()
 
-    async def stop() -> None:
-        holder["server"].close()
-        pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-
-    thread = threading.Thread(target=run, name=name, daemon=True)
-    thread.start()
-    if not ready.wait(10):
-        raise RuntimeError(f"the {name} did not start")
-    try:
-        yield holder["port"]
-    finally:
-        asyncio.run_coroutine_threadsafe(stop(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
+    with loop_in_thread(start, cleanup, name) as port:
+        yield port
