@@ -12,6 +12,13 @@ never wait for a writer); SQLite admits one writer at a time and DuckLake does n
 it, so commits to a SQLite catalog take turns on a ``flock`` of ``<catalog>.lock`` (held for
 the commit only, released by the kernel if its holder dies). Several machines share a
 PostgreSQL catalog, where DuckLake retries a commit that met another one.
+
+Moving inlined rows into files (``ducklake_flush_inlined_data``) deletes them from the catalog
+at its commit, so a reader whose snapshot predates that commit but whose scan comes after it
+misses them (duckdb/ducklake#1413, unfixed in the extension built for DuckDB 1.5.5). On a
+SQLite catalog readers therefore hold a shared ``flock`` of ``<catalog>.read`` while they
+read (``reading``) and the flush takes it exclusively (``flush_turn``), passing through
+``<catalog>.gate`` first so a steady stream of readers cannot keep it out.
 """
 
 from __future__ import annotations
@@ -64,6 +71,13 @@ class CatalogPlace:
     def lock_file(self) -> Path | None:
         """The file whose ``flock`` commits take turns on (a SQLite catalog only)."""
         return Path(f"{self.where}.lock") if self.kind == "sqlite" else None
+
+    @property
+    def read_files(self) -> tuple[Path, Path] | None:
+        """The gate and the read lock between readers and the flush (a SQLite catalog only)."""
+        if self.kind != "sqlite":
+            return None
+        return Path(f"{self.where}.gate"), Path(f"{self.where}.read")
 
     def __str__(self) -> str:
         return self.where
@@ -121,6 +135,8 @@ class Lake:
         self.root, self.place, self.read_only = root, place, read_only
         self._turn = threading.RLock()
         self._depth, self._fd = 0, -1
+        self._readers_lock = threading.Lock()
+        self._readers, self._read_fd = 0, -1
         self.db = duckdb.connect(config=dict(extensions.CONFIG))
         needed = ["ducklake", "sqlite_scanner" if place.kind == "sqlite" else "postgres_scanner"]
         if isinstance(root, ObjectPath):
@@ -180,6 +196,70 @@ class Lake:
                 if self._depth == 0 and self._fd >= 0:
                     os.close(self._fd)  # releases the lock
                     self._fd = -1
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Hold off a flush of inlined rows while the block reads (see the module
+        docstring): the process's readers share one ``flock``, taken by the first of them
+        and released by the last. Writers are not held off."""
+        files = self.place.read_files
+        if files is None:
+            yield
+            return
+        import fcntl
+
+        with self._readers_lock:
+            if self._readers == 0:
+                gate_path, read_path = files
+                gate = os.open(gate_path, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(gate, fcntl.LOCK_SH)  # waits while a flush is waiting
+                    fd = os.open(read_path, os.O_RDWR | os.O_CREAT, 0o644)
+                    fcntl.flock(fd, fcntl.LOCK_SH)
+                finally:
+                    os.close(gate)
+                self._read_fd = fd
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._readers_lock:
+                self._readers -= 1
+                if self._readers == 0:
+                    os.close(self._read_fd)  # releases the lock
+                    self._read_fd = -1
+
+    @contextlib.contextmanager
+    def flush_turn(self, wait_s: float, poll_s: float = 0.01) -> Iterator[bool]:
+        """Until the block ends, no reader reads (True), once the readers reading have
+        finished; False when they have not within ``wait_s`` seconds. Readers arriving
+        meanwhile wait at the gate. Always True on a PostgreSQL catalog (no lock there)."""
+        files = self.place.read_files
+        if files is None:
+            yield True
+            return
+        import fcntl
+
+        gate_path, read_path = files
+        gate = os.open(gate_path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(read_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            deadline = time.monotonic() + wait_s
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    got = True
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        got = False
+                        break
+                    time.sleep(poll_s)
+            yield got
+        finally:
+            os.close(fd)
+            os.close(gate)
 
     @contextlib.contextmanager
     def committed(self) -> Iterator[duckdb.DuckDBPyConnection]:

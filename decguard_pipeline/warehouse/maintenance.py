@@ -7,7 +7,9 @@
    evaluation choose regression baselines; ``runs`` says whether a target was already
    evaluated, ``verdicts`` which runs completed: warehouse/completion.py).
 2. ``ducklake_flush_inlined_data``: rows inlined in the catalog (small writes) move into
-   Parquet files.
+   Parquet files, while no reader reads (``Lake.flush_turn``: the flush deletes the rows
+   from the catalog, which a reader mid-query would miss). When readers keep reading for
+   ``flush_wait_s``, the rows stay inlined until the next compaction.
 3. ``ducklake_merge_adjacent_files`` (and ``ducklake_rewrite_data_files`` after a retention,
    which applies the deletions): small files become a few large ones.
 4. ``ducklake_expire_snapshots``: snapshots older than ``snapshot_days`` go (time travel
@@ -45,6 +47,7 @@ class Settings:
     snapshot_days: float = 7.0  # time travel window: older snapshots expire
     orphan_grace_s: float = 86400.0  # unreferenced files younger than this are left alone
     dry_run: bool = False  # only report what is there
+    flush_wait_s: float = 60.0  # how long the flush waits for readers to finish
     # the calendar ages are measured on (tests pass a fixed day)
     today: Callable[[], datetime] = field(default=lambda: datetime.now(UTC), repr=False)
 
@@ -135,12 +138,24 @@ def compact(
                 result.tables[table].rows_dropped = int(found[0]) if found else 0
 
     def call(sql: str, params: dict[str, object] | None = None) -> list[tuple[object, ...]]:
-        with lake.commit_lock(), warehouse.connect() as con:  # each call is its own commit
-            return con.execute(sql, params or None).fetchall()
+        # each call is its own commit; DuckLake's own functions, so no read turn
+        with lake.commit_lock():
+            con = lake.cursor()
+            try:
+                return con.execute(sql, params or None).fetchall()
+            finally:
+                con.close()
 
     log("moving inlined rows into files")
-    flushed = call(f"SELECT * FROM ducklake_flush_inlined_data('{ALIAS}')")
-    result.inlined_rows = sum(int(r[-1] or 0) for r in flushed)
+    with lake.flush_turn(settings.flush_wait_s) as alone:
+        if alone:
+            flushed = call(f"SELECT * FROM ducklake_flush_inlined_data('{ALIAS}')")
+            result.inlined_rows = sum(int(r[-1] or 0) for r in flushed)
+        else:
+            log(
+                f"readers kept reading for {settings.flush_wait_s:g} s: inlined rows stay in "
+                "the catalog until the next compaction"
+            )
     log("merging small files")
     call(f"CALL ducklake_merge_adjacent_files('{ALIAS}')")
     if any(t.rows_dropped for t in result.tables.values()):

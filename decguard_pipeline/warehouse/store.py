@@ -248,11 +248,13 @@ class Warehouse:
             with tx.reader() as con:
                 yield con
             return
-        con = self.lake.cursor()
-        try:
-            yield con
-        finally:
-            con.close()
+        lake = self.lake
+        with lake.reading():
+            con = lake.cursor()
+            try:
+                yield con
+            finally:
+                con.close()
 
     @contextlib.contextmanager
     def read_only(self, sql: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -265,11 +267,12 @@ class Warehouse:
             raise StorageError(f"no warehouse at {self.root}")
         lake = Lake(self.root, self.place, read_only=True)
         try:
-            con = lake.cursor()
-            try:
-                yield con
-            finally:
-                con.close()
+            with lake.reading():
+                con = lake.cursor()
+                try:
+                    yield con
+                finally:
+                    con.close()
         finally:
             lake.db.close()
 

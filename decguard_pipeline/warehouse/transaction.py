@@ -125,7 +125,7 @@ class Transaction:
     @contextlib.contextmanager
     def reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A connection seeing the committed tables and, over them, what is staged."""
-        with self.lock:
+        with self.lock, self.lake.reading():
             if self._reader is None:
                 self._reader = self.lake.cursor()
             for table, items in self.staged.items():

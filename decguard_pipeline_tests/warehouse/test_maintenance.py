@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -72,6 +73,83 @@ def test_compaction_keeps_every_answer_and_leaves_a_file_per_table(wh):
     # a second compaction has nothing to do
     again = compact(wh, Settings(today=lambda: TODAY), **QUIET)
     assert again.inlined_rows == 0 and data_files(wh) == after
+
+
+def test_the_flush_waits_for_a_reader_and_leaves_the_rows_inlined_when_it_keeps_reading(wh):
+    # the reader is another process's Lake: a flush deleting inlined rows under a reading
+    # query makes it miss them (duckdb/ducklake#1413)
+    from decguard_pipeline.warehouse.lake import Lake
+
+    with wh.connect() as con:
+        expected = answers(con)
+    other = Lake(wh.root, wh.place)
+    lines: list[str] = []
+    try:
+        with other.reading():
+            result = compact(wh, Settings(today=lambda: TODAY, flush_wait_s=0.2), log=lines.append)
+    finally:
+        other.db.close()
+    assert result.inlined_rows == 0 and data_files(wh)["case_results"] == 0
+    assert any("readers kept reading for 0.2 s" in line for line in lines), lines
+    with wh.connect() as con:
+        assert answers(con) == expected
+    # with the reader gone the next compaction moves them
+    assert compact(wh, Settings(today=lambda: TODAY), **QUIET).inlined_rows > 0
+    with wh.connect() as con:
+        assert answers(con) == expected
+
+
+def test_a_reader_arriving_while_the_flush_waits_waits_behind_it(wh):
+    import threading
+
+    from decguard_pipeline.warehouse.lake import Lake
+
+    first, second = Lake(wh.root, wh.place), Lake(wh.root, wh.place)
+    order: list[str] = []
+    try:
+        with first.reading():
+            entered = threading.Event()
+
+            def flush() -> None:
+                with wh.lake.flush_turn(60) as alone:
+                    entered.set()
+                    order.append(f"flush {alone}")
+
+            flusher = threading.Thread(target=flush)
+            flusher.start()
+            while not Path(f"{wh.place.where}.gate").exists():
+                time.sleep(0.001)
+
+            def read_late() -> None:
+                with second.reading():
+                    order.append("late reader")
+
+            late = threading.Thread(target=read_late)
+            # the flusher holds the gate once it waits; give it the gate before the late reader
+            while not _gate_taken(wh):
+                time.sleep(0.001)
+            late.start()
+        flusher.join(60)
+        late.join(60)
+        assert entered.is_set()
+    finally:
+        first.db.close()
+        second.db.close()
+    assert order == ["flush True", "late reader"]
+
+
+def _gate_taken(wh) -> bool:
+    import fcntl
+    import os
+
+    fd = os.open(f"{wh.place.where}.gate", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def test_time_travel_reaches_back_the_snapshot_days_and_no_further(wh):
