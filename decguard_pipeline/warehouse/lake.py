@@ -341,6 +341,11 @@ class Lake:
             if table not in tables:
                 body = ", ".join(f'"{f.name}" {sql_type(f.type)}' for f in schema)
                 con.execute(f'CREATE TABLE "{table}" ({body})')
+                # a row written and deleted in the same commit leaves the table's statistics
+                # in the catalog and no row: DuckLake plans a query of a table that has none
+                # ~25 times slower (0.3 s for SELECT * of `diffs`, 12 ms with them)
+                con.execute(f'INSERT INTO "{table}" ("{schema[0].name}") VALUES (NULL)')
+                con.execute(f'DELETE FROM "{table}"')
                 continue
             for field in schema:
                 if field.name not in columns.get(table, set()):
