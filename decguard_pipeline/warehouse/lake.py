@@ -230,6 +230,16 @@ class Lake:
                     self._read_fd = -1
 
     @contextlib.contextmanager
+    def reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection of its own for reading, closed after the block (``reading``)."""
+        with self.reading():
+            con = self.cursor()
+            try:
+                yield con
+            finally:
+                con.close()
+
+    @contextlib.contextmanager
     def flush_turn(self, wait_s: float, poll_s: float = 0.01) -> Iterator[bool]:
         """Until the block ends, no reader reads (True), once the readers reading have
         finished; False when they have not within ``wait_s`` seconds. Readers arriving

@@ -248,13 +248,8 @@ class Warehouse:
             with tx.reader() as con:
                 yield con
             return
-        lake = self.lake
-        with lake.reading():
-            con = lake.cursor()
-            try:
-                yield con
-            finally:
-                con.close()
+        with self.lake.reader() as con:
+            yield con
 
     @contextlib.contextmanager
     def read_only(self, sql: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -267,12 +262,8 @@ class Warehouse:
             raise StorageError(f"no warehouse at {self.root}")
         lake = Lake(self.root, self.place, read_only=True)
         try:
-            with lake.reading():
-                con = lake.cursor()
-                try:
-                    yield con
-                finally:
-                    con.close()
+            with lake.reader() as con:
+                yield con
         finally:
             lake.db.close()
 
