@@ -211,21 +211,22 @@ class Lake:
         with self._readers_lock:
             if self._readers == 0:
                 gate_path, read_path = files
-                gate = os.open(gate_path, os.O_RDWR | os.O_CREAT, 0o644)
-                try:
-                    fcntl.flock(gate, fcntl.LOCK_SH)  # waits while a flush is waiting
-                    fd = os.open(read_path, os.O_RDWR | os.O_CREAT, 0o644)
-                    fcntl.flock(fd, fcntl.LOCK_SH)
-                finally:
-                    os.close(gate)
-                self._read_fd = fd
+                gate = _lock_file(gate_path)
+                if gate >= 0:
+                    try:
+                        fcntl.flock(gate, fcntl.LOCK_SH)  # waits while a flush is waiting
+                        self._read_fd = _lock_file(read_path)
+                        if self._read_fd >= 0:
+                            fcntl.flock(self._read_fd, fcntl.LOCK_SH)
+                    finally:
+                        os.close(gate)
             self._readers += 1
         try:
             yield
         finally:
             with self._readers_lock:
                 self._readers -= 1
-                if self._readers == 0:
+                if self._readers == 0 and self._read_fd >= 0:
                     os.close(self._read_fd)  # releases the lock
                     self._read_fd = -1
 
@@ -370,6 +371,17 @@ class Lake:
             con.execute(statement)
         for name in views.names():
             con.execute(f"COMMENT ON VIEW {name} IS '{stamp}'")
+
+
+def _lock_file(path: Path) -> int:
+    """A descriptor to ``flock`` ``path`` by, made if missing; -1 when this user can neither
+    make nor open it (a warehouse only readable to them: their reads go unguarded)."""
+    for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
+        try:
+            return os.open(path, flags, 0o644)
+        except OSError:
+            continue
+    return -1
 
 
 def _without_statistics(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -372,3 +372,13 @@ def test_kill_9_at_each_step_of_a_compaction_then_a_rerun(history, tmp_path):
             assert answers(con) == expected, step
         on_disk = {p for p in (copy / "data").rglob("*.parquet")}
         assert len(on_disk) == sum(data_files(wh).values()), step  # no orphan left
+
+
+def test_a_reader_that_cannot_open_the_lock_files_still_reads(wh, tmp_path):
+    # as for a user who may read the warehouse but not create files in it
+    for suffix in ("gate", "read"):
+        lock = Path(f"{wh.place.where}.{suffix}")
+        lock.unlink(missing_ok=True)
+        lock.symlink_to(tmp_path / "nowhere" / suffix)
+    with wh.connect() as con:
+        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] > 0
