@@ -295,13 +295,17 @@ class Warehouse:
     def read_run(self, table: str, contract: str, target: str, run_id: str) -> pa.Table | None:
         """The rows run ``run_id`` wrote (its newest write when it wrote several); None when
         it wrote none."""
-        rows = self.rows(
-            table,
-            "contract = $c AND target = $t AND run_id = $r AND recorded_at = (SELECT "
-            f"max(recorded_at) FROM {self._source(table)} WHERE contract = $c AND target = $t "
-            "AND run_id = $r)",
-            {"c": contract, "t": target, "r": run_id},
-        )
+        with self.connect() as con:
+            # the run's rows scanned once (materialised), its newest write picked from them:
+            # a second scan of the table costs DuckLake 20-35 ms more per read
+            found = con.execute(
+                f"WITH w AS MATERIALIZED (SELECT * FROM {self._source(table)} AS _t "
+                "WHERE contract = $c AND target = $t AND run_id = $r) "
+                f"SELECT * EXCLUDE ({ORDER}) FROM w "
+                f"WHERE recorded_at = (SELECT max(recorded_at) FROM w) ORDER BY {ORDER}",
+                {"c": contract, "t": target, "r": run_id},
+            ).to_arrow_table()
+        rows = _as_schema(found, TABLES[table])
         return rows if rows.num_rows else None
 
     def rows(
