@@ -99,6 +99,13 @@ def known_targets(
 
     A few queries per contract, whatever its history: each target's first ``runs`` and
     ``targets`` rows, its newest completed ``runs`` write and its newest ``verdicts``."""
+    with warehouse.snapshot():
+        return _known_targets(contract, warehouse, candidate)
+
+
+def _known_targets(
+    contract: str, warehouse: Warehouse, candidate: str | None
+) -> list[dict[str, Any]]:
     registered = _first_times(warehouse, "targets", contract)
     evaluated = _first_times(warehouse, "runs", contract)
     completed: dict[str, dict[str, Any]] = {}

@@ -88,19 +88,20 @@ def _last(
 def decide_target(entry: ContractEntry, target: str, step: Step) -> TargetVerdict:
     """The verdict over everything the target's evaluation stored; its ``verdicts`` row."""
     wh = step.warehouse
-    evaluated = evaluated_of(entry, target, step)
-    checks = stored_checks(entry, target, wh, step.run_id)
-    regression = _last(wh, "diffs", entry, target, step.run_id)
+    with wh.snapshot():  # what the run stored, read together
+        evaluated = evaluated_of(entry, target, step)
+        checks = stored_checks(entry, target, wh, step.run_id)
+        regression = _last(wh, "diffs", entry, target, step.run_id)
+        metrics = {
+            r["metric"]: r["value"]
+            for r in run_rows(wh, "metrics", entry.key, target, step.run_id) or []
+        }
+        report = _last(wh, "reports", entry, target, step.run_id)
     verdict = decide(checks, baseline=None if regression is None else regression["baseline_target"])
-    metrics = {
-        r["metric"]: r["value"]
-        for r in run_rows(wh, "metrics", entry.key, target, step.run_id) or []
-    }
     numbers = {name: metrics.get(metric) for name, metric in METRICS.items()}
     numbers["ece_equal_mass"] = calibration_of(evaluated.results, entry.require().contract)[
         "ece_equal_mass"
     ]
-    report = _last(wh, "reports", entry, target, step.run_id)
     report_path = None if report is None else report["path"]
     html = None if report_path is None else Path(report_path).with_suffix(".html")
     diff_html = _diff_html(regression)

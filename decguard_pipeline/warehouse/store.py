@@ -26,7 +26,7 @@ from urllib.parse import quote
 
 import pyarrow as pa
 
-from decguard_pipeline.warehouse import objects
+from decguard_pipeline.warehouse import committed_runs, objects
 from decguard_pipeline.warehouse.completion import completed_condition, gated
 from decguard_pipeline.warehouse.lake import ALIAS, Lake, catalog_place, lake_of
 from decguard_pipeline.warehouse.locations import Location, ObjectPath, StorageError, location
@@ -68,6 +68,13 @@ def _active() -> dict[str, Transaction]:
     if not hasattr(_ACTIVE, "by_place"):
         _ACTIVE.by_place = {}
     return _ACTIVE.by_place  # type: ignore[no-any-return]
+
+
+def _sessions() -> dict[str, duckdb.DuckDBPyConnection]:
+    """This thread's ``snapshot()`` connections, by warehouse."""
+    if not hasattr(_ACTIVE, "sessions"):
+        _ACTIVE.sessions = {}
+    return _ACTIVE.sessions  # type: ignore[no-any-return]
 
 
 class Warehouse:
@@ -121,6 +128,7 @@ class Warehouse:
         try:
             yield tx
             tx.commit()
+            committed_runs.remember(self._key, tx.staged)
         finally:
             del active[self._key]
             tx.close()
@@ -134,8 +142,12 @@ class Warehouse:
         """A DuckLake transaction of its own for maintenance (retention, migration, pruning):
         statements run at once; committed when the block ends, rolled back when it raises.
         It holds the commit turn throughout (a SQLite catalog's writers wait)."""
-        with self.lake.committed() as con:
-            yield con
+        committed_runs.forget(self._key)  # what it deletes may be a run kept in memory
+        try:
+            with self.lake.committed() as con:
+                yield con
+        finally:
+            committed_runs.forget(self._key)
 
     def write(
         self,
@@ -242,14 +254,45 @@ class Warehouse:
     @contextlib.contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A connection to the warehouse (its tables and views by name); inside a
-        ``transaction()`` block, the block's own."""
+        ``transaction()`` block, the block's own; inside a ``snapshot()`` block, its."""
         tx = _active().get(self._key)
         if tx is not None:
             with tx.reader() as con:
                 yield con
             return
-        with self.lake.reader() as con:
+        with self._committed_reader() as con:
             yield con
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """The reads of the block (in this thread) see one snapshot of the warehouse, read in
+        one DuckLake transaction: a consistent view, and cheaper than a transaction per read,
+        which loads the catalog's metadata again each time (10-30 ms on a SQLite catalog).
+        For a few reads together; writes in the block are staged as ever, and seen."""
+        sessions = _sessions()
+        if self._key in sessions:
+            yield
+            return
+        tx = _active().get(self._key)
+        with tx.pinned() if tx is not None else self._pinned_reader() as con:
+            sessions[self._key] = con
+            try:
+                yield
+            finally:
+                del sessions[self._key]
+
+    @contextlib.contextmanager
+    def _pinned_reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self.lake.reader() as con:
+            con.execute("BEGIN")
+            yield con  # when the block raises, the reader closes the connection
+            con.execute("COMMIT")  # it only read
+
+    def _committed_reader(self) -> contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]:
+        """A connection reading committed rows: the ``snapshot()`` block's, else one of
+        its own."""
+        con = _sessions().get(self._key)
+        return contextlib.nullcontext(con) if con is not None else self.lake.reader()
 
     @contextlib.contextmanager
     def read_only(self, sql: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -294,12 +337,25 @@ class Warehouse:
 
     def read_run(self, table: str, contract: str, target: str, run_id: str) -> pa.Table | None:
         """The rows run ``run_id`` wrote (its newest write when it wrote several); None when
-        it wrote none."""
-        with self.connect() as con:
+        it wrote none. Rows staged in the transaction around or committed by this process
+        come from memory (warehouse/committed_runs.py), anything else from DuckLake."""
+        tx = _active().get(self._key)
+        through_tx = tx is not None and table in tx.staged
+        if through_tx:
+            staged = tx.staged_run(table, contract, target, run_id)  # type: ignore[union-attr]
+            if staged is not None and staged.num_rows:
+                return staged
+            through_tx = staged is None  # else: none of the run's rows is staged
+        if not through_tx:
+            kept = committed_runs.recall(self._key, table, contract, target, run_id)
+            if kept is not None:
+                return kept
+        source = self._source(table) if through_tx else _committed(table)
+        with self.connect() if through_tx else self._committed_reader() as con:
             # the run's rows scanned once (materialised), its newest write picked from them:
             # a second scan of the table costs DuckLake 20-35 ms more per read
             found = con.execute(
-                f"WITH w AS MATERIALIZED (SELECT * FROM {self._source(table)} AS _t "
+                f"WITH w AS MATERIALIZED (SELECT * FROM {source} AS _t "
                 "WHERE contract = $c AND target = $t AND run_id = $r) "
                 f"SELECT * EXCLUDE ({ORDER}) FROM w "
                 f"WHERE recorded_at = (SELECT max(recorded_at) FROM w) ORDER BY {ORDER}",
@@ -328,7 +384,7 @@ class Warehouse:
         transaction, with the rows it staged after the committed ones)."""
         tx = _active().get(self._key)
         staged = None if tx is None else tx.ordered(table)
-        return staged or f'(SELECT *, rowid AS {ORDER} FROM {ALIAS}.main."{table}")'
+        return staged or _committed(table)
 
     def newest_writes(self, table: str, contract: str) -> pa.Table:
         """The rows of each target's newest write of ``table`` for a contract (what
@@ -420,6 +476,11 @@ def _copies_folder() -> Path:
     folder = Path(tempfile.mkdtemp(prefix=f"decguard-copies-{os.getpid()}-"))
     atexit.register(shutil.rmtree, folder, True)
     return folder
+
+
+def _committed(table: str) -> str:
+    """``table``'s committed rows with the order they were written in as ``_order``."""
+    return f'(SELECT *, rowid AS {ORDER} FROM {ALIAS}.main."{table}")'
 
 
 def _completed(table: str) -> str:

@@ -55,6 +55,7 @@ class Transaction:
         self._files: Path | None = None
         self._reader: duckdb.DuckDBPyConnection | None = None
         self._shadowed: dict[str, int] = {}  # table -> staged items its view shows
+        self._pinned = False  # the reader is inside a transaction of its own (``pinned``)
 
     # -- staging ---------------------------------------------------------------------
 
@@ -128,11 +129,44 @@ class Transaction:
         with self.lock, self.lake.reading():
             if self._reader is None:
                 self._reader = self.lake.cursor()
-            for table, items in self.staged.items():
-                if self._shadowed.get(table) != len(items):
-                    self._shadow(self._reader, table, items)
-                    self._shadowed[table] = len(items)
+            changed = [t for t, items in self.staged.items() if self._shadowed.get(t) != len(items)]
+            if changed:
+                # one transaction for all the views: each statement on its own would begin
+                # a DuckLake transaction (a snapshot read from the catalog) of its own
+                con = self._reader
+                if not self._pinned:
+                    con.execute("BEGIN")
+                try:
+                    for table in changed:
+                        self._shadow(con, table, self.staged[table])
+                    if not self._pinned:
+                        con.execute("COMMIT")
+                except BaseException:
+                    if not self._pinned:
+                        con.execute("ROLLBACK")
+                    self._shadowed.clear()
+                    raise
+                for table in changed:
+                    self._shadowed[table] = len(self.staged[table])
             yield self._reader
+
+    @contextlib.contextmanager
+    def pinned(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """``reader()``'s connection inside one DuckLake transaction for the block
+        (``Warehouse.snapshot``)."""
+        with self.reader() as con:
+            con.execute("BEGIN")
+            self._pinned = True
+            try:
+                yield con
+            except BaseException:
+                self._pinned = False
+                self._shadowed.clear()  # the views made in the block are rolled back
+                with contextlib.suppress(Exception):
+                    con.execute("ROLLBACK")
+                raise
+            self._pinned = False
+            con.execute("COMMIT")  # it only read, and made temporary views
 
     def _shadow(
         self, con: duckdb.DuckDBPyConnection, table: str, items: list[pa.Table | Path]
@@ -160,6 +194,30 @@ class Transaction:
             f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * EXCLUDE ({ORDER}) "
             f"FROM {_quoted('_ordered_' + table)}"
         )
+
+    def staged_run(self, table: str, contract: str, target: str, run_id: str) -> pa.Table | None:
+        """The newest write of a run's rows of ``table`` among those staged (its rows are
+        stamped when its step starts, after every write of the run committed before it, so
+        it is the run's newest write); empty when every staged row is in memory and none is
+        the run's; None when some are in a spilled file (DuckLake reads those)."""
+        import pyarrow.compute as pc
+
+        with self.lock:
+            items = list(self.staged.get(table, []))
+        if not all(isinstance(i, pa.Table) for i in items):
+            return None
+        rows = pa.concat_tables(items) if items else None  # type: ignore[arg-type]
+        if rows is None:
+            return None
+        mask = pc.and_(
+            pc.and_(pc.equal(rows["contract"], contract), pc.equal(rows["target"], target)),
+            pc.equal(rows["run_id"], run_id),
+        )
+        mine = rows.filter(mask)
+        if mine.num_rows:
+            newest = pc.max(mine["recorded_at"])
+            mine = mine.filter(pc.equal(mine["recorded_at"], newest))
+        return mine
 
     def ordered(self, table: str) -> str | None:
         """The temporary view of ``table`` with its ``_order`` column, when rows of it are
