@@ -34,7 +34,8 @@ def discover_and_record(
     canary = data.inputs[0] if data is not None and len(data) else None
     targets, skipped = discover_targets(loaded, canary_input=canary, backends=backends)
     step = Step(warehouse, run_id)
-    recorded = [t.key for t in targets if record_target(entry, t, step)]
+    with warehouse.transaction(), warehouse.snapshot():  # one read, one commit for them all
+        recorded = [t.key for t in targets if record_target(entry, t, step)]
     return Discovered(targets, skipped, recorded)
 
 
@@ -84,31 +85,33 @@ def evaluations(
     (a backend that failed on every case is worth asking again) and, when suites are
     evaluated too, its ``guard_suites`` rows hold every suite's hash. Else, how many runs
     on these contract and dataset hashes ended without it (no verdict, or no case decided)."""
-    done = warehouse.completed_runs(entry.key, target)
-    runs = warehouse.rows(
-        "runs",
-        "contract = $c AND target = $t",
-        {"c": entry.key, "t": target},
-        order="recorded_at DESC, run_id DESC",  # newest first: usually the latest
-    )
-    failed = 0
-    for run in runs.to_pylist():
-        if (run["contract_hash"], run["dataset_hash"]) != (
-            inputs.contract_hash,
-            inputs.dataset_hash,
-        ):
-            continue
-        n_cases, n_errored = run["n_cases"] or 0, run["n_errored"] or 0
-        if run["run_id"] not in done or (n_cases and n_errored >= n_cases):
-            failed += 1
-            continue
-        if inputs.suite_hashes:
-            suites = warehouse.read_run("guard_suites", entry.key, target, run["run_id"])
-            measured = set() if suites is None else set(suites.column("dataset_hash").to_pylist())
-            if not inputs.suite_hashes <= measured:
+    with warehouse.snapshot():  # its reads together
+        done = warehouse.completed_runs(entry.key, target)
+        runs = warehouse.rows(
+            "runs",
+            "contract = $c AND target = $t",
+            {"c": entry.key, "t": target},
+            order="recorded_at DESC, run_id DESC",  # newest first: usually the latest
+        )
+        failed = 0
+        for run in runs.to_pylist():
+            if (run["contract_hash"], run["dataset_hash"]) != (
+                inputs.contract_hash,
+                inputs.dataset_hash,
+            ):
                 continue
-        return Evaluations(True, failed)
-    return Evaluations(False, failed)
+            n_cases, n_errored = run["n_cases"] or 0, run["n_errored"] or 0
+            if run["run_id"] not in done or (n_cases and n_errored >= n_cases):
+                failed += 1
+                continue
+            if inputs.suite_hashes:
+                suites = warehouse.read_run("guard_suites", entry.key, target, run["run_id"])
+                hashes = [] if suites is None else suites.column("dataset_hash").to_pylist()
+                measured = set(hashes)
+                if not inputs.suite_hashes <= measured:
+                    continue
+            return Evaluations(True, failed)
+        return Evaluations(False, failed)
 
 
 def evaluated(entry: ContractEntry, target: str, warehouse: Warehouse, inputs: Inputs) -> bool:
