@@ -111,7 +111,11 @@ def compact(
     warehouse: Warehouse, settings: Settings | None = None, *, log: Callable[[str], None] = print
 ) -> Result:
     """Run the maintenance of the module docstring on ``warehouse``."""
-    settings = settings or Settings()
+    with warehouse.lake.bulk():  # rewrites files: every core
+        return _compact(warehouse, settings or Settings(), log)
+
+
+def _compact(warehouse: Warehouse, settings: Settings, log: Callable[[str], None]) -> Result:
     result = Result(dry_run=settings.dry_run)
     for table, files in data_files(warehouse).items():
         result.tables[table] = TableResult(files_before=files, files_after=files)

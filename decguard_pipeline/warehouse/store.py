@@ -448,7 +448,7 @@ class Warehouse:
         path = _copies_folder() / f"{uuid.uuid4().hex}-{table}.parquet"
         where = "contract = $c AND target = $t AND run_id = $r"
         params = {"c": contract, "t": target, "r": run_id}
-        with self.connect() as con:
+        with self.lake.bulk(), self.connect() as con:  # a day's records: every core
             source = self._source(table)
             found = con.execute(
                 f"SELECT count(*), max(recorded_at) FROM {source} WHERE {where}", params

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     import duckdb
 
 ORDER = "_order"  # the order written, in the ordered sources (``ordered()``)
+BULK_ROWS = 50_000  # a commit of this many rows (or a spilled file) gets every core
 _STAGED_AFTER = 1 << 62  # staged rows come after every committed one (DuckLake row ids)
 
 
@@ -236,7 +237,12 @@ class Transaction:
                     objects.upload(path, self.files_root / relative)  # type: ignore[arg-type]
             if not self.staged:
                 return
-            with self.lake.committed() as con:
+            items = [i for staged in self.staged.values() for i in staged]
+            big = any(isinstance(i, Path) for i in items) or (
+                sum(i.num_rows for i in items if isinstance(i, pa.Table)) >= BULK_ROWS
+            )
+            bulk = self.lake.bulk() if big else contextlib.nullcontext()
+            with bulk, self.lake.committed() as con:
                 for table, items in self.staged.items():
                     _insert(con, table, items)
 

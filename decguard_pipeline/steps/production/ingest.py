@@ -137,12 +137,13 @@ def ingest_day(entry: ContractEntry, day: str, step: Step) -> Ingested:
     where = inbox_ref(entry.key, day)
     with tempfile.TemporaryDirectory(prefix="decguard-production-") as tmp:
         lines = Path(tmp) / "inbox.jsonl"
-        rows = wh.rows(
-            INBOX,
-            "contract = $c AND target = $d",
-            {"c": entry.key, "d": day},
-            order="recorded_at, run_id, position",  # batches in write order
-        )
+        with wh.lake.bulk():  # a day's records: every core
+            rows = wh.rows(
+                INBOX,
+                "contract = $c AND target = $d",
+                {"c": entry.key, "d": day},
+                order="recorded_at, run_id, position",  # batches in write order
+            )
         write_inbox_lines(rows, where, lines)
         try:
             return _ingest(entry, day, step, lines, TABLE, where)
