@@ -56,13 +56,33 @@ def summarize(
     """The summary of one property over its pairs. Violations are re-judged from the stored
     comparisons with ``config`` (tolerance violations only: flips are counted apart)."""
     compared = [p["comparison"] for p in pairs if p["comparison"] is not None]
+    return summarize_compared(name, config, compared, pair_counts(pairs), n_skipped, n_cases)
+
+
+def pair_counts(pairs: Sequence[dict[str, Any]]) -> tuple[int, list[str], int]:
+    """What a summary counts of a property's pairs: how many, their errors' kinds, and how
+    many have a reduced example."""
+    kinds = [p["error"]["kind"] for p in pairs if p["error"] is not None]
+    return len(pairs), kinds, sum(1 for p in pairs if p["reduced"] is not None)
+
+
+def summarize_compared(
+    name: str,
+    config: AnyProperty,
+    compared: Sequence[dict[str, Any]],
+    counts: tuple[int, list[str], int],
+    n_skipped: int,
+    n_cases: int,
+) -> dict[str, Any]:
+    """``summarize`` from the stored comparisons of the property's pairs that hold one
+    (``compared``, in pair order) and the ``pair_counts`` of all its pairs."""
     level_decrease = None
     direction = getattr(config, "direction", None)
     if direction is not None:
         sign = 1.0 if direction == "increasing" else -1.0
         level_decrease = _max([max(0.0, -sign * (c["level_delta"] or 0.0)) for c in compared])
     return _summary(
-        name, config, pairs, n_skipped, n_cases,
+        name, config, counts, n_skipped, n_cases,
         n_violations=count_violations(config, compared),
         n_flips=sum(1 for c in compared if c["flipped"]),
         tv=[c["tv_distance"] for c in compared],
@@ -107,7 +127,7 @@ def summarize_columns(
             levels = comparisons.level_delta.tolist()
         level_decrease = _max([max(0.0, -sign * (value or 0.0)) for value in levels])
     return _summary(
-        name, config, pairs, n_skipped, n_cases,
+        name, config, pair_counts(pairs), n_skipped, n_cases,
         n_violations=n_violations, n_flips=n_flips, tv=tv, js=js, delta=delta,
         confidence=confidence, level_decrease=level_decrease,
     )  # fmt: skip
@@ -116,7 +136,7 @@ def summarize_columns(
 def _summary(
     name: str,
     config: AnyProperty,
-    pairs: Sequence[dict[str, Any]],
+    counts: tuple[int, list[str], int],
     n_skipped: int,
     n_cases: int,
     *,
@@ -130,15 +150,16 @@ def _summary(
 ) -> dict[str, Any]:
     """DecGuard's summary fields from the figures of the compared pairs (``tv``, ``js``,
     ``delta``, ``confidence``: per compared pair, the TV distance, JS divergence, largest
-    probability change and absolute confidence change)."""
-    errors = Counter(p["error"]["kind"] for p in pairs if p["error"] is not None)
+    probability change and absolute confidence change); ``counts``: see ``pair_counts``."""
+    n_transformed, error_kinds, n_reduced = counts
+    errors = Counter(error_kinds)
     n = len(tv)
     return {
         "property": name,
         "level": config.level,
         "relation": config.relation,
         "n_cases": n_cases,
-        "n_transformed": len(pairs),
+        "n_transformed": n_transformed,
         "n_skipped": n_skipped,
         "n_errors": sum(errors.values()),
         "errors_by_kind": dict(sorted(errors.items())),
@@ -153,7 +174,7 @@ def _summary(
         "max_abs_delta": _max(delta),
         "max_abs_confidence_delta": _max(confidence),
         "max_level_decrease": level_decrease,
-        "n_reduced": sum(1 for p in pairs if p["reduced"] is not None),
+        "n_reduced": n_reduced,
     }
 
 
