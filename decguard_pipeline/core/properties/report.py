@@ -13,13 +13,12 @@ exactly as DecGuard does (the first one, at its location).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import attrgetter, eq, is_not, itemgetter
 from typing import Any
 
-import msgspec
 import numpy as np
 from pydantic import ValidationError
 
@@ -200,13 +199,26 @@ class _Access:
     normalised dicts, or the typed records they are made from (``typed_section``)."""
 
     get: Callable[..., Callable[[Any], Any]]  # itemgetter or attrgetter
-    comparison_values: Callable[[Any], Iterable[Any]]  # a stored comparison's values, in order
-    comparison_dicts: Callable[[list[Any]], list[dict[str, Any]]]
+    # stored comparisons as one column per field of ``COMPARISON_FIELDS``, or None when
+    # they do not hold exactly those fields, in that order
+    comparison_columns: Callable[[list[Any]], list[list[Any]] | None]
 
 
-_DICTS = _Access(itemgetter, dict.values, list)
-# a typed comparison has exactly the fields of a normalised one, in the same order
-_STRUCTS = _Access(attrgetter, attrgetter(*COMPARISON_FIELDS), msgspec.to_builtins)
+def _dict_columns(comparisons: list[dict[str, Any]]) -> list[list[Any]] | None:
+    values = list(chain.from_iterable(map(dict.values, comparisons)))
+    width = len(COMPARISON_FIELDS)
+    if len(values) != width * len(comparisons):
+        return None
+    return [values[field::width] for field in range(width)]
+
+
+def _struct_columns(comparisons: list[Any]) -> list[list[Any]]:
+    # a typed comparison has exactly the fields of a normalised one, in the same order
+    return [list(map(attrgetter(name), comparisons)) for name in COMPARISON_FIELDS]
+
+
+_DICTS = _Access(itemgetter, _dict_columns)
+_STRUCTS = _Access(attrgetter, _struct_columns)
 
 
 def _group_holds(
@@ -238,14 +250,9 @@ def _group_holds(
     after = after.reshape(len(stored), len(labels))
     computed = compare_with_originals(config, results, rows, after)
     # stored comparisons hold exactly their fields, in order: compared column by column
-    comparisons = map(get("comparison"), holders)
-    stored_values = list(chain.from_iterable(map(access.comparison_values, comparisons)))
-    width = len(COMPARISON_FIELDS)
-    if len(stored_values) != width * len(holders):
+    stored_columns = access.comparison_columns(list(map(get("comparison"), holders)))
+    if stored_columns is None or stored_columns != list(computed.columns()):
         return False
-    for field, column in enumerate(computed.columns()):
-        if stored_values[field::width] != column:
-            return False
     return list(map(get("violations"), holders)) == _judged(config, computed)
 
 
@@ -328,10 +335,13 @@ def _summaries_again(
     out = []
     for name in names:
         group = by_property[name]
-        compared = access.comparison_dicts([c for c in map(comparison, group) if c is not None])
+        compared = [c for c in map(comparison, group) if c is not None]
         kinds = [kind(e) for e in map(error, group) if e is not None]
         counts = (len(group), kinds, sum(1 for r in map(reduced, group) if r is not None))
-        out.append(summarize_compared(name, enabled[name], compared, counts, skips[name], n_cases))
+        config = enabled[name]
+        out.append(
+            summarize_compared(name, config, compared, counts, skips[name], n_cases, get=get)
+        )
     return out
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ import numpy as np
 from decguard_pipeline.core.contract.properties import AnyProperty, Properties
 from decguard_pipeline.core.gates import make_check
 from decguard_pipeline.core.properties.compare import (
+    COMPARISON_FIELDS,
     Comparisons,
     limited_columns,
     tolerance_mask,
@@ -19,6 +21,7 @@ from decguard_pipeline.core.properties.compare import (
 )
 
 ORIGINAL_ERROR = "original_error"
+Getter = Callable[..., Callable[[Any], Any]]  # itemgetter, or attrgetter for typed records
 NOT_RUN = "the property was not run"
 NOTHING_TRANSFORMED = "no case could be transformed"
 
@@ -34,11 +37,17 @@ def _max(values: list[float]) -> float | None:
     return max(values) if values else None
 
 
-def count_violations(config: AnyProperty, compared: Sequence[dict[str, Any]]) -> int:
+def count_violations(
+    config: AnyProperty, compared: Sequence[Any], *, get: Getter = itemgetter
+) -> int:
     """How many comparisons break a per-case limit of ``config`` (``tolerance_violations``),
-    counted column-wise."""
-    columns = {name: [c[name] for c in compared] for name in limited_columns(config)}
+    counted column-wise. ``get``: how a comparison's fields are read (``attrgetter`` for
+    typed records)."""
+    columns = {name: list(map(get(name), compared)) for name in limited_columns(config)}
     if any(None in values for values in columns.values()):  # a missing value: one at a time
+        if get is not itemgetter:  # tolerance_violations reads a comparison as a dict
+            fields = get(*COMPARISON_FIELDS)
+            compared = [dict(zip(COMPARISON_FIELDS, fields(c), strict=True)) for c in compared]
         return sum(1 for c in compared if tolerance_violations(config, c))
     mask = tolerance_mask(
         config, lambda name: np.array(columns[name], dtype=np.float64), len(compared)
@@ -69,26 +78,30 @@ def pair_counts(pairs: Sequence[dict[str, Any]]) -> tuple[int, list[str], int]:
 def summarize_compared(
     name: str,
     config: AnyProperty,
-    compared: Sequence[dict[str, Any]],
+    compared: Sequence[Any],
     counts: tuple[int, list[str], int],
     n_skipped: int,
     n_cases: int,
+    *,
+    get: Getter = itemgetter,
 ) -> dict[str, Any]:
     """``summarize`` from the stored comparisons of the property's pairs that hold one
-    (``compared``, in pair order) and the ``pair_counts`` of all its pairs."""
+    (``compared``, in pair order, their fields read with ``get``) and the ``pair_counts``
+    of all its pairs."""
     level_decrease = None
     direction = getattr(config, "direction", None)
     if direction is not None:
         sign = 1.0 if direction == "increasing" else -1.0
-        level_decrease = _max([max(0.0, -sign * (c["level_delta"] or 0.0)) for c in compared])
+        levels = map(get("level_delta"), compared)
+        level_decrease = _max([max(0.0, -sign * (level or 0.0)) for level in levels])
     return _summary(
         name, config, counts, n_skipped, n_cases,
-        n_violations=count_violations(config, compared),
-        n_flips=sum(1 for c in compared if c["flipped"]),
-        tv=[c["tv_distance"] for c in compared],
-        js=[c["js_divergence"] for c in compared],
-        delta=[c["max_abs_delta"] for c in compared],
-        confidence=[abs(c["confidence_delta"]) for c in compared],
+        n_violations=count_violations(config, compared, get=get),
+        n_flips=sum(map(bool, map(get("flipped"), compared))),
+        tv=list(map(get("tv_distance"), compared)),
+        js=list(map(get("js_divergence"), compared)),
+        delta=list(map(get("max_abs_delta"), compared)),
+        confidence=list(map(abs, map(get("confidence_delta"), compared))),
         level_decrease=level_decrease,
     )  # fmt: skip
 

@@ -27,7 +27,6 @@ import msgspec
 from pydantic import ValidationError
 
 from decguard_pipeline.core.contract.properties import PropertyName
-from decguard_pipeline.core.properties.summary import is_failed
 from decguard_pipeline.core.result_structs import (
     SHALLOW_OBJECT_DEPTH,
     Free,
@@ -220,6 +219,9 @@ class TypedPairs:
 
     def failed_dicts(self) -> list[dict[str, Any]]:
         """The failed pairs (``summary.is_failed``), in order, as dicts."""
+        # imported here: a report's loading (diff's too) does not need the summaries' module
+        from decguard_pipeline.core.properties.summary import is_failed
+
         # those with violations or any error, then exactly the failed ones among them
         maybe = [p for p in self._pairs if p.violations or p.error is not None]
         return [p for p in pair_dicts(maybe) if is_failed(p)]
