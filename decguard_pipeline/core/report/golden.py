@@ -9,17 +9,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from decguard_pipeline.core.collector import gc_paused
-from decguard_pipeline.core.contract import Evaluation, Gates, LoadedContract
+from decguard_pipeline.core.contract import Evaluation, Gates
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.golden.gates import golden_checks
 from decguard_pipeline.core.golden.metrics import gate_values, golden_metrics
 from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.results import CaseResults
+
+if TYPE_CHECKING:  # the loader (YAML, the whole contract) only where a contract is run
+    from decguard_pipeline.core.contract import LoadedContract
 
 REPORT_VERSION = "0.1"
 MODES = ("test", "fuzz", "all")
@@ -53,6 +56,11 @@ class Report:
             self.stored["properties"]["pairs"] = self.pending.dicts()
             self.pending = None
         return self.stored
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled or copied with its pairs made (typed records stay in this process)."""
+        self.document  # noqa: B018 (makes the pending pairs)
+        return dict(self.__dict__)
 
     @property
     def checks(self) -> list[dict[str, Any]]:

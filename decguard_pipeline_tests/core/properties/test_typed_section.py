@@ -7,6 +7,7 @@ refuses it."""
 from __future__ import annotations
 
 import json
+import pickle
 import random
 from pathlib import Path
 from typing import Any
@@ -253,3 +254,12 @@ def test_a_loaded_report_makes_its_pair_dicts_when_read(reports):
     assert failed  # the fuzz report has failing pairs to show
     assert shown["properties"]["pairs"] == failed
     assert {**shown, "properties": None} == {**report.document, "properties": None}
+
+
+def test_a_pickled_report_carries_its_pairs(reports):
+    report = verify.load_report(reports["refund"])
+    assert report.pending is not None
+    again = pickle.loads(pickle.dumps(report))
+    assert again.pending is None
+    assert again.document == report.document
+    assert len(again.document["properties"]["pairs"]) > 0
