@@ -251,7 +251,7 @@ def _group_holds(
     computed = compare_with_originals(config, results, rows, after)
     # stored comparisons hold exactly their fields, in order: compared column by column
     stored_columns = access.comparison_columns(list(map(get("comparison"), holders)))
-    if stored_columns is None or stored_columns != list(computed.columns()):
+    if stored_columns is None or stored_columns != computed.columns():
         return False
     return list(map(get("violations"), holders)) == _judged(config, computed)
 
