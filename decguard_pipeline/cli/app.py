@@ -285,13 +285,14 @@ def report(
 ) -> None:
     """Show (and verify) a stored report; exits with the report's gate status."""
     with handled():
-        from decguard_pipeline.core.contract import load_contract
-        from decguard_pipeline.core.report.reevaluate import reevaluate
         from decguard_pipeline.core.report.verify import load_report
 
         stored = load_report(results)
         sidecar = None
         if contract is not None:
+            from decguard_pipeline.core.contract import load_contract
+            from decguard_pipeline.core.report.reevaluate import reevaluate
+
             stored = reevaluate(stored, load_contract(contract))
         elif html is not None:
             # the stored run's extension results, when its sidecar is next to it

@@ -215,7 +215,7 @@ def run_checks(report: Any, guarded: Any = None) -> dict[str, list[dict[str, Any
     gates and the other suites' DecGuard gates."""
     golden: list[dict[str, Any]] = []
     properties: list[dict[str, Any]] = []
-    for check in report.document["checks"]:
+    for check in report.checks:
         (properties if "." in str(check["gate"]) else golden).append(check)
     extensions = report.extensions
     for source, name in (("cost", "usage"), ("calibration", "calibration")):

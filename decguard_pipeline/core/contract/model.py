@@ -7,11 +7,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from decguard_pipeline.core.contract.decision import Decision, DecisionSpec
+from decguard_pipeline.core.contract.evaluation import Evaluation
 from decguard_pipeline.core.contract.extensions import PipelineSection
 from decguard_pipeline.core.contract.gates import Gates, Production, Regression
 from decguard_pipeline.core.contract.policy import Policy
 from decguard_pipeline.core.contract.properties import Fuzz, Properties
-from decguard_pipeline.core.contract.types import NAME_PATTERN, Name, Probability
+from decguard_pipeline.core.contract.types import NAME_PATTERN, Name
 from decguard_pipeline.core.errors import ContractError
 from decguard_pipeline.core.validation import Strict
 
@@ -31,13 +32,6 @@ class BackendConfig(BaseModel):
     @property
     def settings(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
-
-
-class Evaluation(Strict):
-    confidence_threshold: Probability | None = None
-    calibration_bins: int = Field(default=10, ge=1, le=1000)
-    probability_tolerance: float = Field(default=1e-3, gt=0.0, le=0.1)
-    max_concurrency: int = Field(default=4, ge=1, le=256)
 
 
 class Contract(Strict):

@@ -12,9 +12,11 @@ exactly as DecGuard does (the first one, at its location).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from itertools import chain, repeat
-from operator import eq, is_not, itemgetter
+from operator import attrgetter, eq, is_not, itemgetter
 from typing import Any
 
 import numpy as np
@@ -34,7 +36,9 @@ from decguard_pipeline.core.properties.summary import (
     ORIGINAL_ERROR,
     property_checks,
     summarize_all,
+    summarize_compared,
 )
+from decguard_pipeline.core.properties.typed_section import TypedSection, pair_dicts
 from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.core.validation import format_errors
 
@@ -179,17 +183,6 @@ def _check_summaries(section: dict[str, Any], n_cases: int) -> None:
         raise ValueError("property summaries do not match stored transformed cases")
 
 
-_CONTEXT = itemgetter("decision", "decision_type", "backend", "provider")
-_LABELS = itemgetter("labels")
-_COMPARISON = itemgetter("comparison")
-_ID = itemgetter("id")
-_SAMPLE = itemgetter("sample")
-_PROPERTY = itemgetter("property")
-_CASE = itemgetter("case_id")
-_RESULT = itemgetter("result")
-_PROBABILITIES = itemgetter("probabilities")
-
-
 def _judged(config: AnyProperty, computed: Comparisons) -> list[list[str]]:
     """``judge(config, c)`` for every comparison; judged one by one only where it finds
     something (located column-wise)."""
@@ -200,67 +193,97 @@ def _judged(config: AnyProperty, computed: Comparisons) -> list[list[str]]:
     return found
 
 
+@dataclass(frozen=True)
+class _Access:
+    """How the column-wise checks read a section's pairs, skips and results: the schema's
+    normalised dicts, or the typed records they are made from (``typed_section``)."""
+
+    get: Callable[..., Callable[[Any], Any]]  # itemgetter or attrgetter
+    # stored comparisons as one column per field of ``COMPARISON_FIELDS``, or None when
+    # they do not hold exactly those fields, in that order
+    comparison_columns: Callable[[list[Any]], list[list[Any]] | None]
+
+
+def _dict_columns(comparisons: list[dict[str, Any]]) -> list[list[Any]] | None:
+    values = list(chain.from_iterable(map(dict.values, comparisons)))
+    width = len(COMPARISON_FIELDS)
+    if len(values) != width * len(comparisons):
+        return None
+    return [values[field::width] for field in range(width)]
+
+
+def _struct_columns(comparisons: list[Any]) -> list[list[Any]]:
+    # a typed comparison has exactly the fields of a normalised one, in the same order
+    return [list(map(attrgetter(name), comparisons)) for name in COMPARISON_FIELDS]
+
+
+_DICTS = _Access(itemgetter, _dict_columns)
+_STRUCTS = _Access(attrgetter, _struct_columns)
+
+
 def _group_holds(
     config: AnyProperty,
-    holders: list[dict[str, Any]],
+    holders: list[Any],
     ids: list[str],
     rows: list[int],
     results: CaseResults,
+    access: _Access,
 ) -> bool:
     """For ``holders`` (pairs or reduced examples of one property, with results, of the pairs
     ``ids`` of the decided cases ``rows``): their results are in the report's context, and
     their comparisons and violations are the recomputed ones."""
-    spec = results.spec
-    stored = list(map(_RESULT, holders))
+    get, spec = access.get, results.spec
+    stored = list(map(get("result"), holders))
     labels = list(spec.labels)
-    if list(map(_CASE, stored)) != ids:
+    if list(map(get("case_id"), stored)) != ids:
         return False
-    if set(map(_CONTEXT, stored)) != {(spec.name, spec.type, results.backend, results.provider)}:
+    context = get("decision", "decision_type", "backend", "provider")
+    if set(map(context, stored)) != {(spec.name, spec.type, results.backend, results.provider)}:
         return False
-    if not all(map(eq, repeat(labels), map(_LABELS, stored))):
+    if not all(map(eq, repeat(labels), map(get("labels"), stored))):
         return False
     if isinstance(config, Monotonic) and spec.type != "score":
         return False  # no levels to judge: the one-by-one checks say what happens
     # every result has exactly the report's labels (checked above), in that order
-    values = chain.from_iterable(map(dict.values, map(_PROBABILITIES, stored)))
+    values = chain.from_iterable(map(dict.values, map(get("probabilities"), stored)))
     after = np.fromiter(values, dtype=np.float64, count=len(stored) * len(labels))
     after = after.reshape(len(stored), len(labels))
     computed = compare_with_originals(config, results, rows, after)
     # stored comparisons hold exactly their fields, in order: compared column by column
-    stored_values = list(chain.from_iterable(map(dict.values, map(_COMPARISON, holders))))
-    width = len(COMPARISON_FIELDS)
-    if len(stored_values) != width * len(holders):
+    stored_columns = access.comparison_columns(list(map(get("comparison"), holders)))
+    if stored_columns is None or stored_columns != computed.columns():
         return False
-    for field, column in enumerate(computed.columns()):
-        if stored_values[field::width] != column:
-            return False
-    return [h["violations"] for h in holders] == _judged(config, computed)
+    return list(map(get("violations"), holders)) == _judged(config, computed)
 
 
 def _pairs_hold(
-    section: dict[str, Any],
+    pairs: list[Any],
+    skipped: list[Any],
     enabled: dict[str, AnyProperty],
     results: CaseResults,
     row_of: dict[str, int],
+    access: _Access,
 ) -> bool:
     """Whether ``_check_pairs`` and ``_check_context`` find nothing, with the per-pair work
     done once per column instead of once per pair."""
-    pairs = section["pairs"]
-    ids, names, cases = list(map(_ID, pairs)), list(map(_PROPERTY, pairs)), list(map(_CASE, pairs))
+    get = access.get
+    ids, names = list(map(get("id"), pairs)), list(map(get("property"), pairs))
+    cases = list(map(get("case_id"), pairs))
     if len(set(ids)) != len(ids):
         return False
-    keys = zip(names, cases, map(_SAMPLE, pairs), strict=True)
+    keys = zip(names, cases, map(get("sample"), pairs), strict=True)
     if ids != [f"{name}/{case}/{sample}" for name, case, sample in keys]:
         return False
     rows = list(map(row_of.get, cases))
     if not set(names) <= enabled.keys() or None in rows:
         return False
     decided = results.selected[np.asarray(rows, dtype=np.intp)] >= 0
+    error, kind, reduced = get("error"), get("kind"), get("reduced")
     for index in np.flatnonzero(~decided).tolist():  # the original errored: so must the pair
-        error = pairs[index]["error"]
-        if error is None or error["kind"] != ORIGINAL_ERROR:
+        stored_error = error(pairs[index])
+        if stored_error is None or kind(stored_error) != ORIGINAL_ERROR:
             return False
-    answered = decided & np.fromiter(map(is_not, map(_RESULT, pairs), repeat(None)), bool)
+    answered = decided & np.fromiter(map(is_not, map(get("result"), pairs), repeat(None)), bool)
     order = list(enabled)
     codes = np.fromiter(map(order.index, names), np.intp, count=len(names))
     groups = {
@@ -271,42 +294,85 @@ def _pairs_hold(
             continue
         holders = [pairs[i] for i in indices]
         if not _group_holds(
-            enabled[name], holders, [ids[i] for i in indices], [rows[i] for i in indices], results
+            enabled[name],
+            holders,
+            [ids[i] for i in indices],
+            [rows[i] for i in indices],
+            results,
+            access,
         ):
             return False
-        shrunk = [i for i in indices if pairs[i]["reduced"] is not None]
+        shrunk = [i for i in indices if reduced(pairs[i]) is not None]
         if shrunk and not _group_holds(
             enabled[name],
-            [pairs[i]["reduced"] for i in shrunk],
+            [reduced(pairs[i]) for i in shrunk],
             [ids[i] for i in shrunk],
             [rows[i] for i in shrunk],
             results,
+            access,
         ):
             return False
-    return all(
-        skip["property"] in enabled and skip["case_id"] in row_of for skip in section["skipped"]
-    )
+    skip_keys = zip(map(get("property"), skipped), map(get("case_id"), skipped), strict=True)
+    return all(name in enabled and case in row_of for name, case in skip_keys)
 
 
-def _summaries_hold(section: dict[str, Any], enabled: dict[str, AnyProperty], n: int) -> bool:
-    names = [s["property"] for s in section["summaries"]]
+def _summaries_again(
+    names: list[str],
+    enabled: dict[str, AnyProperty],
+    pairs: list[Any],
+    skipped: list[Any],
+    n_cases: int,
+    access: _Access,
+) -> list[dict[str, Any]]:
+    """``summarize_all`` of the stored pairs and skips, read through ``access``."""
+    get = access.get
+    by_property: dict[str, list[Any]] = {name: [] for name in names}
+    for name, pair in zip(map(get("property"), pairs), pairs, strict=True):
+        if name in by_property:
+            by_property[name].append(pair)
+    skips = Counter(map(get("property"), skipped))
+    comparison, error, kind, reduced = get("comparison"), get("error"), get("kind"), get("reduced")
+    out = []
+    for name in names:
+        group = by_property[name]
+        compared = [c for c in map(comparison, group) if c is not None]
+        kinds = [kind(e) for e in map(error, group) if e is not None]
+        counts = (len(group), kinds, sum(1 for r in map(reduced, group) if r is not None))
+        config = enabled[name]
+        out.append(
+            summarize_compared(name, config, compared, counts, skips[name], n_cases, get=get)
+        )
+    return out
+
+
+def _summaries_hold(
+    summaries: list[dict[str, Any]],
+    pairs: list[Any],
+    skipped: list[Any],
+    enabled: dict[str, AnyProperty],
+    n: int,
+    access: _Access,
+) -> bool:
+    names = [s["property"] for s in summaries]
     if len(names) != len(set(names)) or any(name not in enabled for name in names):
         return False
-    again = summarize_all(names, enabled, section["pairs"], section["skipped"], n)
-    return again == section["summaries"]
+    return _summaries_again(names, enabled, pairs, skipped, n, access) == summaries
 
 
 def _holds(
-    section: dict[str, Any],
+    summaries: list[dict[str, Any]],
+    pairs: list[Any],
+    skipped: list[Any],
     enabled: dict[str, AnyProperty],
     results: CaseResults,
     row_of: dict[str, int],
+    access: _Access,
 ) -> bool:
     """True only when the one-by-one checks (``_check_pairs``, ``_check_context``,
     ``_check_summaries``) would find nothing; False sends them to find the first problem."""
     try:
-        return _pairs_hold(section, enabled, results, row_of) and _summaries_hold(
-            section, enabled, len(results)
+        return _pairs_hold(pairs, skipped, enabled, results, row_of, access) and _summaries_hold(
+            summaries, pairs, skipped, enabled, len(results), access
         )
     except (ArithmeticError, LookupError, TypeError, ValueError):
         return False  # whatever it is, the one-by-one checks meet it the way they always did
@@ -320,6 +386,7 @@ def verify_section(
     tolerance: float = 1e-3,
     plain_json: bool = False,
     loaded: bool = False,
+    typed: TypedSection[Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Recompute and check a stored properties section; returns the property checks.
 
@@ -327,18 +394,27 @@ def verify_section(
     ValueError with DecGuard's location lines) for a malformed section and ValueError with
     DecGuard's message when a pair, skip or summary does not match the stored results.
     ``plain_json``: see :func:`load_section`. ``loaded``: the section is its normalised
-    form already (``typed_section.normalised`` made it)."""
+    form already (``typed_section.checked`` made it). ``typed``: its pairs and skips as
+    typed records, checked as they are; the section's ``pairs`` are left empty when they
+    hold (``typed_section.pair_dicts`` makes them), made here when they do not."""
     normalised = section if loaded else load_section(section, tolerance, plain_json=plain_json)
     config = Properties.model_validate(normalised["config"])
+    enabled = config.enabled()
     row_of = {case_id: row for row, case_id in enumerate(results.case_ids)}
-    if not _holds(normalised, config.enabled(), results, row_of):
+    summaries = normalised["summaries"]
+    if typed is not None:
+        if _holds(summaries, typed.pairs, typed.skipped, enabled, results, row_of, _STRUCTS):
+            return property_checks(summaries, config)
+        normalised["pairs"] = pair_dicts(typed.pairs)  # for the checks below to word it
+    pairs, skipped = normalised["pairs"], normalised["skipped"]
+    if not _holds(summaries, pairs, skipped, enabled, results, row_of, _DICTS):
         _check_pairs(normalised, results, row_of)
         _check_context(normalised, results)
         _check_summaries(normalised, len(results))
     if normalised is not section:
         section.clear()
         section.update(normalised)
-    return property_checks(normalised["summaries"], config)
+    return property_checks(summaries, config)
 
 
 def rejudge(

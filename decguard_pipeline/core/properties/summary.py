@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ import numpy as np
 from decguard_pipeline.core.contract.properties import AnyProperty, Properties
 from decguard_pipeline.core.gates import make_check
 from decguard_pipeline.core.properties.compare import (
+    COMPARISON_FIELDS,
     Comparisons,
     limited_columns,
     tolerance_mask,
@@ -19,6 +21,7 @@ from decguard_pipeline.core.properties.compare import (
 )
 
 ORIGINAL_ERROR = "original_error"
+Getter = Callable[..., Callable[[Any], Any]]  # itemgetter, or attrgetter for typed records
 NOT_RUN = "the property was not run"
 NOTHING_TRANSFORMED = "no case could be transformed"
 
@@ -34,11 +37,17 @@ def _max(values: list[float]) -> float | None:
     return max(values) if values else None
 
 
-def count_violations(config: AnyProperty, compared: Sequence[dict[str, Any]]) -> int:
+def count_violations(
+    config: AnyProperty, compared: Sequence[Any], *, get: Getter = itemgetter
+) -> int:
     """How many comparisons break a per-case limit of ``config`` (``tolerance_violations``),
-    counted column-wise."""
-    columns = {name: [c[name] for c in compared] for name in limited_columns(config)}
+    counted column-wise. ``get``: how a comparison's fields are read (``attrgetter`` for
+    typed records)."""
+    columns = {name: list(map(get(name), compared)) for name in limited_columns(config)}
     if any(None in values for values in columns.values()):  # a missing value: one at a time
+        if get is not itemgetter:  # tolerance_violations reads a comparison as a dict
+            fields = get(*COMPARISON_FIELDS)
+            compared = [dict(zip(COMPARISON_FIELDS, fields(c), strict=True)) for c in compared]
         return sum(1 for c in compared if tolerance_violations(config, c))
     mask = tolerance_mask(
         config, lambda name: np.array(columns[name], dtype=np.float64), len(compared)
@@ -56,19 +65,43 @@ def summarize(
     """The summary of one property over its pairs. Violations are re-judged from the stored
     comparisons with ``config`` (tolerance violations only: flips are counted apart)."""
     compared = [p["comparison"] for p in pairs if p["comparison"] is not None]
+    return summarize_compared(name, config, compared, pair_counts(pairs), n_skipped, n_cases)
+
+
+def pair_counts(pairs: Sequence[dict[str, Any]]) -> tuple[int, list[str], int]:
+    """What a summary counts of a property's pairs: how many, their errors' kinds, and how
+    many have a reduced example."""
+    kinds = [p["error"]["kind"] for p in pairs if p["error"] is not None]
+    return len(pairs), kinds, sum(1 for p in pairs if p["reduced"] is not None)
+
+
+def summarize_compared(
+    name: str,
+    config: AnyProperty,
+    compared: Sequence[Any],
+    counts: tuple[int, list[str], int],
+    n_skipped: int,
+    n_cases: int,
+    *,
+    get: Getter = itemgetter,
+) -> dict[str, Any]:
+    """``summarize`` from the stored comparisons of the property's pairs that hold one
+    (``compared``, in pair order, their fields read with ``get``) and the ``pair_counts``
+    of all its pairs."""
     level_decrease = None
     direction = getattr(config, "direction", None)
     if direction is not None:
         sign = 1.0 if direction == "increasing" else -1.0
-        level_decrease = _max([max(0.0, -sign * (c["level_delta"] or 0.0)) for c in compared])
+        levels = map(get("level_delta"), compared)
+        level_decrease = _max([max(0.0, -sign * (level or 0.0)) for level in levels])
     return _summary(
-        name, config, pairs, n_skipped, n_cases,
-        n_violations=count_violations(config, compared),
-        n_flips=sum(1 for c in compared if c["flipped"]),
-        tv=[c["tv_distance"] for c in compared],
-        js=[c["js_divergence"] for c in compared],
-        delta=[c["max_abs_delta"] for c in compared],
-        confidence=[abs(c["confidence_delta"]) for c in compared],
+        name, config, counts, n_skipped, n_cases,
+        n_violations=count_violations(config, compared, get=get),
+        n_flips=sum(map(bool, map(get("flipped"), compared))),
+        tv=list(map(get("tv_distance"), compared)),
+        js=list(map(get("js_divergence"), compared)),
+        delta=list(map(get("max_abs_delta"), compared)),
+        confidence=list(map(abs, map(get("confidence_delta"), compared))),
         level_decrease=level_decrease,
     )  # fmt: skip
 
@@ -107,7 +140,7 @@ def summarize_columns(
             levels = comparisons.level_delta.tolist()
         level_decrease = _max([max(0.0, -sign * (value or 0.0)) for value in levels])
     return _summary(
-        name, config, pairs, n_skipped, n_cases,
+        name, config, pair_counts(pairs), n_skipped, n_cases,
         n_violations=n_violations, n_flips=n_flips, tv=tv, js=js, delta=delta,
         confidence=confidence, level_decrease=level_decrease,
     )  # fmt: skip
@@ -116,7 +149,7 @@ def summarize_columns(
 def _summary(
     name: str,
     config: AnyProperty,
-    pairs: Sequence[dict[str, Any]],
+    counts: tuple[int, list[str], int],
     n_skipped: int,
     n_cases: int,
     *,
@@ -130,15 +163,16 @@ def _summary(
 ) -> dict[str, Any]:
     """DecGuard's summary fields from the figures of the compared pairs (``tv``, ``js``,
     ``delta``, ``confidence``: per compared pair, the TV distance, JS divergence, largest
-    probability change and absolute confidence change)."""
-    errors = Counter(p["error"]["kind"] for p in pairs if p["error"] is not None)
+    probability change and absolute confidence change); ``counts``: see ``pair_counts``."""
+    n_transformed, error_kinds, n_reduced = counts
+    errors = Counter(error_kinds)
     n = len(tv)
     return {
         "property": name,
         "level": config.level,
         "relation": config.relation,
         "n_cases": n_cases,
-        "n_transformed": len(pairs),
+        "n_transformed": n_transformed,
         "n_skipped": n_skipped,
         "n_errors": sum(errors.values()),
         "errors_by_kind": dict(sorted(errors.items())),
@@ -153,7 +187,7 @@ def _summary(
         "max_abs_delta": _max(delta),
         "max_abs_confidence_delta": _max(confidence),
         "max_level_decrease": level_decrease,
-        "n_reduced": sum(1 for p in pairs if p["reduced"] is not None),
+        "n_reduced": n_reduced,
     }
 
 

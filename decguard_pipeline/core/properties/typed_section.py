@@ -6,6 +6,8 @@ exactly its ``model_dump(mode="json")``: msgspec checks every pair's shape and t
 parses (in C, no dict per pair), the pairs' own rules (``PairModel._consistent``) and every
 result's invariants (``check_result_invariants``) are checked here for all of them at once,
 and the small parts (``fuzz``, ``config``, ``summaries``) go through their pydantic models.
+The pairs stay typed records for the recomputation (``properties.report``); their dicts are
+made only for what reads them (:func:`pair_dicts`).
 Anything else (a problem, or anything unusual, such as transformed results of several label
 sets) gives None, and the section goes the way it always went, which finds and words the
 problem exactly.
@@ -155,9 +157,11 @@ def _presentations_hold(holders: list[Any]) -> bool:
     return set(map(len, chain.from_iterable(shown))) <= {2}
 
 
-def normalised(section: TypedSection[Any], tolerance: float) -> dict[str, Any] | None:
-    """The section as the strict schema normalises it, or None when it is not plainly
-    well-formed (then only the strict schema can say whether, and where, it is wrong)."""
+def checked(section: TypedSection[Any], tolerance: float) -> dict[str, Any] | None:
+    """The section as the strict schema normalises it, its pairs aside (``pairs`` is an
+    empty list: :func:`pair_dicts` makes them, for whatever reads them), or None when it is
+    not plainly well-formed (then only the strict schema can say whether, and where, it is
+    wrong)."""
     # imported here: the pydantic models of the small parts, only for reports with a section
     from decguard_pipeline.core.contract.properties import Fuzz, Properties
     from decguard_pipeline.core.properties.schema import SummaryModel
@@ -181,18 +185,43 @@ def normalised(section: TypedSection[Any], tolerance: float) -> dict[str, Any] |
         ]
     except ValidationError:
         return None
-    plain = msgspec.to_builtins(pairs)
+    return {
+        "seed": section.seed,
+        "fuzz": fuzz,
+        "config": config,
+        "summaries": summaries,
+        "pairs": [],
+        "skipped": msgspec.to_builtins(section.skipped),
+    }
+
+
+def pair_dicts(pairs: list[TypedPair[Any]]) -> list[dict[str, Any]]:
+    """``pairs`` (of a section :func:`checked` accepted) as the schema's normalised dicts."""
+    plain: list[dict[str, Any]] = msgspec.to_builtins(pairs)
     for pair in plain:  # the schema redacts every result's metadata (ResultModel._redact)
         for holder in (pair, pair["reduced"]):
             if holder is not None and holder["result"] is not None:
                 metadata = holder["result"]["metadata"]
                 if metadata:
                     holder["result"]["metadata"] = redact(metadata)
-    return {
-        "seed": section.seed,
-        "fuzz": fuzz,
-        "config": config,
-        "summaries": summaries,
-        "pairs": plain,
-        "skipped": msgspec.to_builtins(section.skipped),
-    }
+    return plain
+
+
+class TypedPairs:
+    """A verified section's pairs, made into the schema's dicts when something reads them
+    (``golden.Report.document``); the text needs only the failed ones."""
+
+    def __init__(self, pairs: list[TypedPair[Any]]) -> None:
+        self._pairs = pairs
+
+    def dicts(self) -> list[dict[str, Any]]:
+        return pair_dicts(self._pairs)
+
+    def failed_dicts(self) -> list[dict[str, Any]]:
+        """The failed pairs (``summary.is_failed``), in order, as dicts."""
+        # imported here: a report's loading (diff's too) does not need the summaries' module
+        from decguard_pipeline.core.properties.summary import is_failed
+
+        # those with violations or any error, then exactly the failed ones among them
+        maybe = [p for p in self._pairs if p.violations or p.error is not None]
+        return [p for p in pair_dicts(maybe) if is_failed(p)]

@@ -9,38 +9,79 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from decguard_pipeline.core.collector import gc_paused
-from decguard_pipeline.core.contract import Evaluation, Gates, LoadedContract
+from decguard_pipeline.core.contract import Evaluation, Gates
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.golden.gates import golden_checks
 from decguard_pipeline.core.golden.metrics import gate_values, golden_metrics
 from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.results import CaseResults
 
+if TYPE_CHECKING:  # the loader (YAML, the whole contract) only where a contract is run
+    from decguard_pipeline.core.contract import LoadedContract
+
 REPORT_VERSION = "0.1"
 MODES = ("test", "fuzz", "all")
 
 
+class PendingPairs(Protocol):
+    """A loaded properties section's pairs not yet made into the schema's dicts
+    (``typed_section.TypedPairs``)."""
+
+    def dicts(self) -> list[dict[str, Any]]: ...
+
+    def failed_dicts(self) -> list[dict[str, Any]]: ...
+
+
 @dataclass
 class Report:
-    document: dict[str, Any]  # every field except "results", in DecGuard's order
+    # every field except "results", in DecGuard's order (read it through ``document``)
+    stored: dict[str, Any]
     results: CaseResults
     # sidecar sections computed with this run (never part of DecGuard's document)
     extensions: dict[str, Any] = field(default_factory=dict)
     # documents the run made besides its report (a fitted calibrator.json)
     products: dict[str, Any] = field(default_factory=dict)
+    # a loaded report's property pairs, made into ``stored``'s dicts when ``document`` is
+    # first read: a command that prints only the text never makes the 50k dicts
+    pending: PendingPairs | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def document(self) -> dict[str, Any]:
+        if self.pending is not None:
+            self.stored["properties"]["pairs"] = self.pending.dicts()
+            self.pending = None
+        return self.stored
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled or copied with its pairs made (typed records stay in this process)."""
+        self.document  # noqa: B018 (makes the pending pairs)
+        return dict(self.__dict__)
+
+    @property
+    def checks(self) -> list[dict[str, Any]]:
+        checks: list[dict[str, Any]] = self.stored["checks"]
+        return checks
+
+    def text_document(self) -> dict[str, Any]:
+        """The document as its text reads it: the whole ``document``, or while its pairs
+        are pending, the document with only the failed pairs (the only ones shown)."""
+        if self.pending is None:
+            return self.stored
+        section = {**self.stored["properties"], "pairs": self.pending.failed_dicts()}
+        return {**self.stored, "properties": section}
 
     @property
     def status(self) -> str:
-        return str(self.document["status"])
+        return str(self.stored["status"])
 
     @property
     def mode(self) -> str:
-        return str(self.document["mode"])
+        return str(self.stored["mode"])
 
     def full(self) -> dict[str, Any]:
         """The whole report as one dict (small reports, tests)."""

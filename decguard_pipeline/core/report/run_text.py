@@ -91,7 +91,7 @@ def render_run(report: Any, verdict: Verdict, guarded: Any = None) -> str:
     """The whole text of a run (see the module's docstring)."""
     from decguard_pipeline.core.report.render import render_report
 
-    decguard = render_report(report.document)
+    decguard = render_report(report.text_document())
     extra = sections(report, guarded)
     if not extra:
         return decguard

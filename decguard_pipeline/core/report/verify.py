@@ -241,6 +241,7 @@ def _semantics(
     *,
     plain_json: bool,
     section_loaded: bool = False,
+    typed: Any = None,
 ) -> CaseResults:
     n_labeled = len(results.expected) - results.expected.count(None)
     if (header.dataset.n_cases, header.dataset.n_labeled) != (len(results), n_labeled):
@@ -263,6 +264,7 @@ def _semantics(
                 tolerance=header.evaluation.probability_tolerance,
                 plain_json=plain_json,
                 loaded=section_loaded,
+                typed=typed,
             )
         except ValueError as exc:  # a malformed section says where (``lines``)
             raise Invalid(str(exc), getattr(exc, "lines", None)) from exc
@@ -335,22 +337,31 @@ def _assembled(
     plain_json: bool,
     *,
     section_loaded: bool = False,
+    typed: typed_section.TypedSection[Any] | None = None,
 ) -> Report:
     """The report of a validated header and its results (``columns``, checked when called):
     the mode and every semantic rule checked, a failure worded as DecGuard words it.
     ``section_loaded``: the properties section is already in the schema's normalised form
-    (``typed_section``)."""
+    (``typed_section.checked``), ``typed`` its pairs and skips as typed records."""
     doc = header.model_dump(mode="json", exclude={"results", "properties"})
     try:
         _check_mode(header)
         results = _semantics(
-            header, doc, columns(), plain_json=plain_json, section_loaded=section_loaded
+            header,
+            doc,
+            columns(),
+            plain_json=plain_json,
+            section_loaded=section_loaded,
+            typed=typed,
         )
     except Invalid as exc:
         raise _fail(path, exc.lines) from exc
     doc["results"] = None
     doc["properties"] = header.properties
-    return Report(doc, results)
+    if typed is None:
+        return Report(doc, results)
+    # the pairs held: their dicts are made when something reads the document
+    return Report(doc, results, pending=typed_section.TypedPairs(typed.pairs))
 
 
 def _load_typed(path: Path, raw: bytes) -> Report | None:
@@ -371,11 +382,9 @@ def _load_typed(path: Path, raw: bytes) -> Report | None:
         return None
     tolerance = stored_tolerance(data)
     if section is not None:
-        data["properties"] = typed_section.normalised(section, tolerance)
+        data["properties"] = typed_section.checked(section, tolerance)
         if data["properties"] is None:
             return None
-        hand_off(section)  # its pairs are dicts now; the structs are freed with the process
-        del section
     try:
         header = ReportModel.model_validate(data, context={"probability_tolerance": tolerance})
     except ValidationError:
@@ -389,8 +398,10 @@ def _load_typed(path: Path, raw: bytes) -> Report | None:
         return None
     hand_off(records)  # in a command, freed with the process (100k structs: ~70 ms)
     del data, records, decoded
-    # the properties section is the schema's normalised form already
-    return _assembled(path, header, lambda: results, plain_json=True, section_loaded=True)
+    # the properties section is the schema's normalised form already, its pairs typed
+    return _assembled(
+        path, header, lambda: results, plain_json=True, section_loaded=True, typed=section
+    )
 
 
 def evaluation_gates(doc: dict[str, Any]) -> tuple[Evaluation, Gates, Gates]:

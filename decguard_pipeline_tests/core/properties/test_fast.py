@@ -84,7 +84,8 @@ def test_valid_sections_take_the_fast_path_and_agree(reports, name):
     assert json.dumps(fast) == json.dumps(strict)
     enabled = Properties.model_validate(fast["config"]).enabled()
     row_of = {case_id: row for row, case_id in enumerate(results.case_ids)}
-    assert section_report._holds(fast, enabled, results, row_of)
+    columns = (fast["summaries"], fast["pairs"], fast["skipped"], enabled, results, row_of)
+    assert section_report._holds(*columns, section_report._DICTS)
     assert _outcome(_fast, section, results) == _outcome(_strict, section, results)
     assert _outcome(_fast, section, results)[0] == "ok"
 

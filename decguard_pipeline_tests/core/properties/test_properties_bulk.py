@@ -7,15 +7,18 @@ pairs at a time against the document encoded in one piece."""
 from __future__ import annotations
 
 import random
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import orjson
 import pytest
 
 from decguard_pipeline.core.contract import load_contract
 from decguard_pipeline.core.contract.properties import Properties
+from decguard_pipeline.core.properties import typed_section
 from decguard_pipeline.core.properties.bulk import _sample_rows, generate_all
 from decguard_pipeline.core.properties.compare import compare, judge, judge_many
 from decguard_pipeline.core.properties.rng import (
@@ -27,7 +30,11 @@ from decguard_pipeline.core.properties.rng import (
     stream_keys,
     swaps_to_sample,
 )
-from decguard_pipeline.core.properties.summary import summarize, summarize_columns
+from decguard_pipeline.core.properties.summary import (
+    summarize,
+    summarize_columns,
+    summarize_compared,
+)
 from decguard_pipeline.core.properties.text import (
     insert_fragments,
     insert_into_parts,
@@ -248,6 +255,23 @@ def test_judging_and_summaries_column_wise_equal_one_by_one():
         assert summarize_columns(kind, config, comparisons, pairs, 2, 9) == summarize(
             kind, config, pairs, 2, 9
         ), trial
+        if m and rng.random() < 0.2:  # a stored comparison without a level: refused alike
+            records[rng.randrange(m)]["level_delta"] = None
+        # the stored comparisons as typed records (a loaded report's) summarise alike
+        typed = msgspec.convert(records, list[typed_section._Comparison])
+        counts = (len(pairs), ["timeout"], 0)
+        typed_summary = _outcome(
+            summarize_compared, kind, config, typed, counts, 2, 9, get=attrgetter
+        )
+        assert typed_summary == _outcome(summarize, kind, config, pairs, 2, 9), trial
+
+
+def _outcome(call: Any, *args: Any, **kwargs: Any) -> Any:
+    """What ``call`` returns, or the message of the TypeError it raises."""
+    try:
+        return call(*args, **kwargs)
+    except TypeError as exc:
+        return str(exc)
 
 
 # --- report files written a batch of pairs at a time --------------------------------------

@@ -7,6 +7,7 @@ refuses it."""
 from __future__ import annotations
 
 import json
+import pickle
 import random
 from pathlib import Path
 from typing import Any
@@ -14,10 +15,13 @@ from typing import Any
 import msgspec
 import pytest
 
+from decguard_pipeline.core.contract.properties import Properties
 from decguard_pipeline.core.errors import ReportError
+from decguard_pipeline.core.properties import report as section_report
 from decguard_pipeline.core.properties import typed_section
 from decguard_pipeline.core.properties.schema import PropertyRunModel
 from decguard_pipeline.core.report import typed_records, verify
+from decguard_pipeline.core.report.render import failed_pairs
 from decguard_pipeline.core.result_structs import Shallow
 from decguard_pipeline_tests.core.properties.test_fast import (
     TOLERANCE,
@@ -50,8 +54,11 @@ def _assert_normalised_alike(section: Any, free: Any) -> str:
     strict = PropertyRunModel.model_validate(
         section, context={"probability_tolerance": TOLERANCE}
     ).model_dump(mode="json")
-    typed = typed_section.normalised(_typed(section, free), TOLERANCE)
+    decoded = _typed(section, free)
+    typed = typed_section.checked(decoded, TOLERANCE)
     assert typed is not None
+    assert typed["pairs"] == []  # made only when read
+    typed["pairs"] = typed_section.pair_dicts(decoded.pairs)
     assert json.dumps(typed) == json.dumps(strict)
     return json.dumps(typed)
 
@@ -68,15 +75,15 @@ def _both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, b
     """(outcome with the typed path, outcome without it, whether the typed path took the
     section)."""
     taken: list[bool] = []
-    normalised = typed_section.normalised
+    checked = typed_section.checked
 
     def recording(section: Any, tolerance: float) -> Any:
-        loaded = normalised(section, tolerance)
+        loaded = checked(section, tolerance)
         taken.append(loaded is not None)
         return loaded
 
     with monkeypatch.context() as patch:
-        patch.setattr(typed_section, "normalised", recording)
+        patch.setattr(typed_section, "checked", recording)
         typed = _outcome(path)
     with monkeypatch.context() as patch:
         patch.setattr(typed_records, "decode", lambda raw: None)
@@ -188,3 +195,71 @@ def test_integers_in_float_fields_read_as_the_schema_reads_them(reports, tmp_pat
     assert taken
     assert typed == plain
     assert typed.startswith("verified ")
+
+
+def _holds_both_ways(section: dict[str, Any], results: Any) -> tuple[bool, bool] | None:
+    """Whether the column-wise checks find nothing, reading the typed records and reading
+    the normalised dicts; None when the typed path does not take the section."""
+    try:
+        decoded = _typed(section, Shallow)
+    except msgspec.ValidationError:
+        return None
+    small = typed_section.checked(decoded, TOLERANCE)
+    if small is None:
+        return None
+    enabled = Properties.model_validate(small["config"]).enabled()
+    row_of = {case_id: row for row, case_id in enumerate(results.case_ids)}
+    shared = (small["summaries"], enabled, results, row_of)
+
+    def holds(pairs: Any, skipped: Any, access: Any) -> bool:
+        summaries, enabled, results, row_of = shared
+        return section_report._holds(summaries, pairs, skipped, enabled, results, row_of, access)
+
+    typed = holds(decoded.pairs, decoded.skipped, section_report._STRUCTS)
+    plain = holds(typed_section.pair_dicts(decoded.pairs), small["skipped"], section_report._DICTS)
+    return typed, plain
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_typed_records_are_checked_as_their_dicts_are(reports, name):
+    """The recomputation reads the typed pairs as it reads their dicts: the same verdict on
+    every valid section and every tampered one the typed path takes."""
+    section, results = _stored(reports[name])
+    assert _holds_both_ways(section, results) == (True, True)
+    rng = random.Random(f"typed-checks-{name}")
+    outcomes = {True: 0, False: 0}
+    for attempt in range(60):
+        tampered = _copy(section)
+        _mutate(tampered, rng)
+        both = _holds_both_ways(tampered, results)
+        if both is not None:
+            assert both[0] == both[1], attempt
+            outcomes[both[0]] += 1
+    assert outcomes[False] >= 5, outcomes
+
+
+def test_a_loaded_report_makes_its_pair_dicts_when_read(reports):
+    report = verify.load_report(reports["refund"])
+    assert report.pending is not None  # verified from the typed records
+    shown = report.text_document()
+    assert report.pending is not None  # the text does not need them all
+    pairs = report.document["properties"]["pairs"]
+    assert report.pending is None
+    strict = PropertyRunModel.model_validate(
+        json.loads(reports["refund"].read_text())["properties"],
+        context={"probability_tolerance": TOLERANCE},
+    ).model_dump(mode="json")
+    assert json.dumps(pairs) == json.dumps(strict["pairs"])
+    failed = failed_pairs(report.document["properties"])
+    assert failed  # the fuzz report has failing pairs to show
+    assert shown["properties"]["pairs"] == failed
+    assert {**shown, "properties": None} == {**report.document, "properties": None}
+
+
+def test_a_pickled_report_carries_its_pairs(reports):
+    report = verify.load_report(reports["refund"])
+    assert report.pending is not None
+    again = pickle.loads(pickle.dumps(report))
+    assert again.pending is None
+    assert again.document == report.document
+    assert len(again.document["properties"]["pairs"]) > 0
