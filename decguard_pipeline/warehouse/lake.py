@@ -185,14 +185,21 @@ class Lake:
         with self._bulk_lock:
             self._bulk += 1
             if self._bulk == 1:
-                self.db.execute(f"SET threads = {os.cpu_count() or 1}")
+                self._set_threads(os.cpu_count() or 1)
         try:
             yield
         finally:
             with self._bulk_lock:
                 self._bulk -= 1
                 if self._bulk == 0:
-                    self.db.execute(f"SET threads = {SMALL_THREADS}")
+                    self._set_threads(SMALL_THREADS)
+
+    def _set_threads(self, n: int) -> None:
+        con = self.db.cursor()  # a connection of its own: the setting is the database's
+        try:
+            con.execute(f"SET threads = {n}")
+        finally:
+            con.close()
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         con = self.db.cursor()

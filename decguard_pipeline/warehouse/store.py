@@ -267,7 +267,9 @@ class Warehouse:
         """The reads of the block (in this thread) see one snapshot of the warehouse, read in
         one DuckLake transaction: a consistent view, and cheaper than a transaction per read,
         which loads the catalog's metadata again each time (10-30 ms on a SQLite catalog).
-        For a few reads together; writes in the block are staged as ever, and seen."""
+        For a few reads together. Inside a ``transaction()`` block its staged writes are seen;
+        outside one, a write in the block commits after the block's snapshot, and only
+        ``read_run`` of its run sees it (from memory)."""
         sessions = _sessions()
         if self._key in sessions:
             yield
