@@ -166,6 +166,22 @@ def test_errors_exit_2_like_the_reference(tmp_path, ours, ref):
     assert ours("diff", base, cand, "-f", "xml").exit_code == 2
 
 
+def test_the_baselines_problem_is_said_first_as_the_reference_says_it(tmp_path, ours, ref):
+    """The two reports load side by side (core/report/load_both.py): whichever fails, and
+    when both do, the message is the one loading them in order gives."""
+    base, cand = generated_pair(tmp_path, 17, "choice")
+    broken = {}
+    for name, path, field in (("base", base, "total"), ("cand", cand, "labeled")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc["metrics"]["counts"][field] += 1
+        broken[name] = tmp_path / f"broken-{name}.json"
+        broken[name].write_text(json.dumps(doc), encoding="utf-8")
+    for pair in ((broken["base"], cand), (base, broken["cand"]), (broken["base"], broken["cand"])):
+        assert assert_same_diff(ours, ref, *pair, error=True) == 2
+    both = ours("diff", broken["base"], broken["cand"])
+    assert "broken-base.json" in both.stderr and "broken-cand.json" not in both.stderr
+
+
 # --- reports produced by the CLIs' own ``test`` --------------------------------------------------
 
 CLI_CONTRACT = """\

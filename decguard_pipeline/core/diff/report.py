@@ -29,8 +29,8 @@ from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.golden.metrics import gate_values as golden_values
 from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.report.golden import Report, metrics_for, now_iso
+from decguard_pipeline.core.report.load_both import load_both
 from decguard_pipeline.core.report.reevaluate import ensure_same_decision
-from decguard_pipeline.core.report.verify import load_report
 from decguard_pipeline.core.results import CaseResults
 
 DIFF_VERSION = "0.1"
@@ -185,9 +185,9 @@ def load_and_diff(
     contract: str | Path | None = None,
     segment_by: Sequence[str] | None = None,
 ) -> Diff:
-    """Load and verify both reports (baseline first), then the contract, and compare."""
-    base_report = load_report(baseline)
-    cand_report = load_report(candidate)
+    """Load and verify both reports (side by side: core/report/load_both.py; a problem of
+    the baseline's comes first), then the contract, and compare."""
+    base_report, cand_report = load_both(baseline, candidate)
     loaded = load_contract(contract) if contract is not None else None
     return diff_reports(
         base_report,
