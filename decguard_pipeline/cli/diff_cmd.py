@@ -48,6 +48,10 @@ def diff(
     the summary); with its calibration measures, whether the candidate got less honest or
     less able to tell cases apart (the same sidecar, section ``calibration``)."""
     with handled():
+        # the baseline's load starts first, in a child, while this process imports the rest
+        from decguard_pipeline.core.report.load_both import ChildLoad
+
+        baseline_load = ChildLoad(baseline)
         from decguard_pipeline.core.diff import (
             load_and_diff,
             render_diff,
@@ -58,7 +62,11 @@ def diff(
         from decguard_pipeline.core.report.jsonio import print_document, write_document
 
         result = load_and_diff(
-            baseline, candidate, contract=contract, segment_by=list(segment_by) or None
+            baseline,
+            candidate,
+            contract=contract,
+            segment_by=list(segment_by) or None,
+            baseline_load=baseline_load,
         )
         if output is not None:
             write_document(output, result.document, what="diff")

@@ -29,7 +29,7 @@ from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.golden.metrics import gate_values as golden_values
 from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.report.golden import Report, metrics_for, now_iso
-from decguard_pipeline.core.report.load_both import load_both
+from decguard_pipeline.core.report.load_both import ChildLoad, load_both
 from decguard_pipeline.core.report.reevaluate import ensure_same_decision
 from decguard_pipeline.core.results import CaseResults
 
@@ -184,10 +184,12 @@ def load_and_diff(
     *,
     contract: str | Path | None = None,
     segment_by: Sequence[str] | None = None,
+    baseline_load: ChildLoad | None = None,
 ) -> Diff:
     """Load and verify both reports (side by side: core/report/load_both.py; a problem of
-    the baseline's comes first), then the contract, and compare."""
-    base_report, cand_report = load_both(baseline, candidate)
+    the baseline's comes first), then the contract, and compare. ``baseline_load``: the
+    baseline's load, when the caller started it already."""
+    base_report, cand_report = load_both(baseline, candidate, first_load=baseline_load)
     loaded = load_contract(contract) if contract is not None else None
     return diff_reports(
         base_report,

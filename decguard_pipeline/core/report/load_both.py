@@ -16,34 +16,61 @@ import pickle
 import signal
 from pathlib import Path
 
+from decguard_pipeline.core.collector import gc_paused
 from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.report.verify import load_report
 
 
-def load_both(first: str | Path, second: str | Path) -> tuple[Report, Report]:
-    """``(load_report(first), load_report(second))``, the first loaded in a child."""
-    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
-        return load_report(first), load_report(second)
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: answer with the first report, or with nothing
-        os.close(read_end)
-        _answer(first, write_end)
-    os.close(write_end)
+class ChildLoad:
+    """``load_report(path)`` under way in a forked child from the moment this is made (a
+    command starts it before importing what it needs besides); where forking does not pay
+    (no ``fork``, one CPU), nothing is started and :meth:`result` loads it here."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = path
+        self._pid = self._read_end = -1
+        if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+            return
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: answer with the report, or with nothing
+            os.close(read_end)
+            _answer(path, write_end)
+        os.close(write_end)
+        self._pid, self._read_end = pid, read_end
+
+    def result(self) -> Report:
+        """The report: the child's, else loaded here (raising its problem here, as
+        ``load_report`` does)."""
+        report = None
+        if self._pid > 0:
+            report = _answer_of(self._read_end, self._pid)
+            self._pid = -1
+        return report if report is not None else load_report(self.path)
+
+    def abandon(self) -> None:
+        """Stop the child, whose answer is of no use now."""
+        if self._pid > 0:
+            os.kill(self._pid, signal.SIGKILL)
+            _answer_of(self._read_end, self._pid)
+            self._pid = -1
+
+
+def load_both(
+    first: str | Path, second: str | Path, *, first_load: ChildLoad | None = None
+) -> tuple[Report, Report]:
+    """``(load_report(first), load_report(second))``, the first loaded in a child
+    (``first_load``, when the caller started it already)."""
+    pending = first_load or ChildLoad(first)
     try:
         second_report = load_report(second)
     except Exception:
-        if _answer_of(read_end, pid) is None:
-            load_report(first)  # raises the first report's problem: it comes first
+        pending.result()  # raises the first report's problem, if any: it comes first
         raise
     except BaseException:  # interrupted: the child's work is of no use
-        os.kill(pid, signal.SIGKILL)
-        _answer_of(read_end, pid)
+        pending.abandon()
         raise
-    first_report = _answer_of(read_end, pid)
-    if first_report is None:
-        first_report = load_report(first)  # raises its problem here, as loading in order
-    return first_report, second_report
+    return pending.result(), second_report
 
 
 def _answer(path: str | Path, write_end: int) -> None:
@@ -64,5 +91,6 @@ def _answer_of(read_end: int, pid: int) -> Report | None:
     _, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0 or not data:
         return None
-    report = pickle.loads(data)
+    with gc_paused(settle=True):  # 100k+ acyclic objects, kept: as load_report builds them
+        report = pickle.loads(data)
     return report if isinstance(report, Report) else None
