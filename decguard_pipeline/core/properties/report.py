@@ -385,7 +385,6 @@ def verify_section(
     *,
     tolerance: float = 1e-3,
     plain_json: bool = False,
-    loaded: bool = False,
     typed: TypedSection[Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Recompute and check a stored properties section; returns the property checks.
@@ -393,11 +392,14 @@ def verify_section(
     ``section`` is replaced in place by its normalised form. Raises ``SectionError`` (a
     ValueError with DecGuard's location lines) for a malformed section and ValueError with
     DecGuard's message when a pair, skip or summary does not match the stored results.
-    ``plain_json``: see :func:`load_section`. ``loaded``: the section is its normalised
-    form already (``typed_section.checked`` made it). ``typed``: its pairs and skips as
-    typed records, checked as they are; the section's ``pairs`` are left empty when they
-    hold (``typed_section.pair_dicts`` makes them), made here when they do not."""
-    normalised = section if loaded else load_section(section, tolerance, plain_json=plain_json)
+    ``plain_json``: see :func:`load_section`. ``typed``: the section's pairs and skips as
+    typed records (then ``section`` is its normalised form already, made by
+    ``typed_section.checked``), checked as they are; the section's ``pairs`` are left empty
+    when they hold (``typed_section.pair_dicts`` makes them), made here when they do not."""
+    if typed is not None:
+        normalised = section
+    else:
+        normalised = load_section(section, tolerance, plain_json=plain_json)
     config = Properties.model_validate(normalised["config"])
     enabled = config.enabled()
     row_of = {case_id: row for row, case_id in enumerate(results.case_ids)}

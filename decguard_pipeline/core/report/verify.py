@@ -240,7 +240,6 @@ def _semantics(
     results: CaseResults,
     *,
     plain_json: bool,
-    section_loaded: bool = False,
     typed: Any = None,
 ) -> CaseResults:
     n_labeled = len(results.expected) - results.expected.count(None)
@@ -263,7 +262,6 @@ def _semantics(
                 header.mode,
                 tolerance=header.evaluation.probability_tolerance,
                 plain_json=plain_json,
-                loaded=section_loaded,
                 typed=typed,
             )
         except ValueError as exc:  # a malformed section says where (``lines``)
@@ -336,13 +334,12 @@ def _assembled(
     columns: Callable[[], Any],
     plain_json: bool,
     *,
-    section_loaded: bool = False,
     typed: typed_section.TypedSection[Any] | None = None,
 ) -> Report:
     """The report of a validated header and its results (``columns``, checked when called):
     the mode and every semantic rule checked, a failure worded as DecGuard words it.
-    ``section_loaded``: the properties section is already in the schema's normalised form
-    (``typed_section.checked``), ``typed`` its pairs and skips as typed records."""
+    ``typed``: the properties section's pairs and skips as typed records (the section is
+    then the schema's normalised form already: ``typed_section.checked``)."""
     doc = header.model_dump(mode="json", exclude={"results", "properties"})
     try:
         _check_mode(header)
@@ -351,7 +348,6 @@ def _assembled(
             doc,
             columns(),
             plain_json=plain_json,
-            section_loaded=section_loaded,
             typed=typed,
         )
     except Invalid as exc:
@@ -399,9 +395,7 @@ def _load_typed(path: Path, raw: bytes) -> Report | None:
     hand_off(records)  # in a command, freed with the process (100k structs: ~70 ms)
     del data, records, decoded
     # the properties section is the schema's normalised form already, its pairs typed
-    return _assembled(
-        path, header, lambda: results, plain_json=True, section_loaded=True, typed=section
-    )
+    return _assembled(path, header, lambda: results, plain_json=True, typed=section)
 
 
 def evaluation_gates(doc: dict[str, Any]) -> tuple[Evaluation, Gates, Gates]:
