@@ -262,6 +262,10 @@ class Warehouse:
         with self._committed_reader() as con:
             yield con
 
+    def bulk(self) -> contextlib.AbstractContextManager[None]:
+        """Every core for the block's statements (reading or writing a day's records)."""
+        return self.lake.bulk()
+
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
         """The reads of the block (in this thread) see one snapshot of the warehouse, read in
@@ -450,7 +454,7 @@ class Warehouse:
         path = _copies_folder() / f"{uuid.uuid4().hex}-{table}.parquet"
         where = "contract = $c AND target = $t AND run_id = $r"
         params = {"c": contract, "t": target, "r": run_id}
-        with self.lake.bulk(), self.connect() as con:  # a day's records: every core
+        with self.bulk(), self.connect() as con:  # a day's records: every core
             source = self._source(table)
             found = con.execute(
                 f"SELECT count(*), max(recorded_at) FROM {source} WHERE {where}", params

@@ -137,7 +137,7 @@ def ingest_day(entry: ContractEntry, day: str, step: Step) -> Ingested:
     where = inbox_ref(entry.key, day)
     with tempfile.TemporaryDirectory(prefix="decguard-production-") as tmp:
         lines = Path(tmp) / "inbox.jsonl"
-        with wh.lake.bulk():  # a day's records: every core
+        with wh.bulk():  # a day's records: every core
             rows = wh.rows(
                 INBOX,
                 "contract = $c AND target = $d",
