@@ -23,6 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from decguard_pipeline.warehouse.schema import TABLES
+from decguard_pipeline.warehouse.transaction import in_memory
 
 MAX_ROWS = 200_000
 MAX_BYTES = 256 << 20
@@ -69,12 +70,10 @@ def forget(warehouse: str) -> None:
 
 def _one_write(table: str, items: list[pa.Table | Path]) -> pa.Table | None:
     """The staged rows of ``table`` when they are one run's write, small enough to keep."""
-    if not items or not all(isinstance(i, pa.Table) for i in items):
+    rows = in_memory(items)
+    if rows is None or not rows.num_rows or rows.num_rows > MAX_ROWS:
         return None
-    if sum(i.num_rows for i in items) > MAX_ROWS:  # type: ignore[union-attr]
-        return None
-    rows = pa.concat_tables(items)  # type: ignore[arg-type]
-    if not rows.num_rows or not rows.schema.equals(TABLES[table]):
+    if not rows.schema.equals(TABLES[table]):
         return None
     for name in _KEYS:
         column = rows.column(name)

@@ -204,10 +204,7 @@ class Transaction:
         import pyarrow.compute as pc
 
         with self.lock:
-            items = list(self.staged.get(table, []))
-        if not all(isinstance(i, pa.Table) for i in items):
-            return None
-        rows = pa.concat_tables(items) if items else None  # type: ignore[arg-type]
+            rows = in_memory(self.staged.get(table, []))
         if rows is None:
             return None
         mask = pc.and_(
@@ -237,9 +234,9 @@ class Transaction:
                     objects.upload(path, self.files_root / relative)  # type: ignore[arg-type]
             if not self.staged:
                 return
-            items = [i for staged in self.staged.values() for i in staged]
-            big = any(isinstance(i, Path) for i in items) or (
-                sum(i.num_rows for i in items if isinstance(i, pa.Table)) >= BULK_ROWS
+            every = [i for staged in self.staged.values() for i in staged]
+            big = any(isinstance(i, Path) for i in every) or (
+                sum(i.num_rows for i in every if isinstance(i, pa.Table)) >= BULK_ROWS
             )
             bulk = self.lake.bulk() if big else contextlib.nullcontext()
             with bulk, self.lake.committed() as con:
@@ -254,6 +251,14 @@ class Transaction:
             self.staged.clear()
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+def in_memory(items: list[pa.Table | Path]) -> pa.Table | None:
+    """A table's staged items as one Arrow table, when there are some and none is a spilled
+    file."""
+    if not items or not all(isinstance(i, pa.Table) for i in items):
+        return None
+    return pa.concat_tables(items)  # type: ignore[arg-type]
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, items: list[pa.Table | Path]) -> None:
