@@ -180,7 +180,7 @@ class Lake:
 
     @contextlib.contextmanager
     def bulk(self) -> Iterator[None]:
-        """Every core for the block's statements (a day's records, compaction): the
+        """Every core for the block's statements (a day's records, a big commit): the
         process's DuckDB otherwise runs on ``SMALL_THREADS`` (see there)."""
         with self._bulk_lock:
             self._bulk += 1
