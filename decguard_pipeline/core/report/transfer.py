@@ -61,7 +61,7 @@ def _packed(report: Report) -> bytes | None:
         value = getattr(results, name)
         if name == "spec":
             continue
-        if isinstance(value, np.ndarray):
+        if isinstance(value, np.ndarray) and not value.dtype.hasobject:
             arrays[name] = _parts(value)
         elif value is None or type(value) in (str, list):
             plain[name] = value
@@ -69,7 +69,11 @@ def _packed(report: Report) -> bytes | None:
             return None
     spec = results.spec
     spec_parts = (spec.name, spec.type, list(spec.labels), spec.description)
-    cached = {k: _parts(v) for k, v in results._cache.items() if isinstance(v, np.ndarray)}
+    cached = {
+        key: _parts(value)
+        for key, value in results._cache.items()
+        if isinstance(value, np.ndarray) and not value.dtype.hasobject  # else recomputed
+    }
     try:
         return msgspec.msgpack.encode((report.stored, spec_parts, plain, arrays, cached))
     except (OverflowError, TypeError, UnicodeEncodeError):  # a big integer, a surrogate
@@ -77,6 +81,8 @@ def _packed(report: Report) -> bytes | None:
 
 
 def _parts(array: np.ndarray) -> tuple[str, list[int], bytes]:
+    """A numeric array as (dtype, shape, its bytes in C order); an array of objects holds
+    pointers, never sent."""
     return array.dtype.str, list(array.shape), array.tobytes()
 
 

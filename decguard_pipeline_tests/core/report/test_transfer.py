@@ -118,3 +118,15 @@ def test_pending_pairs_and_extensions_go_as_pickle(tmp_path, monkeypatch, ours):
 def test_something_else_is_refused():
     with pytest.raises(TypeError):
         transfer.loads(b"P" + pickle.dumps({"not": "a report"}))
+
+
+def test_an_array_of_objects_goes_as_pickle(tmp_path, monkeypatch, ours):
+    """Its bytes would be pointers into this process."""
+    report = _loaded(tmp_path, monkeypatch, ours, 1)
+    report.results.latency_ms = report.results.latency_ms.astype(object)
+    report.results._cache["objects"] = np.array([{"a": 1}], dtype=object)
+    data = transfer.dumps(report)
+    assert data[:1] == b"P"
+    back = transfer.loads(data)
+    assert back.results.latency_ms.dtype == object
+    assert back.results._cache["objects"][0] == {"a": 1}
