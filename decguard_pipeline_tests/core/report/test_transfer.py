@@ -130,3 +130,18 @@ def test_an_array_of_objects_goes_as_pickle(tmp_path, monkeypatch, ours):
     back = transfer.loads(data)
     assert back.results.latency_ms.dtype == object
     assert back.results._cache["objects"][0] == {"a": 1}
+
+
+def test_an_answer_that_does_not_read_back_is_loaded_here(tmp_path, monkeypatch, ours):
+    """``diff``'s child load (load_both): whatever its bytes are, the parent has the report."""
+    from decguard_pipeline.core.report import load_both
+
+    report = _loaded(tmp_path, monkeypatch, ours, 1)
+
+    def unreadable(data):
+        raise ValueError("cut short")
+
+    monkeypatch.setattr(transfer, "loads", unreadable)
+    again = load_both.ChildLoad(Path("r.json")).result()
+    assert again.document == report.document
+    assert again.results.case_ids == report.results.case_ids
