@@ -12,7 +12,6 @@ exactly as DecGuard does (the first one, at its location).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
@@ -36,7 +35,6 @@ from decguard_pipeline.core.properties.summary import (
     ORIGINAL_ERROR,
     property_checks,
     summarize_all,
-    summarize_compared,
 )
 from decguard_pipeline.core.properties.typed_section import TypedSection, pair_dicts
 from decguard_pipeline.core.results import CaseResults
@@ -316,49 +314,6 @@ def _pairs_hold(
     return all(name in enabled and case in row_of for name, case in skip_keys)
 
 
-def _summaries_again(
-    names: list[str],
-    enabled: dict[str, AnyProperty],
-    pairs: list[Any],
-    skipped: list[Any],
-    n_cases: int,
-    access: _Access,
-) -> list[dict[str, Any]]:
-    """``summarize_all`` of the stored pairs and skips, read through ``access``."""
-    get = access.get
-    by_property: dict[str, list[Any]] = {name: [] for name in names}
-    for name, pair in zip(map(get("property"), pairs), pairs, strict=True):
-        if name in by_property:
-            by_property[name].append(pair)
-    skips = Counter(map(get("property"), skipped))
-    comparison, error, kind, reduced = get("comparison"), get("error"), get("kind"), get("reduced")
-    out = []
-    for name in names:
-        group = by_property[name]
-        compared = [c for c in map(comparison, group) if c is not None]
-        kinds = [kind(e) for e in map(error, group) if e is not None]
-        counts = (len(group), kinds, sum(1 for r in map(reduced, group) if r is not None))
-        config = enabled[name]
-        out.append(
-            summarize_compared(name, config, compared, counts, skips[name], n_cases, get=get)
-        )
-    return out
-
-
-def _summaries_hold(
-    summaries: list[dict[str, Any]],
-    pairs: list[Any],
-    skipped: list[Any],
-    enabled: dict[str, AnyProperty],
-    n: int,
-    access: _Access,
-) -> bool:
-    names = [s["property"] for s in summaries]
-    if len(names) != len(set(names)) or any(name not in enabled for name in names):
-        return False
-    return _summaries_again(names, enabled, pairs, skipped, n, access) == summaries
-
-
 def _holds(
     summaries: list[dict[str, Any]],
     pairs: list[Any],
@@ -371,9 +326,13 @@ def _holds(
     """True only when the one-by-one checks (``_check_pairs``, ``_check_context``,
     ``_check_summaries``) would find nothing; False sends them to find the first problem."""
     try:
-        return _pairs_hold(pairs, skipped, enabled, results, row_of, access) and _summaries_hold(
-            summaries, pairs, skipped, enabled, len(results), access
-        )
+        if not _pairs_hold(pairs, skipped, enabled, results, row_of, access):
+            return False
+        names = [s["property"] for s in summaries]
+        if len(names) != len(set(names)) or any(name not in enabled for name in names):
+            return False
+        again = summarize_all(names, enabled, pairs, skipped, len(results), get=access.get)
+        return again == summaries
     except (ArithmeticError, LookupError, TypeError, ValueError):
         return False  # whatever it is, the one-by-one checks meet it the way they always did
 

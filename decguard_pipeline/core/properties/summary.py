@@ -58,21 +58,26 @@ def count_violations(
 def summarize(
     name: str,
     config: AnyProperty,
-    pairs: Sequence[dict[str, Any]],
+    pairs: Sequence[Any],
     n_skipped: int,
     n_cases: int,
+    *,
+    get: Getter = itemgetter,
 ) -> dict[str, Any]:
     """The summary of one property over its pairs. Violations are re-judged from the stored
-    comparisons with ``config`` (tolerance violations only: flips are counted apart)."""
-    compared = [p["comparison"] for p in pairs if p["comparison"] is not None]
-    return summarize_compared(name, config, compared, pair_counts(pairs), n_skipped, n_cases)
+    comparisons with ``config`` (tolerance violations only: flips are counted apart).
+    ``get``: how a pair's fields are read (``attrgetter`` for typed records)."""
+    compared = [c for c in map(get("comparison"), pairs) if c is not None]
+    counts = pair_counts(pairs, get=get)
+    return summarize_compared(name, config, compared, counts, n_skipped, n_cases, get=get)
 
 
-def pair_counts(pairs: Sequence[dict[str, Any]]) -> tuple[int, list[str], int]:
+def pair_counts(pairs: Sequence[Any], *, get: Getter = itemgetter) -> tuple[int, list[str], int]:
     """What a summary counts of a property's pairs: how many, their errors' kinds, and how
     many have a reduced example."""
-    kinds = [p["error"]["kind"] for p in pairs if p["error"] is not None]
-    return len(pairs), kinds, sum(1 for p in pairs if p["reduced"] is not None)
+    kind = get("kind")
+    kinds = [kind(e) for e in map(get("error"), pairs) if e is not None]
+    return len(pairs), kinds, sum(1 for r in map(get("reduced"), pairs) if r is not None)
 
 
 def summarize_compared(
@@ -194,17 +199,22 @@ def _summary(
 def summarize_all(
     names: Sequence[str],
     enabled: dict[str, AnyProperty],
-    pairs: Sequence[dict[str, Any]],
-    skipped: Sequence[dict[str, Any]],
+    pairs: Sequence[Any],
+    skipped: Sequence[Any],
     n_cases: int,
+    *,
+    get: Getter = itemgetter,
 ) -> list[dict[str, Any]]:
-    by_property: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-    for pair in pairs:
-        if pair["property"] in by_property:
-            by_property[pair["property"]].append(pair)
-    skips = Counter(skip["property"] for skip in skipped)
+    """:func:`summarize` of each property of ``names`` over its pairs and skips (their
+    fields read with ``get``)."""
+    by_property: dict[str, list[Any]] = {name: [] for name in names}
+    for name, pair in zip(map(get("property"), pairs), pairs, strict=True):
+        if name in by_property:
+            by_property[name].append(pair)
+    skips = Counter(map(get("property"), skipped))
     return [
-        summarize(name, enabled[name], by_property[name], skips[name], n_cases) for name in names
+        summarize(name, enabled[name], by_property[name], skips[name], n_cases, get=get)
+        for name in names
     ]
 
 
