@@ -24,7 +24,10 @@ from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.results import CaseResults
 
 _PACKED, _PICKLED = b"M", b"P"
-_FIELDS = tuple(f.name for f in dataclasses.fields(CaseResults) if f.name != "_cache")
+# the columns and their context; the spec goes as its parts, the cache as its arrays
+_FIELDS = tuple(
+    f.name for f in dataclasses.fields(CaseResults) if f.name not in ("spec", "_cache")
+)
 
 
 def dumps(report: Report) -> bytes:
@@ -59,8 +62,6 @@ def _packed(report: Report) -> bytes | None:
     arrays: dict[str, tuple[str, list[int], bytes]] = {}
     for name in _FIELDS:
         value = getattr(results, name)
-        if name == "spec":
-            continue
         if isinstance(value, np.ndarray) and not value.dtype.hasobject:
             arrays[name] = _parts(value)
         elif value is None or type(value) in (str, list):
