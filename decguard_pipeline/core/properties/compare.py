@@ -10,12 +10,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
 from decguard_pipeline.core.contract.properties import AnyProperty, Monotonic
 from decguard_pipeline.core.exact import row_fsum
+
+Getter = Callable[..., Callable[[Any], Any]]  # itemgetter, or attrgetter for typed records
 
 # per-case limit -> (name in comparisons and messages, comparison key, absolute value?)
 LIMIT_VALUES: dict[str, tuple[str, bool]] = {
@@ -172,10 +175,13 @@ def compare(
     )
 
 
-def tolerance_violations(config: AnyProperty, comparison: Mapping[str, Any]) -> list[str]:
-    """The per-case limits this comparison breaks (flips are judged separately)."""
+def tolerance_violations(
+    config: AnyProperty, comparison: Mapping[str, Any] | Any, *, get: Getter = itemgetter
+) -> list[str]:
+    """The per-case limits this comparison breaks (flips are judged separately). ``get``:
+    how its fields are read (``attrgetter`` for a typed record)."""
     if isinstance(config, Monotonic):
-        level_delta = comparison["level_delta"]
+        level_delta = get("level_delta")(comparison)
         sign = 1.0 if config.direction == "increasing" else -1.0
         if sign * level_delta < -config.max_level_decrease:
             return [
@@ -186,7 +192,7 @@ def tolerance_violations(config: AnyProperty, comparison: Mapping[str, Any]) -> 
     broken = []
     for key, limit in config.tolerances().items():
         name, absolute = LIMIT_VALUES[key]
-        value = comparison[name]
+        value = get(name)(comparison)
         if absolute:
             value = abs(value)
         if value > limit:

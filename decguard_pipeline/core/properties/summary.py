@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -13,15 +13,14 @@ import numpy as np
 from decguard_pipeline.core.contract.properties import AnyProperty, Properties
 from decguard_pipeline.core.gates import make_check
 from decguard_pipeline.core.properties.compare import (
-    COMPARISON_FIELDS,
     Comparisons,
+    Getter,
     limited_columns,
     tolerance_mask,
     tolerance_violations,
 )
 
 ORIGINAL_ERROR = "original_error"
-Getter = Callable[..., Callable[[Any], Any]]  # itemgetter, or attrgetter for typed records
 NOT_RUN = "the property was not run"
 NOTHING_TRANSFORMED = "no case could be transformed"
 
@@ -45,10 +44,7 @@ def count_violations(
     typed records)."""
     columns = {name: list(map(get(name), compared)) for name in limited_columns(config)}
     if any(None in values for values in columns.values()):  # a missing value: one at a time
-        if get is not itemgetter:  # tolerance_violations reads a comparison as a dict
-            fields = get(*COMPARISON_FIELDS)
-            compared = [dict(zip(COMPARISON_FIELDS, fields(c), strict=True)) for c in compared]
-        return sum(1 for c in compared if tolerance_violations(config, c))
+        return sum(1 for c in compared if tolerance_violations(config, c, get=get))
     mask = tolerance_mask(
         config, lambda name: np.array(columns[name], dtype=np.float64), len(compared)
     )
