@@ -25,9 +25,7 @@ from decguard_pipeline.core.results import CaseResults
 
 _PACKED, _PICKLED = b"M", b"P"
 # the columns and their context; the spec goes as its parts, the cache as its arrays
-_FIELDS = tuple(
-    f.name for f in dataclasses.fields(CaseResults) if f.name not in ("spec", "_cache")
-)
+_FIELDS = tuple(f.name for f in dataclasses.fields(CaseResults) if f.name not in ("spec", "_cache"))
 
 
 def dumps(report: Report) -> bytes:
