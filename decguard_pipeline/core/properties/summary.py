@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from array import array
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
@@ -63,9 +65,7 @@ def summarize(
     """The summary of one property over its pairs. Violations are re-judged from the stored
     comparisons with ``config`` (tolerance violations only: flips are counted apart).
     ``get``: how a pair's fields are read (``attrgetter`` for typed records)."""
-    compared = [c for c in map(get("comparison"), pairs) if c is not None]
-    counts = pair_counts(pairs, get=get)
-    return summarize_compared(name, config, compared, counts, n_skipped, n_cases, get=get)
+    return summary_of(name, config, figures_of(config, pairs, get=get), n_skipped, n_cases)
 
 
 def pair_counts(pairs: Sequence[Any], *, get: Getter = itemgetter) -> tuple[int, list[str], int]:
@@ -74,6 +74,83 @@ def pair_counts(pairs: Sequence[Any], *, get: Getter = itemgetter) -> tuple[int,
     kind = get("kind")
     kinds = [kind(e) for e in map(get("error"), pairs) if e is not None]
     return len(pairs), kinds, sum(1 for r in map(get("reduced"), pairs) if r is not None)
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What a property's summary is made of, over some of its pairs: counts, and per
+    compared pair (in pair order) its TV distance, JS divergence, largest probability
+    change, absolute confidence change and level change. The figures of consecutive runs
+    of pairs add up (``a + b``) to those of all of them, so the same summary follows."""
+
+    n_transformed: int = 0
+    error_kinds: list[str] = field(default_factory=list)
+    n_reduced: int = 0
+    n_violations: int = 0
+    n_flips: int = 0
+    tv: list[float] = field(default_factory=list)
+    js: list[float] = field(default_factory=list)
+    delta: list[float] = field(default_factory=list)
+    confidence: list[float] = field(default_factory=list)
+    levels: list[float | None] = field(default_factory=list)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # pickled with their floats as arrays of doubles: the verdict of a child
+        # (``core.report.halves``) carries 100k+ of them
+        floats = (array("d", v) for v in (self.tv, self.js, self.delta, self.confidence))
+        counts = (self.n_transformed, self.error_kinds, self.n_reduced)
+        return _figures, (*counts, self.n_violations, self.n_flips, *floats, self.levels)
+
+    def __add__(self, other: Figures) -> Figures:
+        return Figures(
+            self.n_transformed + other.n_transformed,
+            self.error_kinds + other.error_kinds,
+            self.n_reduced + other.n_reduced,
+            self.n_violations + other.n_violations,
+            self.n_flips + other.n_flips,
+            self.tv + other.tv,
+            self.js + other.js,
+            self.delta + other.delta,
+            self.confidence + other.confidence,
+            self.levels + other.levels,
+        )
+
+
+def _figures(*fields: Any) -> Figures:
+    """A :class:`Figures` from its pickled fields: the arrays as lists of floats again."""
+    return Figures(*(f.tolist() if isinstance(f, array) else f for f in fields))
+
+
+def figures_of(config: AnyProperty, pairs: Sequence[Any], *, get: Getter = itemgetter) -> Figures:
+    """The :class:`Figures` of a property's ``pairs`` (their fields read with ``get``)."""
+    compared = [c for c in map(get("comparison"), pairs) if c is not None]
+    return compared_figures(config, compared, pair_counts(pairs, get=get), get=get)
+
+
+def compared_figures(
+    config: AnyProperty,
+    compared: Sequence[Any],
+    counts: tuple[int, list[str], int],
+    *,
+    get: Getter = itemgetter,
+) -> Figures:
+    """The :class:`Figures` of the stored comparisons of a property's pairs that hold one
+    (``compared``, in pair order, their fields read with ``get``) and the ``pair_counts``
+    of all its pairs."""
+    n_transformed, error_kinds, n_reduced = counts
+    levels: list[float | None] = []
+    if getattr(config, "direction", None) is not None:
+        levels = list(map(get("level_delta"), compared))
+    return Figures(
+        n_transformed, error_kinds, n_reduced,
+        n_violations=count_violations(config, compared, get=get),
+        n_flips=sum(map(bool, map(get("flipped"), compared))),
+        tv=list(map(get("tv_distance"), compared)),
+        js=list(map(get("js_divergence"), compared)),
+        delta=list(map(get("max_abs_delta"), compared)),
+        confidence=list(map(abs, map(get("confidence_delta"), compared))),
+        levels=levels,
+    )  # fmt: skip
 
 
 def summarize_compared(
@@ -89,20 +166,24 @@ def summarize_compared(
     """``summarize`` from the stored comparisons of the property's pairs that hold one
     (``compared``, in pair order, their fields read with ``get``) and the ``pair_counts``
     of all its pairs."""
+    figures = compared_figures(config, compared, counts, get=get)
+    return summary_of(name, config, figures, n_skipped, n_cases)
+
+
+def summary_of(
+    name: str, config: AnyProperty, figures: Figures, n_skipped: int, n_cases: int
+) -> dict[str, Any]:
+    """The summary of one property from the :class:`Figures` of all its pairs."""
     level_decrease = None
     direction = getattr(config, "direction", None)
     if direction is not None:
         sign = 1.0 if direction == "increasing" else -1.0
-        levels = map(get("level_delta"), compared)
-        level_decrease = _max([max(0.0, -sign * (level or 0.0)) for level in levels])
+        level_decrease = _max([max(0.0, -sign * (level or 0.0)) for level in figures.levels])
     return _summary(
-        name, config, counts, n_skipped, n_cases,
-        n_violations=count_violations(config, compared, get=get),
-        n_flips=sum(map(bool, map(get("flipped"), compared))),
-        tv=list(map(get("tv_distance"), compared)),
-        js=list(map(get("js_divergence"), compared)),
-        delta=list(map(get("max_abs_delta"), compared)),
-        confidence=list(map(abs, map(get("confidence_delta"), compared))),
+        name, config, (figures.n_transformed, figures.error_kinds, figures.n_reduced),
+        n_skipped, n_cases,
+        n_violations=figures.n_violations, n_flips=figures.n_flips, tv=figures.tv,
+        js=figures.js, delta=figures.delta, confidence=figures.confidence,
         level_decrease=level_decrease,
     )  # fmt: skip
 
@@ -203,15 +284,37 @@ def summarize_all(
 ) -> list[dict[str, Any]]:
     """:func:`summarize` of each property of ``names`` over its pairs and skips (their
     fields read with ``get``)."""
+    figures = figures_by_property(names, enabled, pairs, get=get)
+    return summaries_of(names, enabled, figures, skipped, n_cases, get=get)
+
+
+def figures_by_property(
+    names: Sequence[str],
+    enabled: dict[str, AnyProperty],
+    pairs: Sequence[Any],
+    *,
+    get: Getter = itemgetter,
+) -> dict[str, Figures]:
+    """The :class:`Figures` of each property of ``names`` over its pairs among ``pairs``."""
     by_property: dict[str, list[Any]] = {name: [] for name in names}
     for name, pair in zip(map(get("property"), pairs), pairs, strict=True):
         if name in by_property:
             by_property[name].append(pair)
+    return {name: figures_of(enabled[name], by_property[name], get=get) for name in names}
+
+
+def summaries_of(
+    names: Sequence[str],
+    enabled: dict[str, AnyProperty],
+    figures: dict[str, Figures],
+    skipped: Sequence[Any],
+    n_cases: int,
+    *,
+    get: Getter = itemgetter,
+) -> list[dict[str, Any]]:
+    """The summary of each property of ``names`` from its ``figures`` and skips."""
     skips = Counter(map(get("property"), skipped))
-    return [
-        summarize(name, enabled[name], by_property[name], skips[name], n_cases, get=get)
-        for name in names
-    ]
+    return [summary_of(name, enabled[name], figures[name], skips[name], n_cases) for name in names]
 
 
 def _limits(config: AnyProperty) -> str:
