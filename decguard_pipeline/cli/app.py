@@ -285,9 +285,15 @@ def report(
 ) -> None:
     """Show (and verify) a stored report; exits with the report's gate status."""
     with handled():
+        from decguard_pipeline.core.json_limits import ReadAhead
+
+        read_ahead = ReadAhead(results, "report")  # while the verifier is imported
         from decguard_pipeline.core.report.verify import load_report
 
-        stored = load_report(results)
+        stored = load_report(results, split=True, read_ahead=read_ahead)
+        from decguard_pipeline.cli.process_exit import leave_to_exit
+
+        leave_to_exit(stored)  # a big report's typed pairs: freed with the process
         sidecar = None
         if contract is not None:
             from decguard_pipeline.core.contract import load_contract

@@ -19,15 +19,18 @@ any parser runs:
 from __future__ import annotations
 
 import codecs
+import mmap
 import os
 import re
 import stat
+import threading
 from pathlib import Path
-from typing import BinaryIO
-
-import numpy as np
+from typing import TYPE_CHECKING, BinaryIO
 
 from decguard_pipeline.core.errors import ReportError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_BYTES_ENV = "DECGUARD_MAX_REPORT_BYTES"
 DEFAULT_MAX_BYTES = 1 << 30
@@ -76,19 +79,26 @@ def read_bounded(stream: BinaryIO, path: Path, what: str, limit: int | None = No
     limit: the size on disk is checked first, and the read itself never takes more (a file
     that grows while it is read, or whose size the file system does not know)."""
     limit = max_bytes() if limit is None else limit
-    size = os.fstat(stream.fileno()).st_size
+    _check_size(os.fstat(stream.fileno()).st_size, path, what, limit)
+    raw = stream.read(limit + 1)
+    _check_read(len(raw), path, what, limit)
+    return raw
+
+
+def _check_size(size: int, path: Path, what: str, limit: int) -> None:
     if size > limit:
         raise ReportError(
             f"{path}: cannot read {what}: it is {size} bytes, over the limit of {limit} bytes "
             f"(set {MAX_BYTES_ENV} to read larger files)"
         )
-    raw = stream.read(limit + 1)
-    if len(raw) > limit:
+
+
+def _check_read(size: int, path: Path, what: str, limit: int) -> None:
+    if size > limit:
         raise ReportError(
             f"{path}: cannot read {what}: over the limit of {limit} bytes "
             f"(set {MAX_BYTES_ENV} to read larger files)"
         )
-    return raw
 
 
 def read_document(path: Path, what: str) -> bytes:
@@ -98,6 +108,51 @@ def read_document(path: Path, what: str) -> bytes:
     limit = max_bytes()
     with open_regular(path, what) as stream:
         return read_bounded(stream, path, what, limit)
+
+
+class ReadAhead:
+    """``read_writable(path, what)`` in a thread from now on: the read waits on the kernel,
+    not on the interpreter, so it overlaps whatever this process imports meanwhile (the
+    ``report`` command: the 97 MB of a 5,000-case ``--all`` report read during the 0.25 s
+    of its imports). :meth:`result` waits for it, and raises what the read raised."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        self._buffer: bytearray | mmap.mmap | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._read, args=(path, what), daemon=True)
+        self._thread.start()
+
+    def _read(self, path: Path, what: str) -> None:
+        try:
+            self._buffer = read_writable(path, what)
+        except BaseException as exc:  # raised where the result is asked for
+            self._error = exc
+
+    def result(self) -> bytearray | mmap.mmap:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._buffer is not None
+        return self._buffer
+
+
+def read_writable(path: Path, what: str) -> bytearray | mmap.mmap:
+    """:func:`read_document` into a buffer the caller may write to (``report.halves`` marks
+    where its parts end in it). On Linux, memory mapped for it with its pages made at once
+    (``MAP_POPULATE``: 97 MB read in 0.06-0.08 s, against 0.07-0.09 s for bytes and
+    0.14-0.17 s for a zeroed bytearray); a file that changes size while read, as bytes."""
+    limit = max_bytes()
+    with open_regular(path, what) as stream:
+        size = os.fstat(stream.fileno()).st_size
+        _check_size(size, path, what, limit)
+        populate = getattr(mmap, "MAP_POPULATE", 0)
+        if size and populate:
+            flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate
+            buffer = mmap.mmap(-1, size, flags=flags)
+            if stream.readinto(buffer) == size and not stream.read(1):
+                return buffer
+            buffer.close()
+    return bytearray(read_document(path, what))
 
 
 def check_utf8(raw: bytes) -> None:
@@ -179,6 +234,8 @@ def too_deep(raw: bytes, limit: int = PARSER_DEPTH) -> int | None:
 
     Strings are told apart from structure by their unescaped quotes; chunks never end inside
     a run of backslashes, so each escape is decided within one chunk."""
+    import numpy as np  # here: reading a document (``ReadAhead``) starts before NumPy is in
+
     data = np.frombuffer(raw, dtype=np.uint8)
     n = len(data)
     depth, in_string, start = 0, 0, 0
@@ -210,6 +267,8 @@ def too_deep(raw: bytes, limit: int = PARSER_DEPTH) -> int | None:
 
 
 def _unescaped_quotes(chunk: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     quotes = np.flatnonzero(chunk == 0x22)
     slashes = np.flatnonzero(chunk == 0x5C)
     if not len(quotes) or not len(slashes):

@@ -3,10 +3,12 @@ DecGuard's field order."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.contract.properties import AnyProperty, Fuzz, Properties
 from decguard_pipeline.core.decision import DecisionInput
 from decguard_pipeline.core.properties.compare import Comparisons, compare, direction_of
@@ -109,8 +111,36 @@ def result_probabilities(results: list[dict[str, Any]], k: int) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class OriginalColumns:
+    """The columns of a report's results (its original cases) that checking its pairs
+    reads, as ``CaseResults`` names them: what a child checking a share of the pairs is
+    sent (``core.report.halves``), a fraction of the whole results."""
+
+    spec: DecisionSpec
+    backend: str
+    provider: str
+    case_ids: list[str]
+    probs: np.ndarray
+    selected: np.ndarray
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.spec.labels
+
+    @classmethod
+    def of(cls, results: CaseResults) -> OriginalColumns:
+        return cls(
+            results.spec, results.backend, results.provider, results.case_ids, results.probs,
+            results.selected,
+        )  # fmt: skip
+
+
 def compare_with_originals(
-    config: AnyProperty, originals: CaseResults, rows: list[int], after: np.ndarray
+    config: AnyProperty,
+    originals: CaseResults | OriginalColumns,
+    rows: list[int],
+    after: np.ndarray,
 ) -> Comparisons:
     """Compare transformed decisions with the original decisions of dataset ``rows``."""
     index = np.asarray(rows, dtype=np.int64)

@@ -12,11 +12,11 @@ exactly as DecGuard does (the first one, at its location).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import attrgetter, eq, is_not, itemgetter
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from pydantic import ValidationError
@@ -29,14 +29,27 @@ from decguard_pipeline.core.properties.compare import (
     judged_mask,
 )
 from decguard_pipeline.core.properties.fast import load_plain
-from decguard_pipeline.core.properties.pairs import compare_with_originals, result_probabilities
+from decguard_pipeline.core.properties.pairs import (
+    OriginalColumns,
+    compare_with_originals,
+    result_probabilities,
+)
 from decguard_pipeline.core.properties.schema import PropertyRunModel
 from decguard_pipeline.core.properties.summary import (
     ORIGINAL_ERROR,
+    Figures,
+    figures_by_property,
     property_checks,
+    summaries_of,
     summarize_all,
 )
-from decguard_pipeline.core.properties.typed_section import TypedSection, pair_dicts
+from decguard_pipeline.core.properties.typed_section import (
+    SplitRefused,
+    TypedPair,
+    TypedSection,
+    failed_dicts,
+    pair_dicts,
+)
 from decguard_pipeline.core.results import CaseResults
 from decguard_pipeline.core.validation import format_errors
 
@@ -224,7 +237,7 @@ def _group_holds(
     holders: list[Any],
     ids: list[str],
     rows: list[int],
-    results: CaseResults,
+    results: CaseResults | OriginalColumns,
     access: _Access,
 ) -> bool:
     """For ``holders`` (pairs or reduced examples of one property, with results, of the pairs
@@ -258,7 +271,7 @@ def _pairs_hold(
     pairs: list[Any],
     skipped: list[Any],
     enabled: dict[str, AnyProperty],
-    results: CaseResults,
+    results: CaseResults | OriginalColumns,
     row_of: dict[str, int],
     access: _Access,
 ) -> bool:
@@ -314,6 +327,47 @@ def _pairs_hold(
     return all(name in enabled and case in row_of for name, case in skip_keys)
 
 
+@dataclass(frozen=True)
+class HalfVerdict:
+    """What the process that checked a section's later pairs (``core.report.halves``) found
+    them to be, when they hold: what the checks of the whole section need of them."""
+
+    # the hashes of their ids (``hash``: a forked child's are this process's), for the ids
+    # to be unique across both processes: ids of equal hashes are taken for the same
+    hashes: np.ndarray
+    figures: dict[str, Figures]  # of each enabled property
+    failed: list[dict[str, Any]]  # the failed pairs, as the schema's dicts
+
+
+def _hashes(ids: Iterable[str], n: int) -> np.ndarray:
+    return np.fromiter(map(hash, ids), dtype=np.int64, count=n)
+
+
+class LaterHalf(Protocol):
+    """A section's later pairs, checked by another process: its verdict (waited for)."""
+
+    def verdict(self) -> HalfVerdict | None: ...
+
+
+def later_half_holds(
+    pairs: list[TypedPair[Any]], enabled: dict[str, AnyProperty], results: OriginalColumns
+) -> HalfVerdict | None:
+    """The verdict on a section's later ``pairs`` (the other process's part), each of which
+    holds on its own (``typed_section.pairs_hold``), or None when they do not plainly hold
+    as ``_pairs_hold`` checks them. ``enabled``: the section's enabled properties."""
+    try:
+        row_of = {case_id: row for row, case_id in enumerate(results.case_ids)}
+        if not _pairs_hold(pairs, [], enabled, results, row_of, _STRUCTS):
+            return None
+        return HalfVerdict(
+            hashes=_hashes(map(attrgetter("id"), pairs), len(pairs)),
+            figures=figures_by_property(list(enabled), enabled, pairs, get=attrgetter),
+            failed=failed_dicts(pairs),
+        )
+    except (ArithmeticError, LookupError, TypeError, ValueError):
+        return None
+
+
 def _holds(
     summaries: list[dict[str, Any]],
     pairs: list[Any],
@@ -322,16 +376,27 @@ def _holds(
     results: CaseResults,
     row_of: dict[str, int],
     access: _Access,
+    later: LaterHalf | None = None,
 ) -> bool:
     """True only when the one-by-one checks (``_check_pairs``, ``_check_context``,
-    ``_check_summaries``) would find nothing; False sends them to find the first problem."""
+    ``_check_summaries``) would find nothing; False sends them to find the first problem.
+    ``later``: the section's pairs after ``pairs``, checked by another process."""
     try:
         if not _pairs_hold(pairs, skipped, enabled, results, row_of, access):
             return False
         names = [s["property"] for s in summaries]
         if len(names) != len(set(names)) or any(name not in enabled for name in names):
             return False
-        again = summarize_all(names, enabled, pairs, skipped, len(results), get=access.get)
+        figures = figures_by_property(names, enabled, pairs, get=access.get)
+        if later is not None:
+            verdict = later.verdict()
+            if verdict is None:
+                return False
+            hashes = _hashes(map(access.get("id"), pairs), len(pairs))
+            if np.intersect1d(hashes, verdict.hashes).size:
+                return False  # an id on both sides (or two ids of one hash: checked whole)
+            figures = {name: figures[name] + verdict.figures[name] for name in names}
+        again = summaries_of(names, enabled, figures, skipped, len(results), get=access.get)
         return again == summaries
     except (ArithmeticError, LookupError, TypeError, ValueError):
         return False  # whatever it is, the one-by-one checks meet it the way they always did
@@ -345,6 +410,7 @@ def verify_section(
     tolerance: float = 1e-3,
     plain_json: bool = False,
     typed: TypedSection[Any] | None = None,
+    later: LaterHalf | None = None,
 ) -> list[dict[str, Any]]:
     """Recompute and check a stored properties section; returns the property checks.
 
@@ -354,7 +420,9 @@ def verify_section(
     ``plain_json``: see :func:`load_section`. ``typed``: the section's pairs and skips as
     typed records (then ``section`` is its normalised form already, made by
     ``typed_section.checked``), checked as they are; the section's ``pairs`` are left empty
-    when they hold (``typed_section.pair_dicts`` makes them), made here when they do not."""
+    when they hold (``typed_section.pair_dicts`` makes them), made here when they do not.
+    ``later``: the typed pairs after ``typed``'s, checked by another process; SplitRefused
+    when anything does not plainly hold."""
     if typed is not None:
         normalised = section
     else:
@@ -364,8 +432,11 @@ def verify_section(
     row_of = {case_id: row for row, case_id in enumerate(results.case_ids)}
     summaries = normalised["summaries"]
     if typed is not None:
-        if _holds(summaries, typed.pairs, typed.skipped, enabled, results, row_of, _STRUCTS):
+        pairs, skipped = typed.pairs, typed.skipped
+        if _holds(summaries, pairs, skipped, enabled, results, row_of, _STRUCTS, later):
             return property_checks(summaries, config)
+        if later is not None:
+            raise SplitRefused
         normalised["pairs"] = pair_dicts(typed.pairs)  # for the checks below to word it
     pairs, skipped = normalised["pairs"], normalised["skipped"]
     if not _holds(summaries, pairs, skipped, enabled, results, row_of, _DICTS):

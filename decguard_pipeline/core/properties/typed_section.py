@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from itertools import chain, compress, repeat
 from operator import attrgetter, is_, is_not, not_
-from typing import Any, Generic
+from typing import Any, Generic, Protocol
 
 import msgspec
 from pydantic import ValidationError
@@ -157,26 +157,48 @@ def _presentations_hold(holders: list[Any]) -> bool:
     return set(map(len, chain.from_iterable(shown))) <= {2}
 
 
-def checked(section: TypedSection[Any], tolerance: float) -> dict[str, Any] | None:
+def _results(pairs: list[TypedPair[Any]]) -> list[TypedResult[Any]]:
+    """The pairs' results, then their reduced examples' results."""
+    reduced = [r for r in map(_REDUCED, pairs) if r is not None]
+    return [*(r for r in map(_RESULT, pairs) if r is not None), *map(_RESULT, reduced)]
+
+
+def first_labels(pairs: list[TypedPair[Any]]) -> list[str] | None:
+    """The labels of the first of the pairs' results (``_results``), or None without any."""
+    results = _results(pairs)
+    return results[0].labels if results else None
+
+
+def pairs_hold(pairs: list[TypedPair[Any]], labels: list[str] | None, tolerance: float) -> bool:
+    """Whether each pair holds on its own what the strict schema asks of it: its own rules
+    (``PairModel._consistent``), its presentations' shape, and its results' invariants,
+    every result of the label set ``labels`` (taken from the first result when None)."""
+    if not _pairs_consistent(pairs):
+        return False
+    reduced = [r for r in map(_REDUCED, pairs) if r is not None]
+    if not (_presentations_hold(pairs) and _presentations_hold(reduced)):
+        return False
+    results = _results(pairs)
+    if results:
+        expected = results[0].labels if labels is None else labels
+        if probabilities_hold(results, expected, tolerance) is None:
+            return False  # or results of several label sets: the other path decides
+    return True
+
+
+def checked(
+    section: TypedSection[Any], tolerance: float, *, pairs: bool = True
+) -> dict[str, Any] | None:
     """The section as the strict schema normalises it, its pairs aside (``pairs`` is an
     empty list: :func:`pair_dicts` makes them, for whatever reads them), or None when it is
     not plainly well-formed (then only the strict schema can say whether, and where, it is
-    wrong)."""
+    wrong). ``pairs``: False when the caller checks the pairs itself (:func:`pairs_hold`)."""
     # imported here: the pydantic models of the small parts, only for reports with a section
     from decguard_pipeline.core.contract.properties import Fuzz, Properties
     from decguard_pipeline.core.properties.schema import SummaryModel
 
-    pairs = section.pairs
-    if not _pairs_consistent(pairs):
+    if pairs and not pairs_hold(section.pairs, None, tolerance):
         return None
-    reduced = [r for r in map(_REDUCED, pairs) if r is not None]
-    if not (_presentations_hold(pairs) and _presentations_hold(reduced)):
-        return None
-    results = [*(r for r in map(_RESULT, pairs) if r is not None), *map(_RESULT, reduced)]
-    if results:
-        labels = results[0].labels
-        if probabilities_hold(results, labels, tolerance) is None:
-            return None  # or results of several label sets: the other path decides
     try:
         fuzz = Fuzz.model_validate(section.fuzz).model_dump(mode="json")
         config = Properties.model_validate(section.config).model_dump(mode="json")
@@ -207,21 +229,43 @@ def pair_dicts(pairs: list[TypedPair[Any]]) -> list[dict[str, Any]]:
     return plain
 
 
-class TypedPairs:
-    """A verified section's pairs, made into the schema's dicts when something reads them
-    (``golden.Report.document``); the text needs only the failed ones."""
+class SplitRefused(Exception):
+    """A section checked in two processes (``core.report.halves``) does not plainly hold:
+    only the whole report, loaded in one process, finds and words the problem."""
 
-    def __init__(self, pairs: list[TypedPair[Any]]) -> None:
+
+def failed_dicts(pairs: list[TypedPair[Any]]) -> list[dict[str, Any]]:
+    """The failed ones of ``pairs`` (``summary.is_failed``), in order, as the schema's dicts."""
+    # imported here: a report's loading (diff's too) does not need the summaries' module
+    from decguard_pipeline.core.properties.summary import is_failed
+
+    # those with violations or any error, then exactly the failed ones among them
+    maybe = [p for p in pairs if p.violations or p.error is not None]
+    return [p for p in pair_dicts(maybe) if is_failed(p)]
+
+
+class Later(Protocol):
+    """Pairs that follow a section's own, held elsewhere (``core.report.halves``)."""
+
+    def pairs(self) -> list[TypedPair[Any]]: ...
+
+    def failed_dicts(self) -> list[dict[str, Any]]: ...
+
+
+class TypedPairs:
+    """A verified section's pairs (and those ``later``, when another process checked them),
+    made into the schema's dicts when something reads them (``golden.Report.document``);
+    the text needs only the failed ones."""
+
+    def __init__(self, pairs: list[TypedPair[Any]], later: Later | None = None) -> None:
         self._pairs = pairs
+        self._later = later
 
     def dicts(self) -> list[dict[str, Any]]:
-        return pair_dicts(self._pairs)
+        later = [] if self._later is None else self._later.pairs()
+        return pair_dicts(self._pairs) + pair_dicts(later)
 
     def failed_dicts(self) -> list[dict[str, Any]]:
         """The failed pairs (``summary.is_failed``), in order, as dicts."""
-        # imported here: a report's loading (diff's too) does not need the summaries' module
-        from decguard_pipeline.core.properties.summary import is_failed
-
-        # those with violations or any error, then exactly the failed ones among them
-        maybe = [p for p in self._pairs if p.violations or p.error is not None]
-        return [p for p in pair_dicts(maybe) if is_failed(p)]
+        later = [] if self._later is None else self._later.failed_dicts()
+        return failed_dicts(self._pairs) + later

@@ -104,6 +104,11 @@ def decode(raw: bytes) -> Decoded | None:
             return None
     except (msgspec.DecodeError, RecursionError):
         return None
+    return decoded(stored, shallow=shallow)
+
+
+def decoded(stored: _Stored[Any], *, shallow: bool) -> Decoded:
+    """``stored`` as :class:`Decoded`: its header as a dict of the keys present."""
     header: dict[str, Any] = {"results": []}
     for name in _HEADER:
         value = getattr(stored, name)

@@ -24,12 +24,14 @@ from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.json_limits import (
     PARSER_DEPTH,
+    ReadAhead,
     check_utf8,
     read_document,
+    read_writable,
     structure_problem,
 )
 from decguard_pipeline.core.properties import typed_section
-from decguard_pipeline.core.report import typed_records
+from decguard_pipeline.core.report import halves, typed_records
 from decguard_pipeline.core.report.golden import (
     REPORT_VERSION,
     Report,
@@ -241,6 +243,7 @@ def _semantics(
     *,
     plain_json: bool,
     typed: Any = None,
+    later: halves.OtherHalf | None = None,
 ) -> CaseResults:
     n_labeled = len(results.expected) - results.expected.count(None)
     if (header.dataset.n_cases, header.dataset.n_labeled) != (len(results), n_labeled):
@@ -263,6 +266,7 @@ def _semantics(
                 tolerance=header.evaluation.probability_tolerance,
                 plain_json=plain_json,
                 typed=typed,
+                later=later,
             )
         except ValueError as exc:  # a malformed section says where (``lines``)
             raise Invalid(str(exc), getattr(exc, "lines", None)) from exc
@@ -275,23 +279,37 @@ def _semantics(
     return results
 
 
-def load_report(path: str | Path) -> Report:
+def load_report(
+    path: str | Path, *, split: bool = False, read_ahead: ReadAhead | None = None
+) -> Report:
     """Read, verify and return a stored test/fuzz report; ReportError when it does not hold.
     Size is checked before anything is parsed; top level and nesting before anything but
     msgspec's typed decoding, which gives the values to measure the nesting with (else
-    ``json_limits`` measures the bytes)."""
+    ``json_limits`` measures the bytes). ``split``: a big properties section may be decoded
+    and checked by a forked child and this process, a part each (``halves``), where forking
+    is safe (a command's process). ``read_ahead``: the report's bytes, being read already
+    (its errors are this function's)."""
     path = Path(path)
     try:
-        raw = read_document(path, "report")
+        if read_ahead is not None:
+            raw: bytes | halves.Writable = read_ahead.result()
+        elif split:
+            raw = read_writable(path, "report")
+        else:
+            raw = read_document(path, "report")
+        split = split and halves.can_fork()  # after the read: its thread is done
         check_utf8(raw)
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportError(f"{path}: cannot read report: {exc}") from exc
     # a big report is millions of acyclic objects, which collections would only walk, again
     # and again: paused while it is parsed and checked, then settled in the oldest generation
     with gc_paused(settle=True):
-        typed = _load_typed(path, raw)  # checks the nesting itself, from the values
+        typed = _load_halves(path, raw) if split else None
+        if typed is None:
+            typed = _load_typed(path, raw)  # checks the nesting itself, from the values
         if typed is not None:
             return typed
+        raw = bytes(raw)  # the readers below read bytes
         problem = structure_problem(raw)
         if problem is not None:
             raise _fail(path, f"  {problem}")
@@ -335,11 +353,13 @@ def _assembled(
     plain_json: bool,
     *,
     typed: typed_section.TypedSection[Any] | None = None,
+    later: halves.OtherHalf | None = None,
 ) -> Report:
     """The report of a validated header and its results (``columns``, checked when called):
     the mode and every semantic rule checked, a failure worded as DecGuard words it.
     ``typed``: the properties section's pairs and skips as typed records (the section is
-    then the schema's normalised form already: ``typed_section.checked``)."""
+    then the schema's normalised form already: ``typed_section.checked``); ``later``: the
+    pairs after them, decoded and checked by a child."""
     doc = header.model_dump(mode="json", exclude={"results", "properties"})
     try:
         _check_mode(header)
@@ -349,6 +369,7 @@ def _assembled(
             columns(),
             plain_json=plain_json,
             typed=typed,
+            later=later,
         )
     except Invalid as exc:
         raise _fail(path, exc.lines) from exc
@@ -357,14 +378,39 @@ def _assembled(
     if typed is None:
         return Report(doc, results)
     # the pairs held: their dicts are made when something reads the document
-    return Report(doc, results, pending=typed_section.TypedPairs(typed.pairs))
+    return Report(doc, results, pending=typed_section.TypedPairs(typed.pairs, later))
 
 
-def _load_typed(path: Path, raw: bytes) -> Report | None:
+def _load_halves(path: Path, raw: halves.Writable) -> Report | None:
+    """``_load_typed`` with the later pairs of a big properties section decoded and checked
+    by a forked child (``halves``); None when it cannot split the report, or the report
+    does not plainly hold (the whole report is then loaded in one process)."""
+    split = halves.decode(raw)
+    if split is None:
+        return None
+    decoded, later = split
+    try:
+        return _load_typed(path, raw, decoded=decoded, later=later)
+    except typed_section.SplitRefused:
+        return None
+    finally:
+        later.close()
+
+
+def _load_typed(
+    path: Path,
+    raw: bytes | halves.Writable,
+    *,
+    decoded: typed_records.Decoded | None = None,
+    later: halves.OtherHalf | None = None,
+) -> Report | None:
     """The report through msgspec's typed records and column-wise checks
     (``typed_records``); None when they do not plainly hold, for the paths below to find
-    and word the problem. What they accept, those paths accept too, with the same columns."""
-    decoded = typed_records.decode(raw)
+    and word the problem. What they accept, those paths accept too, with the same columns.
+    ``decoded`` and ``later``: ``raw`` decoded but for its later pairs, which a child
+    decoded and checks (``halves``); SplitRefused when anything about the pairs does not
+    plainly hold."""
+    decoded = decoded or typed_records.decode(raw)
     if decoded is None:
         return None
     data, records, shallow = decoded
@@ -377,8 +423,11 @@ def _load_typed(path: Path, raw: bytes) -> Report | None:
     ):
         return None
     tolerance = stored_tolerance(data)
+    if later is not None and section is not None:  # the child checks each of its pairs
+        later.send(typed_section.first_labels(section.pairs), tolerance)
     if section is not None:
-        data["properties"] = typed_section.checked(section, tolerance)
+        # with a child, this process's pairs are checked once it has all it needs
+        data["properties"] = typed_section.checked(section, tolerance, pairs=later is None)
         if data["properties"] is None:
             return None
     try:
@@ -392,10 +441,18 @@ def _load_typed(path: Path, raw: bytes) -> Report | None:
     )
     if results is None:
         return None
+    if later is not None and section is not None:  # and against the results, meanwhile
+        from decguard_pipeline.core.contract.properties import Properties
+        from decguard_pipeline.core.properties.pairs import OriginalColumns
+
+        enabled = Properties.model_validate(data["properties"]["config"]).enabled()
+        later.send(enabled, OriginalColumns.of(results))
+        if not typed_section.pairs_hold(section.pairs, None, tolerance):
+            return None
     hand_off(records)  # in a command, freed with the process (100k structs: ~70 ms)
     del data, records, decoded
     # the properties section is the schema's normalised form already, its pairs typed
-    return _assembled(path, header, lambda: results, plain_json=True, typed=section)
+    return _assembled(path, header, lambda: results, plain_json=True, typed=section, later=later)
 
 
 def evaluation_gates(doc: dict[str, Any]) -> tuple[Evaluation, Gates, Gates]:

@@ -77,8 +77,8 @@ def _both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, b
     taken: list[bool] = []
     checked = typed_section.checked
 
-    def recording(section: Any, tolerance: float) -> Any:
-        loaded = checked(section, tolerance)
+    def recording(section: Any, tolerance: float, **options: Any) -> Any:
+        loaded = checked(section, tolerance, **options)
         taken.append(loaded is not None)
         return loaded
 

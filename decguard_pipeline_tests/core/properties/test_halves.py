@@ -1,0 +1,360 @@
+"""A report split between this process and a forked child (``core.report.halves``) loads
+exactly as the whole report does in one process: the same document, the same text, the same
+refusal word for word, whatever is tampered with and wherever the cut falls; a cut that is
+not between two pairs, a part that does not decode and a child that dies all leave the load
+to the one process; no child outlives a load."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import pickle
+import random
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from decguard_pipeline.core.errors import ReportError
+from decguard_pipeline.core.json_limits import read_document, read_writable
+from decguard_pipeline.core.properties import report as section_report
+from decguard_pipeline.core.properties.summary import Figures
+from decguard_pipeline.core.report import halves, typed_records, verify
+from decguard_pipeline_tests.conftest import _invoke
+from decguard_pipeline_tests.core.properties.test_fast import _copy, _mutate
+
+NAMES = ["refund", "choice", "noul", "score", "wide"]
+
+
+class _Seen:
+    """What a split load did: each split (False where the document could not be split),
+    each child's verdict (whether it held), and how many documents were decoded whole."""
+
+    def __init__(self) -> None:
+        self.splits: list[bool] = []
+        self.verdicts: list[bool] = []
+        self.whole = 0
+
+    @property
+    def held(self) -> bool:
+        """The load split, the child's pairs held, and nothing was loaded whole."""
+        return self.splits == [True] and self.verdicts == [True] and not self.whole
+
+
+@pytest.fixture(scope="module")
+def fresh() -> Iterator[Any]:
+    """A fresh interpreter to load split reports in: a test worker has the thread pools of
+    other tests' libraries (DuckDB, Arrow), which a fork would copy without their threads,
+    and which make ``halves.can_fork`` refuse; the ``report`` command's process has none."""
+    context = multiprocessing.get_context("spawn")
+    # as the command sets it before NumPy starts: no OpenBLAS threads
+    previous = os.environ.get("OPENBLAS_NUM_THREADS")
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        with context.Pool(1) as pool:
+            yield pool
+    finally:
+        if previous is None:
+            del os.environ["OPENBLAS_NUM_THREADS"]
+        else:
+            os.environ["OPENBLAS_NUM_THREADS"] = previous
+
+
+def _split_load(path: str, share: float, dying: bool) -> tuple[str, _Seen]:
+    """In the fresh interpreter: the outcome of loading ``path`` split whatever its size, the
+    child's pairs from ``share`` of the document on (``dying``: the child dies instead of
+    answering), and what the load did; every child it made is reaped by then."""
+    seen, children = _Seen(), []
+    decode, start, verdict = halves.decode, halves.OtherHalf.__init__, halves.OtherHalf.verdict
+    whole = typed_records.decode
+
+    def decoding(raw: Any) -> Any:
+        split = decode(raw)
+        seen.splits.append(split is not None)
+        return split
+
+    def starting(self: halves.OtherHalf, *args: Any) -> None:
+        start(self, *args)
+        children.append(self._pid)
+
+    def judging(self: halves.OtherHalf) -> Any:
+        asked = self._from_child >= 0  # the child's answer, not the one kept from it
+        found = verdict(self)
+        if asked:
+            seen.verdicts.append(found is not None)
+        return found
+
+    def decoding_whole(raw: Any) -> Any:
+        seen.whole += 1
+        return whole(raw)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(typed_records, "decode", decoding_whole)
+        patch.setattr(halves, "MIN_BYTES", 0)
+        patch.setattr(halves, "OWN_SHARE", share)
+        patch.setattr(halves, "can_fork", halves.one_thread)  # whatever the CPUs
+        patch.setattr(halves, "decode", decoding)
+        patch.setattr(halves.OtherHalf, "__init__", starting)
+        patch.setattr(halves.OtherHalf, "verdict", judging)
+        if dying:
+            patch.setattr(section_report, "later_half_holds", lambda *args: os._exit(3))
+        outcome = _outcome(Path(path), split=True)
+    for pid in children:  # each reaped by the load itself
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+    return outcome, seen
+
+
+def _outcome(path: Path, *, split: bool) -> str:
+    """The loaded report's text document then its whole document, or the refusal."""
+    try:
+        report = verify.load_report(path, split=split)
+    except ReportError as exc:
+        return f"refused {exc}"
+    # the text first: its failed pairs come from the child's verdict, the document's pairs
+    # are then decoded here
+    return f"verified {json.dumps(report.text_document())} {json.dumps(report.document)}"
+
+
+def _both(fresh: Any, path: Path, share: float, *, dying: bool = False) -> tuple[str, str, _Seen]:
+    """(the outcome loaded split, the outcome loaded whole in this process, what the split
+    load did)."""
+    split, seen = fresh.apply(_split_load, (str(path), share, dying))
+    return split, _outcome(path, split=False), seen
+
+
+def _write(path: Path, doc: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
+@pytest.mark.parametrize("share", [0.2, 0.5, 0.8])
+@pytest.mark.parametrize("name", NAMES)
+def test_split_reports_load_as_whole_ones(fresh, reports, name, share):
+    split, whole, seen = _both(fresh, reports[name], share)
+    assert seen.held
+    assert split.startswith("verified ")
+    assert split == whole
+
+
+def test_failed_pairs_on_both_sides_of_the_cut_are_shown(fresh, reports):
+    path = reports["refund"]
+    pairs = json.loads(path.read_text())["properties"]["pairs"]
+    failed = [i for i, p in enumerate(pairs) if p["violations"]]
+    assert len(failed) >= 2
+    # cut just before the middle failed pair: failed pairs on both sides
+    text = path.read_bytes()
+    middle = pairs[failed[len(failed) // 2]]["id"]
+    share = (text.index(f'"id": "{middle}"'.encode()) - 40) / len(text)
+    split, whole, seen = _both(fresh, path, share)
+    assert seen.held
+    assert split == whole
+    text_document, _ = json.JSONDecoder().raw_decode(split.removeprefix("verified "))
+    shown = text_document["properties"]["pairs"]
+    assert [p["id"] for p in shown] == [pairs[i]["id"] for i in failed]
+
+
+@pytest.mark.parametrize("name", ["refund", "score"])
+def test_tampered_reports_load_as_whole_ones(fresh, reports, name, tmp_path):
+    doc = json.loads(reports[name].read_text())
+    rng = random.Random(f"halves-{name}")
+    outcomes = {"verified": 0, "refused": 0, "split held": 0, "split refused": 0}
+    for attempt in range(30):
+        tampered = _copy(doc)
+        for _ in range(rng.choice([1, 1, 2])):
+            _mutate(tampered["properties"], rng)
+        path = _write(tmp_path / "r.json", tampered)
+        split, whole, seen = _both(fresh, path, rng.choice([0.3, 0.5, 0.7]))
+        assert split == whole, attempt
+        outcomes["verified" if split.startswith("verified ") else "refused"] += 1
+        outcomes["split held"] += seen.held
+        outcomes["split refused"] += seen.verdicts == [False] or seen.splits == [False]
+    # both outcomes occur, and the child's verdict both holds and does not
+    assert min(outcomes.values()) >= 3, outcomes
+
+
+def test_pairs_repeated_across_the_cut_are_refused_as_whole(fresh, reports, tmp_path):
+    doc = json.loads(reports["refund"].read_text())
+    pairs = doc["properties"]["pairs"]
+    pairs[-1] = _copy(pairs[0])  # the first pair again, last: one on each side
+    path = _write(tmp_path / "r.json", doc)
+    split, whole, seen = _both(fresh, path, 0.5)
+    assert seen.splits == [True]
+    assert split.startswith("refused ")
+    assert split == whole
+
+
+def _nested_ids(doc: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """``doc`` with objects that start with an ``id`` inside a pair in the middle (a cut's
+    pattern, inside a pair), and a text found just before them."""
+    pairs = doc["properties"]["pairs"]
+    pairs[len(pairs) // 2]["provenance"] = {"nested-marker": [{"id": 1}, {"id": 2}]}
+    return doc, '"nested-marker"'
+
+
+def test_a_cut_inside_a_pair_is_refused(fresh, reports, tmp_path, monkeypatch):
+    doc, before = _nested_ids(json.loads(reports["refund"].read_text()))
+    path = _write(tmp_path / "r.json", doc)
+    text = path.read_bytes()
+    share = text.index(before.encode()) / len(text)
+    monkeypatch.setattr(halves, "MIN_BYTES", 0)
+    cut = halves.find_cut(bytearray(text), share)
+    assert cut is not None and text[cut.comma :].startswith(b",\n")
+    assert text.index(before.encode()) < cut.comma < text.index(b'"id": 2')
+    split, whole, seen = _both(fresh, path, share)
+    assert seen.splits == [False]  # the string came back inside that pair, not after it
+    assert split.startswith("verified ")
+    assert split == whole
+
+
+def test_an_end_that_is_not_the_pairs_end_is_refused(fresh, reports, tmp_path):
+    doc = json.loads(reports["refund"].read_text())
+    section = doc["properties"]
+    # skips before the pairs, and the last "skipped" inside the last pair, after a list
+    doc["properties"] = {
+        "skipped": section.pop("skipped"),
+        **section,
+    }
+    section["pairs"][-1]["provenance"] = {"list": [1], "skipped": [2]}
+    path = _write(tmp_path / "r.json", doc)
+    split, whole, seen = _both(fresh, path, 0.5)
+    assert seen.splits == [False]
+    assert split.startswith("verified ")
+    assert split == whole
+
+
+def _errored_pair(number: int) -> dict[str, Any]:
+    return {
+        "id": f"option_order/x{number}/0", "property": "option_order",
+        "case_id": f"x{number}", "sample": 0, "steps": [], "provenance": {}, "input": "x",
+        "presentation": None, "result": None,
+        "error": {"kind": "original_error", "message": "m"},
+        "comparison": None, "violations": [], "reduced": None,
+    }  # fmt: skip
+
+
+def test_a_cut_and_an_end_inside_one_pair_are_refused(fresh, reports, tmp_path):
+    doc = json.loads(reports["refund"].read_text())
+    section = doc["properties"]
+    doc["properties"] = {"skipped": section.pop("skipped"), **section}
+    # the last pair holds a list of two pairs, then "skipped": a cut between those two and
+    # an end after them make a valid document, with the string inside that pair
+    pairs = [_errored_pair(1), _errored_pair(2)]
+    section["pairs"][-1]["provenance"] = {"inner-marker": pairs, "skipped": []}
+    path = _write(tmp_path / "r.json", doc)
+    text = path.read_bytes()
+    share = text.index(b'"inner-marker"') / len(text)
+    split, whole, seen = _both(fresh, path, share)
+    assert seen.splits == [False]  # the string is not the last of the pairs
+    assert split.startswith("verified ")
+    assert split == whole
+
+
+def test_a_string_among_the_pairs_is_refused_as_whole(fresh, reports, tmp_path):
+    doc = json.loads(reports["refund"].read_text())
+    doc["properties"]["pairs"].insert(1, "not a pair")  # where this process decodes
+    split, whole, seen = _both(fresh, _write(tmp_path / "r.json", doc), 0.5)
+    assert seen.splits == [False]
+    assert split.startswith("refused ")
+    assert split == whole
+
+
+def test_values_deeper_than_the_childs_reading_leave_it_to_one_process(fresh, reports, tmp_path):
+    doc = json.loads(reports["refund"].read_text())
+    pairs = doc["properties"]["pairs"]
+    pairs[-1]["steps"] = [{"deep": [[[[[1]]]]]}]  # deeper than the typed reading's Shallow
+    path = _write(tmp_path / "r.json", doc)
+    split, whole, seen = _both(fresh, path, 0.5)
+    assert seen.splits == [True] and seen.verdicts == [False] and seen.whole == 1
+    assert split.startswith("verified ")
+    assert split == whole
+
+
+def test_a_child_that_dies_leaves_the_load_to_this_process(fresh, reports):
+    split, whole, seen = _both(fresh, reports["noul"], 0.5, dying=True)
+    assert seen.splits == [True] and seen.verdicts == [False]
+    assert split.startswith("verified ")
+    assert split == whole
+
+
+def test_a_load_that_stops_early_stops_its_child(fresh, reports, tmp_path):
+    doc = json.loads(reports["choice"].read_text())
+    doc["metrics"]["counts"]["total"] += 1  # refused after the split, before any verdict
+    path = _write(tmp_path / "r.json", doc)
+    split, whole, seen = _both(fresh, path, 0.5)
+    assert seen.splits == [True] and seen.verdicts == []
+    assert split.startswith("refused ")
+    assert split == whole
+
+
+def test_small_reports_and_reports_without_pairs_are_not_cut(reports):
+    raw = bytearray(reports["refund"].read_bytes())
+    assert len(raw) < halves.MIN_BYTES
+    assert halves.find_cut(raw, 0.5) is None
+    without = raw.replace(b'"skipped"', b'"skipped_"') + b" " * halves.MIN_BYTES
+    assert halves.find_cut(without, 0.5) is None
+
+
+def test_a_writable_read_has_the_documents_bytes(reports, tmp_path, monkeypatch):
+    path = reports["wide"]
+    assert bytes(read_writable(path, "report")) == read_document(path, "report")
+    empty = tmp_path / "empty.json"
+    empty.write_bytes(b"")
+    assert bytes(read_writable(empty, "report")) == b""
+    monkeypatch.setenv("DECGUARD_MAX_REPORT_BYTES", "10")
+    with pytest.raises(ReportError) as writable:
+        read_writable(path, "report")
+    with pytest.raises(ReportError) as plain:
+        read_document(path, "report")
+    assert str(writable.value) == str(plain.value)
+
+
+_COMMAND = """
+import sys
+from decguard_pipeline.core.report import halves
+halves.MIN_BYTES = 0
+start = halves.OtherHalf.__init__
+def starting(self, *args):
+    start(self, *args)
+    sys.stderr.write("split\\n")
+halves.OtherHalf.__init__ = starting
+sys.argv = ["decguard-pipeline", *sys.argv[1:]]
+from decguard_pipeline.cli.app import main
+main()
+"""
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_the_report_command_splits_and_prints_the_same(reports, fmt):
+    path = str(reports["refund"])
+    ran = subprocess.run(
+        [sys.executable, "-c", _COMMAND, "report", path, "--format", fmt],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    from decguard_pipeline.cli import cli
+
+    # in this process (the test's worker has threads): loaded whole
+    whole = _invoke(cli, ["report", path, "--format", fmt], "decguard-pipeline")
+    assert ran.stderr == "split\n"
+    assert (ran.returncode, ran.stdout) == (whole.exit_code, whole.stdout)
+
+
+def test_figures_come_back_from_the_child_bit_for_bit():
+    values = [-0.0, 0.0, 5e-324, 0.1, 1 / 3, 1.0]
+    figures = Figures(
+        3, ["timeout"], 1, 2, 1, values, values[::-1], values[1:], values[:1], [None, -0.5]
+    )
+    back = pickle.loads(pickle.dumps(figures))
+    assert back == figures
+    for field in ("tv", "js", "delta", "confidence"):
+        assert all(type(v) is float for v in getattr(back, field))
+        assert [struct.pack("<d", v) for v in getattr(back, field)] == [
+            struct.pack("<d", v) for v in getattr(figures, field)
+        ]
