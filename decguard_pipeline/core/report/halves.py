@@ -6,8 +6,8 @@ checking each pair needs nothing of the others'. So the document is cut between 
 the child decodes the pairs after the cut (``[`` written over the comma before them, its own
 copy of the page), this process decodes the document without them (a random string put in
 their place), and each checks its own. The child answers with what the rest of the checks
-need of its pairs (``report.HalfVerdict``: their ids, their summaries' figures, the failed
-ones), a few hundred kB.
+need of its pairs (``report.HalfVerdict``: the hashes of their ids, their summaries'
+figures, the failed ones), a few hundred kB.
 
 The cut needs no parsing to find and is proven, not trusted. It is a ``,`` then ``{"id":``
 (the comma before a pair) and, further on, ``], "skipped":`` (the end of the pairs): a ``"``
@@ -125,9 +125,9 @@ _THREAD_CHECKS = 20
 
 
 class OtherHalf:
-    """The pairs from the cut onwards, decoded by a forked child, which checks them once
-    :meth:`start` says against what, and answers with its :meth:`verdict`. The buffer is
-    kept whole here, so :meth:`pairs` can decode them here too when something needs them."""
+    """The pairs from the cut onwards, decoded by a forked child, which checks them with
+    what :meth:`send` gives it and answers with its :meth:`verdict`. The buffer is kept
+    whole here, so :meth:`pairs` can decode them here too when something needs them."""
 
     def __init__(self, raw: Writable, cut: Cut) -> None:
         self._raw, self._cut = raw, cut
@@ -259,8 +259,8 @@ def _decode_own(raw: Writable, cut: Cut) -> _Stored | None:
 
 
 def _child(raw: Writable, cut: Cut, from_parent: int, to_parent: int) -> None:
-    """The child: decode the pairs from the cut onwards, say whether it could, check them
-    against the context the parent sends and answer with their verdict (or nothing)."""
+    """The child: decode the pairs from the cut onwards, check them with what the parent
+    sends, and answer with their verdict (or with nothing)."""
     try:
         from decguard_pipeline.core.properties.report import later_half_holds
 
