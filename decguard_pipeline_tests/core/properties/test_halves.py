@@ -14,6 +14,7 @@ import random
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -314,6 +315,10 @@ def test_a_writable_read_has_the_documents_bytes(reports, tmp_path, monkeypatch)
     assert str(writable.value) == str(plain.value)
 
 
+# the wrappers import NumPy before the command's main sets this: without it OpenBLAS starts
+# its threads, and a process with threads does not fork
+_ONE_THREAD = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+
 _COMMAND = """
 import sys
 from decguard_pipeline.core.report import halves
@@ -337,6 +342,7 @@ def test_the_report_command_splits_and_prints_the_same(reports, fmt):
         capture_output=True,
         text=True,
         check=False,
+        env=_ONE_THREAD,
     )
     from decguard_pipeline.cli import cli
 
@@ -358,3 +364,58 @@ def test_figures_come_back_from_the_child_bit_for_bit():
         assert [struct.pack("<d", v) for v in getattr(back, field)] == [
             struct.pack("<d", v) for v in getattr(figures, field)
         ]
+
+
+_FROZEN = """
+import sys, time
+from decguard_pipeline.core.report import halves
+halves.MIN_BYTES = 0
+start, own = halves.OtherHalf.__init__, halves._decode_own
+def starting(self, *args):
+    start(self, *args)
+    sys.stderr.write(f"child {self._pid}\\n")
+    sys.stderr.flush()
+def frozen(raw, cut):
+    own(raw, cut)
+    sys.stderr.write("frozen\\n")
+    sys.stderr.flush()
+    time.sleep(600)
+halves.OtherHalf.__init__ = starting
+halves._decode_own = frozen
+sys.argv = ["decguard-pipeline", *sys.argv[1:]]
+from decguard_pipeline.cli.app import main
+main()
+"""
+
+
+def _ended(pid: int) -> bool:
+    """Whether process ``pid`` has exited (gone, or a zombie nobody reaped yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+@pytest.mark.slow
+def test_a_report_killed_midway_leaves_no_child_running(reports):
+    """kill -9 of ``report`` while its child decodes and waits: the child sees its pipe end
+    and exits (it has nothing to write: a report is only read)."""
+    command = subprocess.Popen(
+        [sys.executable, "-c", _FROZEN, "report", str(reports["refund"])],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_ONE_THREAD,
+    )
+    assert command.stderr is not None
+    child = int(command.stderr.readline().split()[1])
+    assert command.stderr.readline() == "frozen\n"  # after its own part, before any message
+    assert not _ended(child)
+    command.kill()
+    command.wait()
+    for _ in range(1200):  # a liveness bound, not a timing: the child ends at once
+        if _ended(child):
+            break
+        time.sleep(0.1)
+    assert _ended(child)
