@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from array import array
 from collections import Counter
@@ -153,39 +154,39 @@ def compared_figures(
     )  # fmt: skip
 
 
-def summarize_compared(
-    name: str,
-    config: AnyProperty,
-    compared: Sequence[Any],
-    counts: tuple[int, list[str], int],
-    n_skipped: int,
-    n_cases: int,
-    *,
-    get: Getter = itemgetter,
-) -> dict[str, Any]:
-    """``summarize`` from the stored comparisons of the property's pairs that hold one
-    (``compared``, in pair order, their fields read with ``get``) and the ``pair_counts``
-    of all its pairs."""
-    figures = compared_figures(config, compared, counts, get=get)
-    return summary_of(name, config, figures, n_skipped, n_cases)
-
-
 def summary_of(
     name: str, config: AnyProperty, figures: Figures, n_skipped: int, n_cases: int
 ) -> dict[str, Any]:
-    """The summary of one property from the :class:`Figures` of all its pairs."""
+    """DecGuard's summary of one property from the :class:`Figures` of all its pairs."""
     level_decrease = None
     direction = getattr(config, "direction", None)
     if direction is not None:
         sign = 1.0 if direction == "increasing" else -1.0
         level_decrease = _max([max(0.0, -sign * (level or 0.0)) for level in figures.levels])
-    return _summary(
-        name, config, (figures.n_transformed, figures.error_kinds, figures.n_reduced),
-        n_skipped, n_cases,
-        n_violations=figures.n_violations, n_flips=figures.n_flips, tv=figures.tv,
-        js=figures.js, delta=figures.delta, confidence=figures.confidence,
-        level_decrease=level_decrease,
-    )  # fmt: skip
+    errors = Counter(figures.error_kinds)
+    n, tv = len(figures.tv), figures.tv
+    return {
+        "property": name,
+        "level": config.level,
+        "relation": config.relation,
+        "n_cases": n_cases,
+        "n_transformed": figures.n_transformed,
+        "n_skipped": n_skipped,
+        "n_errors": sum(errors.values()),
+        "errors_by_kind": dict(sorted(errors.items())),
+        "n_evaluated": n,
+        "n_violations": figures.n_violations,
+        "violation_rate": figures.n_violations / n if n else None,
+        "n_flips": figures.n_flips,
+        "flip_rate": figures.n_flips / n if n else None,
+        "mean_tv_distance": math.fsum(tv) / n if n else None,
+        "max_tv_distance": _max(tv),
+        "max_js_divergence": _max(figures.js),
+        "max_abs_delta": _max(figures.delta),
+        "max_abs_confidence_delta": _max(figures.confidence),
+        "max_level_decrease": level_decrease,
+        "n_reduced": figures.n_reduced,
+    }
 
 
 def summarize_columns(
@@ -199,78 +200,26 @@ def summarize_columns(
     """``summarize`` for a run that has its pairs' comparisons as columns (``comparisons``:
     those of the pairs holding one, in pair order; None when none does): the figures come
     from the columns, read as the same Python floats the stored comparisons hold."""
+    n_transformed, error_kinds, n_reduced = pair_counts(pairs)
+    figures = Figures(n_transformed, error_kinds, n_reduced)
     n = 0 if comparisons is None else len(comparisons)
-    n_violations = n_flips = 0
-    tv: list[float] = []
-    js: list[float] = []
-    delta: list[float] = []
-    confidence: list[float] = []
-    level_decrease = None
     if comparisons is not None and n:
         mask = tolerance_mask(config, lambda column: getattr(comparisons, column), n)
-        n_violations = int(np.count_nonzero(mask))
-        n_flips = int(np.count_nonzero(comparisons.flipped))
-        tv = comparisons.tv_distance.tolist()
-        js = comparisons.js_divergence.tolist()
-        delta = comparisons.max_abs_delta.tolist()
-        confidence = [abs(value) for value in comparisons.confidence_delta.tolist()]
-    direction = getattr(config, "direction", None)
-    if direction is not None:
-        sign = 1.0 if direction == "increasing" else -1.0
+        figures = Figures(
+            n_transformed, error_kinds, n_reduced,
+            n_violations=int(np.count_nonzero(mask)),
+            n_flips=int(np.count_nonzero(comparisons.flipped)),
+            tv=comparisons.tv_distance.tolist(),
+            js=comparisons.js_divergence.tolist(),
+            delta=comparisons.max_abs_delta.tolist(),
+            confidence=[abs(value) for value in comparisons.confidence_delta.tolist()],
+        )  # fmt: skip
+    if getattr(config, "direction", None) is not None:
         levels: list[float | None] = [None] * n
         if comparisons is not None and comparisons.level_delta is not None:
             levels = comparisons.level_delta.tolist()
-        level_decrease = _max([max(0.0, -sign * (value or 0.0)) for value in levels])
-    return _summary(
-        name, config, pair_counts(pairs), n_skipped, n_cases,
-        n_violations=n_violations, n_flips=n_flips, tv=tv, js=js, delta=delta,
-        confidence=confidence, level_decrease=level_decrease,
-    )  # fmt: skip
-
-
-def _summary(
-    name: str,
-    config: AnyProperty,
-    counts: tuple[int, list[str], int],
-    n_skipped: int,
-    n_cases: int,
-    *,
-    n_violations: int,
-    n_flips: int,
-    tv: list[float],
-    js: list[float],
-    delta: list[float],
-    confidence: list[float],
-    level_decrease: float | None,
-) -> dict[str, Any]:
-    """DecGuard's summary fields from the figures of the compared pairs (``tv``, ``js``,
-    ``delta``, ``confidence``: per compared pair, the TV distance, JS divergence, largest
-    probability change and absolute confidence change); ``counts``: see ``pair_counts``."""
-    n_transformed, error_kinds, n_reduced = counts
-    errors = Counter(error_kinds)
-    n = len(tv)
-    return {
-        "property": name,
-        "level": config.level,
-        "relation": config.relation,
-        "n_cases": n_cases,
-        "n_transformed": n_transformed,
-        "n_skipped": n_skipped,
-        "n_errors": sum(errors.values()),
-        "errors_by_kind": dict(sorted(errors.items())),
-        "n_evaluated": n,
-        "n_violations": n_violations,
-        "violation_rate": n_violations / n if n else None,
-        "n_flips": n_flips,
-        "flip_rate": n_flips / n if n else None,
-        "mean_tv_distance": math.fsum(tv) / n if n else None,
-        "max_tv_distance": _max(tv),
-        "max_js_divergence": _max(js),
-        "max_abs_delta": _max(delta),
-        "max_abs_confidence_delta": _max(confidence),
-        "max_level_decrease": level_decrease,
-        "n_reduced": n_reduced,
-    }
+        figures = dataclasses.replace(figures, levels=levels)
+    return summary_of(name, config, figures, n_skipped, n_cases)
 
 
 def summarize_all(
