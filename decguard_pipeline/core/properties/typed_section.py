@@ -164,9 +164,12 @@ def _results(pairs: list[TypedPair[Any]]) -> list[TypedResult[Any]]:
 
 
 def first_labels(pairs: list[TypedPair[Any]]) -> list[str] | None:
-    """The labels of the first of the pairs' results (``_results``), or None without any."""
-    results = _results(pairs)
-    return results[0].labels if results else None
+    """The labels of the first of the pairs' results (``_results``), or None without any:
+    found without making the list."""
+    answered = (r for r in map(_RESULT, pairs) if r is not None)
+    reduced = (r.result for r in map(_REDUCED, pairs) if r is not None)
+    first = next(chain(answered, reduced), None)
+    return None if first is None else first.labels
 
 
 def pairs_hold(pairs: list[TypedPair[Any]], labels: list[str] | None, tolerance: float) -> bool:

@@ -19,11 +19,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.json_limits import read_document, read_writable
 from decguard_pipeline.core.properties import report as section_report
+from decguard_pipeline.core.properties import typed_section
 from decguard_pipeline.core.properties.summary import Figures
 from decguard_pipeline.core.report import halves, typed_records, verify
 from decguard_pipeline_tests.conftest import _invoke
@@ -419,3 +421,16 @@ def test_a_report_killed_midway_leaves_no_child_running(reports):
             break
         time.sleep(0.1)
     assert _ended(child)
+
+
+def test_the_labels_sent_first_are_those_of_the_first_result(reports):
+    raw = reports["refund"].read_bytes()
+    pairs = typed_records.decode(raw).header["properties"].pairs
+    assert typed_section.first_labels(pairs) == typed_section._results(pairs)[0].labels
+    # no answered pair before a reduced example's: its result's labels
+    errored = [p for p in pairs if p.result is None]
+    shrunk = next(p for p in pairs if p.reduced is not None)
+    reduced_only = [*errored, msgspec.structs.replace(shrunk, result=None)]
+    assert reduced_only[-1].reduced.result.labels == ["refund", "reject", "review"]
+    assert typed_section.first_labels(reduced_only) == ["refund", "reject", "review"]
+    assert typed_section.first_labels(errored) is None
