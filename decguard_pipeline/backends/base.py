@@ -34,9 +34,9 @@ from decguard_pipeline.core.decision import (
     validate_probabilities,
 )
 from decguard_pipeline.core.errors import ContractError, InvalidResponse
-from decguard_pipeline.core.secrets import scrub, scrub_optional
+from decguard_pipeline.core.secrets import redact, scrub, scrub_optional
 from decguard_pipeline.core.usage import Pricing
-from decguard_pipeline.core.validation import format_errors, redact
+from decguard_pipeline.core.validation import format_errors
 
 SettingsT = TypeVar("SettingsT", bound=BaseModel)
 

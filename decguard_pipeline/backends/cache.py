@@ -28,7 +28,7 @@ from decguard_pipeline.backends.runner import ask_one
 from decguard_pipeline.core.cache.answers import Answers, Hits
 from decguard_pipeline.core.cache.key import Identity, request_keys
 from decguard_pipeline.core.cache.summary import CacheStats
-from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.decision import DecisionRequest, validate_probabilities
 from decguard_pipeline.core.errors import InvalidResponse
 

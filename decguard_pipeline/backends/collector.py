@@ -23,9 +23,8 @@ from decguard_pipeline.core.decision import (
 )
 from decguard_pipeline.core.errors import BackendError, DecGuardError, InvalidResponse
 from decguard_pipeline.core.exact import row_fsum
-from decguard_pipeline.core.secrets import scrub_optional, scrub_text
+from decguard_pipeline.core.secrets import redact, scrub_optional, scrub_text
 from decguard_pipeline.core.usage import known_tokens, known_usage
-from decguard_pipeline.core.validation import redact
 
 FLUSH_EVERY = 4096
 _EMPTY: dict[str, Any] = {}

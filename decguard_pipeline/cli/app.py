@@ -285,12 +285,19 @@ def report(
 ) -> None:
     """Show (and verify) a stored report; exits with the report's gate status."""
     with handled():
+        from decguard_pipeline.core.collector import gc_paused
         from decguard_pipeline.core.json_limits import ReadAhead
 
-        read_ahead = ReadAhead(results, "report")  # while the verifier is imported
-        from decguard_pipeline.core.report.verify import load_report
+        read_ahead = ReadAhead(results, "report")  # while the modules below are imported
+        with gc_paused(settle=True):
+            # a big report's later pairs go to a forked child before the verifier (and
+            # pydantic, 0.2 s) is imported: the child decodes meanwhile
+            from decguard_pipeline.core.report.halves import split_ahead
 
-        stored = load_report(results, split=True, read_ahead=read_ahead)
+            ahead = split_ahead(read_ahead)
+            from decguard_pipeline.core.report.verify import load_report
+
+            stored = load_report(results, split=True, read_ahead=read_ahead, ahead=ahead)
         from decguard_pipeline.cli.process_exit import leave_to_exit
 
         leave_to_exit(stored)  # a big report's typed pairs: freed with the process

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator
 
 from decguard_pipeline.core.collector import gc_paused
-from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.decision import DecisionInput
 from decguard_pipeline.core.errors import DatasetError
 from decguard_pipeline.core.json_limits import nesting_problem

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.errors import InvalidResponse
 from decguard_pipeline.core.exact import row_fsum
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, mod
 
 from decguard_pipeline.core.decision import select_many
 from decguard_pipeline.core.exact import row_fsum
-from decguard_pipeline.core.validation import redact
+from decguard_pipeline.core.secrets import redact
 
 _STR = {str}
 _FLOAT = frozenset({float})

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.decision import DecisionInput
 
 

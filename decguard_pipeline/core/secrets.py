@@ -1,6 +1,6 @@
 """Secret values, redacted by value wherever they would be stored or printed.
 
-DecGuard redacts metadata by key name (``core.validation.redact``); a model can still echo a
+DecGuard redacts metadata by key name (:func:`redact`, which also scrubs); a model can still echo a
 credential it was sent under an innocent key, in its model name or in an error. So every
 credential a backend or paraphraser reads from the environment is registered here at the
 moment it is read, before any request carries it, and :func:`scrub` replaces every
@@ -117,4 +117,46 @@ def _scrub(value: Any, pattern: re.Pattern[str]) -> Any:
         if all(a is b for a, b in zip(items, value, strict=True)):
             return value
         return items if isinstance(value, list) else tuple(items)
+    return value
+
+
+# Metadata keys whose values never reach a report (compared lowercased, '-' read as '_').
+SECRET_KEYS = frozenset(
+    {
+        "api_key",
+        "apikey",
+        "authorization",
+        "access_token",
+        "refresh_token",
+        "token",
+        "password",
+        "secret",
+        "client_secret",
+        "cookie",
+        "set_cookie",
+    }
+)
+
+
+def redact(value: Any) -> Any:
+    """Copy of ``value`` with values under secret-looking keys replaced, at any depth
+    (DecGuard's rule), and every registered secret value replaced wherever it appears."""
+    return scrub(_redact_keys(value))
+
+
+def is_secret_name(key: Any) -> bool:
+    """Whether a value under ``key`` is redacted for its name (DecGuard's rule)."""
+    return isinstance(key, str) and key.lower().replace("-", "_") in SECRET_KEYS
+
+
+def _redact_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            out[key] = REDACTED if is_secret_name(key) else _redact_keys(item)
+        return out
+    if isinstance(value, list):
+        return [_redact_keys(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_redact_keys(item) for item in value)
     return value

@@ -1,6 +1,6 @@
 """Shared strictness: a frozen pydantic base that rejects unknown keys, error formatting in
-DecGuard's ``location: message`` style, duplicate-key-safe JSON, and secret redaction (by key
-name as DecGuard does, and by value for the secrets registered in ``core.secrets``)."""
+DecGuard's ``location: message`` style and duplicate-key-safe JSON (secret redaction lives in
+``core.secrets``, which reading a stored report needs without pydantic)."""
 
 from __future__ import annotations
 
@@ -10,26 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from decguard_pipeline.core.secrets import REDACTED, scrub
-
 MAX_ERROR_LINES = 20
-
-# Metadata keys whose values never reach a report (compared lowercased, '-' read as '_').
-SECRET_KEYS = frozenset(
-    {
-        "api_key",
-        "apikey",
-        "authorization",
-        "access_token",
-        "refresh_token",
-        "token",
-        "password",
-        "secret",
-        "client_secret",
-        "cookie",
-        "set_cookie",
-    }
-)
 
 
 class Strict(BaseModel):
@@ -115,27 +96,3 @@ def lone_surrogate(value: Any) -> str | None:
         elif isinstance(item, list):
             stack += reversed([(f"{where}[{i}]", child) for i, child in enumerate(item)])
     return None
-
-
-def redact(value: Any) -> Any:
-    """Copy of ``value`` with values under secret-looking keys replaced, at any depth
-    (DecGuard's rule), and every registered secret value replaced wherever it appears."""
-    return scrub(_redact_keys(value))
-
-
-def is_secret_name(key: Any) -> bool:
-    """Whether a value under ``key`` is redacted for its name (DecGuard's rule)."""
-    return isinstance(key, str) and key.lower().replace("-", "_") in SECRET_KEYS
-
-
-def _redact_keys(value: Any) -> Any:
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            out[key] = REDACTED if is_secret_name(key) else _redact_keys(item)
-        return out
-    if isinstance(value, list):
-        return [_redact_keys(item) for item in value]
-    if isinstance(value, tuple):
-        return tuple(_redact_keys(item) for item in value)
-    return value

@@ -17,7 +17,7 @@ from decguard_pipeline.core.decision import (
     validate_probabilities,
 )
 from decguard_pipeline.core.errors import InvalidResponse
-from decguard_pipeline.core.validation import redact
+from decguard_pipeline.core.secrets import redact
 
 LABELS = ("refund", "reject", "review")
 

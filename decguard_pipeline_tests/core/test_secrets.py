@@ -85,7 +85,7 @@ def test_decguard_key_rule_is_unchanged_by_value_redaction():
     registered it gives what DecGuard's own redaction gives."""
     from decguard.decisions.result import redact_sensitive_values
 
-    from decguard_pipeline.core.validation import redact
+    from decguard_pipeline.core.secrets import redact
 
     value: dict[str, Any] = {
         "Api-Key": "k",

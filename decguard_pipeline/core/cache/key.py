@@ -27,9 +27,9 @@ from typing import Any
 
 import orjson
 
-from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.decision import DecisionInput, DecisionRequest
-from decguard_pipeline.core.validation import is_secret_name, redact
+from decguard_pipeline.core.secrets import is_secret_name, redact
 
 # Bump when the meaning of a key changes (what is hashed, or how a provider renders requests
 # from the same settings): every earlier answer then stops matching.

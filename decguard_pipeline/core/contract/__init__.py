@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from decguard_pipeline.core.contract.decision import DECISION_TYPES, DecisionSpec
+    from decguard_pipeline.core.contract.decision import DECISION_TYPES
     from decguard_pipeline.core.contract.evaluation import Evaluation
     from decguard_pipeline.core.contract.gates import (
         Gates,
@@ -33,16 +33,14 @@ if TYPE_CHECKING:
         BackendConfig,
         Contract,
     )
+    from decguard_pipeline.core.contract.names import PROPERTY_NAMES
     from decguard_pipeline.core.contract.policy import Policy, Route
-    from decguard_pipeline.core.contract.properties import (
-        PROPERTY_NAMES,
-        Fuzz,
-        Properties,
-        PropertySettings,
-    )
+    from decguard_pipeline.core.contract.properties import Fuzz, Properties, PropertySettings
+    from decguard_pipeline.core.contract.spec import DecisionSpec
+
 
 _HOMES = {
-    "decision": ("DECISION_TYPES", "DecisionSpec"),
+    "decision": ("DECISION_TYPES",),
     "evaluation": ("Evaluation",),
     "gates": (
         "Gates", "Production", "ProductionGates", "Regression", "RegressionGates", "SegmentGates",
@@ -50,7 +48,9 @@ _HOMES = {
     "loader": ("LoadedContract", "contract_hash", "load_contract", "parse_contract", "parse_text"),
     "model": ("DEFAULT_BACKEND", "SCHEMA_VERSION", "BackendConfig", "Contract"),
     "policy": ("Policy", "Route"),
-    "properties": ("PROPERTY_NAMES", "Fuzz", "Properties", "PropertySettings"),
+    "names": ("PROPERTY_NAMES",),
+    "properties": ("Fuzz", "Properties", "PropertySettings"),
+    "spec": ("DecisionSpec",),
 }  # fmt: skip
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 

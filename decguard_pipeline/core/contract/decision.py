@@ -1,30 +1,16 @@
-"""The ``decision`` section and the provider-independent :class:`DecisionSpec`."""
+"""The ``decision`` section, made into the provider-independent ``DecisionSpec``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.contract.types import NAME_PATTERN
 from decguard_pipeline.core.validation import Strict
 
 DECISION_TYPES = ("choice", "noul", "score")
-
-
-@dataclass(frozen=True, slots=True)
-class DecisionSpec:
-    """What is asked: name, type and the canonical label order (probabilities, reports and
-    tie-breaking all follow it, whatever order a backend answered in)."""
-
-    name: str
-    type: str
-    labels: tuple[str, ...]
-    description: str | None = None
-
-    def with_labels(self, labels: tuple[str, ...]) -> DecisionSpec:
-        return DecisionSpec(self.name, self.type, labels, self.description)
 
 
 def _labels_are_clean(labels: tuple[str, ...]) -> tuple[str, ...]:

@@ -6,12 +6,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from decguard_pipeline.core.contract.decision import Decision, DecisionSpec
+from decguard_pipeline.core.contract.decision import Decision
 from decguard_pipeline.core.contract.evaluation import Evaluation
 from decguard_pipeline.core.contract.extensions import PipelineSection
 from decguard_pipeline.core.contract.gates import Gates, Production, Regression
 from decguard_pipeline.core.contract.policy import Policy
 from decguard_pipeline.core.contract.properties import Fuzz, Properties
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.contract.types import NAME_PATTERN, Name
 from decguard_pipeline.core.errors import ContractError
 from decguard_pipeline.core.validation import Strict

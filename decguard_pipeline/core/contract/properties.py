@@ -6,20 +6,10 @@ from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from decguard_pipeline.core.contract.names import PROPERTY_NAMES
 from decguard_pipeline.core.contract.types import NAME_PATTERN, Level, NonNegative, Probability
 from decguard_pipeline.core.validation import Strict
 
-PropertyName = Literal[
-    "option_order",
-    "label_format",
-    "irrelevant_context",
-    "repeated_context",
-    "whitespace",
-    "paraphrase",
-    "inversion",
-    "monotonic",
-]
-PROPERTY_NAMES: tuple[PropertyName, ...] = get_args(PropertyName)  # DecGuard's order
 LabelStyle = Literal["upper", "lower", "capitalized", "lettered", "numbered", "quoted", "bracketed"]
 LABEL_STYLES: tuple[LabelStyle, ...] = get_args(LabelStyle)
 DEFAULT_FRAGMENTS: tuple[str, ...] = (

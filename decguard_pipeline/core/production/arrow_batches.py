@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.production.columns import (
     ACTION_CODES,
     UNKNOWN,

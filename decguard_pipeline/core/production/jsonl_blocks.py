@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.json as pj
 
-from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.json_limits import ITEM_DEPTH, nesting_problem
 from decguard_pipeline.core.production.records import Item
 from decguard_pipeline.core.validation import SURROGATE_ESCAPE, lone_surrogate, unique_pairs

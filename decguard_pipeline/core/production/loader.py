@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from decguard_pipeline.core.collector import gc_paused
-from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.dataset import iter_items, read_text, require_file
 from decguard_pipeline.core.errors import DatasetError
 from decguard_pipeline.core.production import jsonl_blocks

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.production.records import RECORD_KEYS, prepared
 from decguard_pipeline.core.production.schema import ProductionRecord
 

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import ValidationError
 
-from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.decision import select_index, validate_probabilities
 from decguard_pipeline.core.errors import InvalidResponse
 from decguard_pipeline.core.production.columns import (

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from decguard_pipeline.core import json_exact
 from decguard_pipeline.core.contract import Evaluation, Production
-from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.errors import DatasetError, ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.json_limits import read_document, structure_problem

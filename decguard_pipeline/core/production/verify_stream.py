@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from decguard_pipeline.core import json_exact
 from decguard_pipeline.core.contract import Evaluation, Production
-from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.json_limits import PARSER_DEPTH, structure_problem
 from decguard_pipeline.core.production import schema

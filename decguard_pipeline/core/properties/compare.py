@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from decguard_pipeline.core.contract.properties import AnyProperty, Monotonic
 from decguard_pipeline.core.exact import row_fsum
+from decguard_pipeline.core.properties.limits import PropertyRules, is_monotonic
 
 Getter = Callable[..., Callable[[Any], Any]]  # itemgetter, or attrgetter for typed records
 
@@ -176,11 +176,11 @@ def compare(
 
 
 def tolerance_violations(
-    config: AnyProperty, comparison: Mapping[str, Any] | Any, *, get: Getter = itemgetter
+    config: PropertyRules, comparison: Mapping[str, Any] | Any, *, get: Getter = itemgetter
 ) -> list[str]:
     """The per-case limits this comparison breaks (flips are judged separately). ``get``:
     how its fields are read (``attrgetter`` for a typed record)."""
-    if isinstance(config, Monotonic):
+    if is_monotonic(config):
         level_delta = get("level_delta")(comparison)
         sign = 1.0 if config.direction == "increasing" else -1.0
         if sign * level_delta < -config.max_level_decrease:
@@ -200,11 +200,13 @@ def tolerance_violations(
     return broken
 
 
-def tolerance_mask(config: AnyProperty, column: Callable[[str], np.ndarray], m: int) -> np.ndarray:
+def tolerance_mask(
+    config: PropertyRules, column: Callable[[str], np.ndarray], m: int
+) -> np.ndarray:
     """``bool(tolerance_violations(config, c))`` for ``m`` comparisons at once, with the same
     float operations; ``column(name)`` is the float64 column ``name`` of the comparisons (only
     the columns ``config`` limits are asked for)."""
-    if isinstance(config, Monotonic):
+    if is_monotonic(config):
         sign = 1.0 if config.direction == "increasing" else -1.0
         return np.asarray(sign * column("level_delta") < -config.max_level_decrease, dtype=bool)
     mask = np.zeros(m, dtype=bool)
@@ -215,14 +217,14 @@ def tolerance_mask(config: AnyProperty, column: Callable[[str], np.ndarray], m: 
     return mask
 
 
-def limited_columns(config: AnyProperty) -> list[str]:
+def limited_columns(config: PropertyRules) -> list[str]:
     """The comparison fields :func:`tolerance_violations` reads for ``config``."""
-    if isinstance(config, Monotonic):
+    if is_monotonic(config):
         return ["level_delta"]
     return [LIMIT_VALUES[key][0] for key in config.tolerances()]
 
 
-def judged_mask(config: AnyProperty, comparisons: Comparisons) -> np.ndarray:
+def judged_mask(config: PropertyRules, comparisons: Comparisons) -> np.ndarray:
     """``bool(judge(config, c))`` for every comparison of ``comparisons`` (whose
     ``level_delta`` is set when ``config`` is monotonic)."""
     mask = tolerance_mask(config, lambda name: getattr(comparisons, name), len(comparisons))
@@ -231,12 +233,12 @@ def judged_mask(config: AnyProperty, comparisons: Comparisons) -> np.ndarray:
     return mask
 
 
-def judge_many(config: AnyProperty, comparisons: Comparisons) -> list[list[str]]:
+def judge_many(config: PropertyRules, comparisons: Comparisons) -> list[list[str]]:
     """``judge(config, c)`` for every comparison (a new list each), column-wise: each limit
     and the flips are checked for all rows at once, and only the rows that break them get
     a message, formatted from the same Python floats and labels ``judge`` formats."""
     found: list[list[str]] = [[] for _ in range(len(comparisons))]
-    if isinstance(config, Monotonic):
+    if is_monotonic(config):
         assert comparisons.level_delta is not None
         level_delta = comparisons.level_delta
         sign = 1.0 if config.direction == "increasing" else -1.0
@@ -263,22 +265,22 @@ def judge_many(config: AnyProperty, comparisons: Comparisons) -> list[list[str]]
     return found
 
 
-def flip_violation(config: AnyProperty, comparison: Mapping[str, Any]) -> str | None:
+def flip_violation(config: PropertyRules, comparison: Mapping[str, Any]) -> str | None:
     """Set when the answer flipped and the property limits flips."""
     if config.max_flip_rate is None or not comparison["flipped"]:
         return None
     return _flip_message(config, comparison["selected_before"], comparison["selected_after"])
 
 
-def _flip_message(config: AnyProperty, before: str, after: str) -> str:
-    if isinstance(config, Monotonic):
+def _flip_message(config: PropertyRules, before: str, after: str) -> str:
+    if is_monotonic(config):
         return f"selected level moved against '{config.direction}': {before} -> {after}"
     if config.relation == "swapped":
         return f"answer did not invert: {before!r} was selected before and after negation"
     return f"selected label changed: {before!r} -> {after!r}"
 
 
-def judge(config: AnyProperty, comparison: Mapping[str, Any]) -> list[str]:
+def judge(config: PropertyRules, comparison: Mapping[str, Any]) -> list[str]:
     """Every violation of one comparison, in DecGuard's order: limits, then the flip."""
     found = tolerance_violations(config, comparison)
     flip = flip_violation(config, comparison)
@@ -287,5 +289,5 @@ def judge(config: AnyProperty, comparison: Mapping[str, Any]) -> list[str]:
     return found
 
 
-def direction_of(config: AnyProperty) -> str:
+def direction_of(config: PropertyRules) -> str:
     return getattr(config, "direction", "increasing")

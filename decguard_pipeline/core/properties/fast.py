@@ -24,11 +24,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from decguard_pipeline.core.contract.properties import PROPERTY_NAMES, Fuzz, Properties
+from decguard_pipeline.core.contract.names import PROPERTY_NAMES
+from decguard_pipeline.core.contract.properties import Fuzz, Properties
 from decguard_pipeline.core.properties.compare import COMPARISON_FIELDS
 from decguard_pipeline.core.properties.schema import SummaryModel
 from decguard_pipeline.core.result_records import results_hold
-from decguard_pipeline.core.validation import redact
+from decguard_pipeline.core.secrets import redact
 
 NAMES = frozenset(PROPERTY_NAMES)
 DECISION_TYPES = ("choice", "noul", "score")

@@ -4,16 +4,19 @@ DecGuard's field order."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from decguard_pipeline.core.contract.decision import DecisionSpec
-from decguard_pipeline.core.contract.properties import AnyProperty, Fuzz, Properties
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.decision import DecisionInput
 from decguard_pipeline.core.properties.compare import Comparisons, compare, direction_of
+from decguard_pipeline.core.properties.limits import PropertyRules
 from decguard_pipeline.core.properties.transform import Presentation, Steps
 from decguard_pipeline.core.results import CaseResults
+
+if TYPE_CHECKING:
+    from decguard_pipeline.core.contract.properties import Fuzz, Properties
 
 
 def pair_id(property_name: str, case_id: str, sample: int) -> str:
@@ -137,7 +140,7 @@ class OriginalColumns:
 
 
 def compare_with_originals(
-    config: AnyProperty,
+    config: PropertyRules,
     originals: CaseResults | OriginalColumns,
     rows: list[int],
     after: np.ndarray,

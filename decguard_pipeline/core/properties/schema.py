@@ -8,7 +8,8 @@ from typing import Any
 
 from pydantic import model_validator
 
-from decguard_pipeline.core.contract.properties import Fuzz, Properties, PropertyName
+from decguard_pipeline.core.contract.names import PropertyName
+from decguard_pipeline.core.contract.properties import Fuzz, Properties
 from decguard_pipeline.core.decision import DecisionInput
 from decguard_pipeline.core.result_records import CaseErrorModel, ResultModel, Section
 

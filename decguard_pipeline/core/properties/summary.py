@@ -9,11 +9,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from decguard_pipeline.core.contract.properties import AnyProperty, Properties
 from decguard_pipeline.core.gates import make_check
 from decguard_pipeline.core.properties.compare import (
     Comparisons,
@@ -22,6 +21,10 @@ from decguard_pipeline.core.properties.compare import (
     tolerance_mask,
     tolerance_violations,
 )
+from decguard_pipeline.core.properties.limits import PropertyRules
+
+if TYPE_CHECKING:
+    from decguard_pipeline.core.contract.properties import AnyProperty, Properties
 
 ORIGINAL_ERROR = "original_error"
 NOT_RUN = "the property was not run"
@@ -40,7 +43,7 @@ def _max(values: list[float]) -> float | None:
 
 
 def count_violations(
-    config: AnyProperty, compared: Sequence[Any], *, get: Getter = itemgetter
+    config: PropertyRules, compared: Sequence[Any], *, get: Getter = itemgetter
 ) -> int:
     """How many comparisons break a per-case limit of ``config`` (``tolerance_violations``),
     counted column-wise. ``get``: how a comparison's fields are read (``attrgetter`` for
@@ -122,14 +125,14 @@ def _figures(*fields: Any) -> Figures:
     return Figures(*(f.tolist() if isinstance(f, array) else f for f in fields))
 
 
-def figures_of(config: AnyProperty, pairs: Sequence[Any], *, get: Getter = itemgetter) -> Figures:
+def figures_of(config: PropertyRules, pairs: Sequence[Any], *, get: Getter = itemgetter) -> Figures:
     """The :class:`Figures` of a property's ``pairs`` (their fields read with ``get``)."""
     compared = [c for c in map(get("comparison"), pairs) if c is not None]
     return compared_figures(config, compared, pair_counts(pairs, get=get), get=get)
 
 
 def compared_figures(
-    config: AnyProperty,
+    config: PropertyRules,
     compared: Sequence[Any],
     counts: tuple[int, list[str], int],
     *,
@@ -239,7 +242,7 @@ def summarize_all(
 
 def figures_by_property(
     names: Sequence[str],
-    enabled: dict[str, AnyProperty],
+    enabled: dict[str, PropertyRules],
     pairs: Sequence[Any],
     *,
     get: Getter = itemgetter,
@@ -266,7 +269,7 @@ def summaries_of(
     return [summary_of(name, enabled[name], figures[name], skips[name], n_cases) for name in names]
 
 
-def _limits(config: AnyProperty) -> str:
+def _limits(config: PropertyRules) -> str:
     limits = config.tolerances().items()
     return "per case: " + ", ".join(f"{key} {value:g}" for key, value in limits)
 

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from decguard_pipeline.core.contract.decision import DecisionSpec
-from decguard_pipeline.core.contract.properties import Fuzz
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.decision import DecisionInput
 from decguard_pipeline.core.properties.rng import Rng, case_stream
 from decguard_pipeline.core.properties.text import NotApplicable, get_text, set_text
+
+if TYPE_CHECKING:
+    from decguard_pipeline.core.contract.properties import Fuzz
 
 Step = dict[str, Any]
 Steps = tuple[Step, ...]

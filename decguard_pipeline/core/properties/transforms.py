@@ -15,7 +15,6 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.contract.properties import (
     AnyProperty,
     Fuzz,
@@ -28,6 +27,7 @@ from decguard_pipeline.core.contract.properties import (
     RepeatedContext,
     Whitespace,
 )
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.decision import DecisionInput
 from decguard_pipeline.core.properties.rng import Rng
 from decguard_pipeline.core.properties.text import (

@@ -24,9 +24,8 @@ from operator import attrgetter, is_, is_not, not_
 from typing import Any, Generic, Protocol
 
 import msgspec
-from pydantic import ValidationError
 
-from decguard_pipeline.core.contract.properties import PropertyName
+from decguard_pipeline.core.contract.names import PropertyName
 from decguard_pipeline.core.result_structs import (
     SHALLOW_OBJECT_DEPTH,
     Free,
@@ -34,7 +33,7 @@ from decguard_pipeline.core.result_structs import (
     deepest,
     probabilities_hold,
 )
-from decguard_pipeline.core.validation import redact
+from decguard_pipeline.core.secrets import redact
 
 
 class _Error(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -196,7 +195,10 @@ def checked(
     empty list: :func:`pair_dicts` makes them, for whatever reads them), or None when it is
     not plainly well-formed (then only the strict schema can say whether, and where, it is
     wrong). ``pairs``: False when the caller checks the pairs itself (:func:`pairs_hold`)."""
-    # imported here: the pydantic models of the small parts, only for reports with a section
+    # imported here: pydantic and the models of the small parts, only for reports with a
+    # section (this module is imported where pydantic is not: ``core.report.halves``)
+    from pydantic import ValidationError
+
     from decguard_pipeline.core.contract.properties import Fuzz, Properties
     from decguard_pipeline.core.properties.schema import SummaryModel
 

@@ -6,8 +6,12 @@ checking each pair needs nothing of the others'. So the document is cut between 
 the child decodes the pairs after the cut (``[`` written over the comma before them, its own
 copy of the page), this process decodes the document without them (a random string put in
 their place), and each checks its own. The child answers with what the rest of the checks
-need of its pairs (``report.HalfVerdict``: the hashes of their ids, their summaries'
-figures, the failed ones), a few hundred kB.
+need of its pairs (``pair_columns.HalfVerdict``: the hashes of their ids, their
+summaries' figures, the failed ones), a few hundred kB.
+
+Nothing here or in what the child runs imports pydantic (a test holds it to that), so the
+``report`` command forks before importing the verifier (:func:`split_ahead`): the 0.2 s
+pydantic and its models take to import are this process's, while the child decodes.
 
 The cut needs no parsing to find and is proven, not trusted. It is a ``,`` then ``{"id":``
 (the comma before a pair) and, further on, ``], "skipped":`` (the end of the pairs): a ``"``
@@ -41,10 +45,12 @@ from typing import Any, BinaryIO
 
 import msgspec
 
+from decguard_pipeline.core.json_limits import ReadAhead
 from decguard_pipeline.core.properties.typed_section import (
     TypedPair,
     TypedSection,
     failed_dicts,
+    first_labels,
     pairs_hold,
 )
 from decguard_pipeline.core.report import typed_records
@@ -151,7 +157,8 @@ class OtherHalf:
 
     def send(self, *message: Any) -> None:
         """The next of the two messages the child checks its pairs with: the arguments of
-        ``typed_section.pairs_hold`` after the pairs, then ``report.later_half_holds``'s."""
+        ``typed_section.pairs_hold`` after the pairs (:func:`decode` sends them), then
+        ``pair_columns.later_half_holds``'s (the enabled properties as ``limits.Limits``)."""
         if self._to_child is None:
             return
         try:
@@ -167,7 +174,7 @@ class OtherHalf:
             self._to_child = None
 
     def verdict(self) -> Any:
-        """The child's ``report.HalfVerdict``, or None when its pairs do not plainly hold (or
+        """The child's ``pair_columns.HalfVerdict``, or None when its pairs do not plainly hold (or
         it gave no answer); waits for it (:meth:`close` reaps it, which waits for it to have
         freed its memory)."""
         if self._from_child >= 0:
@@ -211,15 +218,19 @@ class OtherHalf:
             self._pid = -1
 
 
-def decode(raw: Writable) -> tuple[typed_records.Decoded, OtherHalf] | None:
+Split = tuple[typed_records.Decoded, OtherHalf]
+
+
+def decode(raw: Writable) -> Split | None:
     """``typed_records.decode(raw)`` with the pairs from a cut onwards left to a child
-    (:class:`OtherHalf`), or None when it cannot be split (or either part is refused: the
-    whole document then goes as always)."""
+    (:class:`OtherHalf`, sent the label set and tolerance to check them with), or None when
+    it cannot be split (or either part is refused: the whole document then goes as
+    always)."""
     cut = find_cut(raw, OWN_SHARE)
     if cut is None or not can_fork():
         return None
     # imported once, for both processes: the checks of the pairs
-    from decguard_pipeline.core.properties import report  # noqa: F401
+    from decguard_pipeline.core.properties import pair_columns  # noqa: F401
 
     other = OtherHalf(raw, cut)
     try:
@@ -230,7 +241,30 @@ def decode(raw: Writable) -> tuple[typed_records.Decoded, OtherHalf] | None:
     except BaseException:
         other.close()
         raise
-    return typed_records.decoded(stored, shallow=True), other
+    decoded = typed_records.decoded(stored, shallow=True)
+    section = decoded.header["properties"]  # a _Section: _decode_own found the marker in it
+    other.send(first_labels(section.pairs), typed_records.stored_tolerance(decoded.header))
+    return decoded, other
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """A report split (or not) before the verifier was imported: :func:`split_ahead`."""
+
+    split: Split | None
+
+
+def split_ahead(read_ahead: ReadAhead) -> Ahead:
+    """:func:`decode` of the report being read, for the ``report`` command before it imports
+    the verifier, so that the child starts on its pairs while this process imports pydantic;
+    not split when the read failed (``verify.load_report`` raises its error) or forking is
+    not safe. The cyclic collector must be paused (the decoded report is millions of
+    objects): ``collector.gc_paused`` around this and the load."""
+    try:
+        raw = read_ahead.result()
+    except Exception:  # the verifier's to raise, worded
+        return Ahead(None)
+    return Ahead(decode(raw))
 
 
 def _decode_own(raw: Writable, cut: Cut) -> _Stored | None:
@@ -262,7 +296,7 @@ def _child(raw: Writable, cut: Cut, from_parent: int, to_parent: int) -> None:
     """The child: decode the pairs from the cut onwards, check them with what the parent
     sends, and answer with their verdict (or with nothing)."""
     try:
-        from decguard_pipeline.core.properties.report import later_half_holds
+        from decguard_pipeline.core.properties.pair_columns import later_half_holds
 
         raw[cut.comma] = ord("[")  # this process's copy of the page only
         # refused (a value deeper than Shallow, say): no verdict, and the parent loads the

@@ -18,7 +18,7 @@ from decguard_pipeline.core.result_records import (
     ResultModel,
     Section,
 )
-from decguard_pipeline.core.validation import redact
+from decguard_pipeline.core.secrets import redact
 
 Status = Literal["pass", "warn", "fail"]
 

@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.report.golden import Report
 from decguard_pipeline.core.results import CaseResults
 

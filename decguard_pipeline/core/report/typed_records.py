@@ -22,7 +22,8 @@ from typing import Any, Generic, NamedTuple
 import msgspec
 import numpy as np
 
-from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.contract.spec import DecisionSpec
+from decguard_pipeline.core.decision import DEFAULT_TOLERANCE
 from decguard_pipeline.core.properties.typed_section import TypedSection
 from decguard_pipeline.core.result_structs import (
     SHALLOW_OBJECT_DEPTH,
@@ -33,7 +34,7 @@ from decguard_pipeline.core.result_structs import (
     probabilities_hold,
 )
 from decguard_pipeline.core.results import CaseResults
-from decguard_pipeline.core.validation import redact
+from decguard_pipeline.core.secrets import redact
 
 UNSET: Any = msgspec.UNSET
 
@@ -90,6 +91,17 @@ class Decoded(NamedTuple):
     header: dict[str, Any]  # plain JSON values, ``results`` an empty list
     records: list[_Record[Any]]
     shallow: bool  # the free values were read as ``Shallow``: no deeper than its type
+
+
+def stored_tolerance(data: Any) -> float:
+    """The tolerance the report was made with (DecGuard's default when malformed)."""
+    try:
+        value = data["evaluation"]["probability_tolerance"]
+    except (TypeError, KeyError):
+        return DEFAULT_TOLERANCE
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 0.1:
+        return DEFAULT_TOLERANCE
+    return float(value)
 
 
 def decode(raw: bytes) -> Decoded | None:

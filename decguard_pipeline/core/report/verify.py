@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from decguard_pipeline.core import json_exact
 from decguard_pipeline.core.collector import gc_paused, hand_off
 from decguard_pipeline.core.contract import Evaluation, Gates
-from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.json_limits import (
@@ -40,11 +40,12 @@ from decguard_pipeline.core.report.golden import (
     metrics_for,
 )
 from decguard_pipeline.core.report.schema import ReportDocument, ReportModel
+from decguard_pipeline.core.report.typed_records import stored_tolerance
 from decguard_pipeline.core.result_records import results_hold
 from decguard_pipeline.core.results import CaseResults
-from decguard_pipeline.core.validation import format_errors, redact
+from decguard_pipeline.core.secrets import redact
+from decguard_pipeline.core.validation import format_errors
 
-DEFAULT_TOLERANCE = 1e-3
 RECORD_KEYS = frozenset({"case_id", "input", "expected", "metadata", "result", "error"})
 RESULT_KEYS = frozenset(
     {"case_id", "decision", "decision_type", "labels", "probabilities", "selected", "confidence",
@@ -60,17 +61,6 @@ class Invalid(Exception):
     def __init__(self, message: str, lines: str | None = None) -> None:
         super().__init__(message)
         self.lines = lines or f"  (root): {message}"
-
-
-def stored_tolerance(data: Any) -> float:
-    """The tolerance the report was made with (DecGuard's default when malformed)."""
-    try:
-        value = data["evaluation"]["probability_tolerance"]
-    except (TypeError, KeyError):
-        return DEFAULT_TOLERANCE
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 0.1:
-        return DEFAULT_TOLERANCE
-    return float(value)
 
 
 def _fail(path: Path, lines: str) -> ReportError:
@@ -280,7 +270,11 @@ def _semantics(
 
 
 def load_report(
-    path: str | Path, *, split: bool = False, read_ahead: ReadAhead | None = None
+    path: str | Path,
+    *,
+    split: bool = False,
+    read_ahead: ReadAhead | None = None,
+    ahead: halves.Ahead | None = None,
 ) -> Report:
     """Read, verify and return a stored test/fuzz report; ReportError when it does not hold.
     Size is checked before anything is parsed; top level and nesting before anything but
@@ -288,8 +282,19 @@ def load_report(
     ``json_limits`` measures the bytes). ``split``: a big properties section may be decoded
     and checked by a forked child and this process, a part each (``halves``), where forking
     is safe (a command's process). ``read_ahead``: the report's bytes, being read already
-    (its errors are this function's)."""
+    (its errors are this function's). ``ahead``: the report split, or found not to split,
+    before this module was imported (``halves.split_ahead``, of ``read_ahead``)."""
     path = Path(path)
+    try:
+        return _load_report(path, split, read_ahead, ahead)
+    finally:
+        if ahead is not None and ahead.split is not None:
+            ahead.split[1].close()  # reaped here when the load stopped before it
+
+
+def _load_report(
+    path: Path, split: bool, read_ahead: ReadAhead | None, ahead: halves.Ahead | None
+) -> Report:
     try:
         if read_ahead is not None:
             raw: bytes | halves.Writable = read_ahead.result()
@@ -297,14 +302,18 @@ def load_report(
             raw = read_writable(path, "report")
         else:
             raw = read_document(path, "report")
-        split = split and halves.can_fork()  # after the read: its thread is done
+        split = split and ahead is None and halves.can_fork()  # after the read: its thread is done
         check_utf8(raw)
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportError(f"{path}: cannot read report: {exc}") from exc
     # a big report is millions of acyclic objects, which collections would only walk, again
     # and again: paused while it is parsed and checked, then settled in the oldest generation
     with gc_paused(settle=True):
-        typed = _load_halves(path, raw) if split else None
+        typed = None
+        if ahead is not None:
+            typed = _load_halves(path, raw, ahead.split)
+        elif split:
+            typed = _load_halves(path, raw, halves.decode(raw))
         if typed is None:
             typed = _load_typed(path, raw)  # checks the nesting itself, from the values
         if typed is not None:
@@ -381,11 +390,10 @@ def _assembled(
     return Report(doc, results, pending=typed_section.TypedPairs(typed.pairs, later))
 
 
-def _load_halves(path: Path, raw: halves.Writable) -> Report | None:
+def _load_halves(path: Path, raw: halves.Writable, split: halves.Split | None) -> Report | None:
     """``_load_typed`` with the later pairs of a big properties section decoded and checked
-    by a forked child (``halves``); None when it cannot split the report, or the report
-    does not plainly hold (the whole report is then loaded in one process)."""
-    split = halves.decode(raw)
+    by a forked child (``halves``); None when the report was not split, or does not plainly
+    hold (the whole report is then loaded in one process)."""
     if split is None:
         return None
     decoded, later = split
@@ -423,8 +431,6 @@ def _load_typed(
     ):
         return None
     tolerance = stored_tolerance(data)
-    if later is not None and section is not None:  # the child checks each of its pairs
-        later.send(typed_section.first_labels(section.pairs), tolerance)
     if section is not None:
         # with a child, this process's pairs are checked once it has all it needs
         data["properties"] = typed_section.checked(section, tolerance, pairs=later is None)
@@ -443,10 +449,12 @@ def _load_typed(
         return None
     if later is not None and section is not None:  # and against the results, meanwhile
         from decguard_pipeline.core.contract.properties import Properties
+        from decguard_pipeline.core.properties.limits import limits_of
         from decguard_pipeline.core.properties.pairs import OriginalColumns
 
         enabled = Properties.model_validate(data["properties"]["config"]).enabled()
-        later.send(enabled, OriginalColumns.of(results))
+        limits = {name: limits_of(config) for name, config in enabled.items()}
+        later.send(limits, OriginalColumns.of(results))
         if not typed_section.pairs_hold(section.pairs, None, tolerance):
             return None
     hand_off(records)  # in a command, freed with the process (100k structs: ~70 ms)

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from decguard_pipeline.core.contract import LoadedContract
-from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.contract.properties import AnyProperty, Fuzz, Properties
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.decision import DecisionInput
 from decguard_pipeline.core.errors import BackendError, ContractError, DecGuardError
 from decguard_pipeline.core.properties import bulk

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from decguard_pipeline.core.contract import LoadedContract
-from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.errors import DecGuardError
 from decguard_pipeline.core.gates import combine_checks
 from decguard_pipeline.core.production.extensions import extension_results, sidecar_path

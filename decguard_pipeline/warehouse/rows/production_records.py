@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from decguard_pipeline.core.contract.decision import DecisionSpec
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.production import jsonl_blocks
 from decguard_pipeline.core.production.columns import ACTION_CODES, Batch
 from decguard_pipeline.core.production.normalized import normalized_record

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from decguard_pipeline.core.contract.properties import Properties
+from decguard_pipeline.core.properties import pair_columns
 from decguard_pipeline.core.properties import report as section_report
 from decguard_pipeline.core.properties.compare import (
     compare,
@@ -85,7 +86,7 @@ def test_valid_sections_take_the_fast_path_and_agree(reports, name):
     enabled = Properties.model_validate(fast["config"]).enabled()
     row_of = {case_id: row for row, case_id in enumerate(results.case_ids)}
     columns = (fast["summaries"], fast["pairs"], fast["skipped"], enabled, results, row_of)
-    assert section_report._holds(*columns, section_report._DICTS)
+    assert section_report._holds(*columns, pair_columns.DICTS)
     assert _outcome(_fast, section, results) == _outcome(_strict, section, results)
     assert _outcome(_fast, section, results)[0] == "ok"
 
@@ -342,7 +343,7 @@ def test_column_wise_judging_matches_judge(prop, relation, score):
     records = computed.records()
     mask = judged_mask(config, computed)
     assert mask.tolist() == [bool(judge(config, r)) for r in records]
-    assert section_report._judged(config, computed) == [judge(config, r) for r in records]
+    assert pair_columns.judged(config, computed) == [judge(config, r) for r in records]
     expected = sum(1 for r in records if tolerance_violations(config, r))
     assert count_violations(config, records) == expected
     assert computed.values() == [tuple(r.values()) for r in records]

@@ -24,8 +24,7 @@ import pytest
 
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.json_limits import read_document, read_writable
-from decguard_pipeline.core.properties import report as section_report
-from decguard_pipeline.core.properties import typed_section
+from decguard_pipeline.core.properties import pair_columns, typed_section
 from decguard_pipeline.core.properties.summary import Figures
 from decguard_pipeline.core.report import halves, typed_records, verify
 from decguard_pipeline_tests.conftest import _invoke
@@ -105,7 +104,7 @@ def _split_load(path: str, share: float, dying: bool) -> tuple[str, _Seen]:
         patch.setattr(halves.OtherHalf, "__init__", starting)
         patch.setattr(halves.OtherHalf, "verdict", judging)
         if dying:
-            patch.setattr(section_report, "later_half_holds", lambda *args: os._exit(3))
+            patch.setattr(pair_columns, "later_half_holds", lambda *args: os._exit(3))
         outcome = _outcome(Path(path), split=True)
     for pid in children:  # each reaped by the load itself
         with pytest.raises(ChildProcessError):

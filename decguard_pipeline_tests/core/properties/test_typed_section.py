@@ -17,8 +17,8 @@ import pytest
 
 from decguard_pipeline.core.contract.properties import Properties
 from decguard_pipeline.core.errors import ReportError
+from decguard_pipeline.core.properties import pair_columns, typed_section
 from decguard_pipeline.core.properties import report as section_report
-from decguard_pipeline.core.properties import typed_section
 from decguard_pipeline.core.properties.schema import PropertyRunModel
 from decguard_pipeline.core.report import typed_records, verify
 from decguard_pipeline.core.report.render import failed_pairs
@@ -215,8 +215,8 @@ def _holds_both_ways(section: dict[str, Any], results: Any) -> tuple[bool, bool]
         summaries, enabled, results, row_of = shared
         return section_report._holds(summaries, pairs, skipped, enabled, results, row_of, access)
 
-    typed = holds(decoded.pairs, decoded.skipped, section_report._STRUCTS)
-    plain = holds(typed_section.pair_dicts(decoded.pairs), small["skipped"], section_report._DICTS)
+    typed = holds(decoded.pairs, decoded.skipped, pair_columns.STRUCTS)
+    plain = holds(typed_section.pair_dicts(decoded.pairs), small["skipped"], pair_columns.DICTS)
     return typed, plain
 
 

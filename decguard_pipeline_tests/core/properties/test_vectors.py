@@ -10,7 +10,6 @@ import re
 import numpy as np
 import pytest
 
-from decguard_pipeline.core.contract.decision import DecisionSpec
 from decguard_pipeline.core.contract.properties import (
     LABEL_STYLES,
     Fuzz,
@@ -22,6 +21,7 @@ from decguard_pipeline.core.contract.properties import (
     RepeatedContext,
     Whitespace,
 )
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.properties.compare import compare, judge
 from decguard_pipeline.core.properties.minimize import GreedySearch
 from decguard_pipeline.core.properties.rng import Rng
