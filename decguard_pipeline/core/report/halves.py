@@ -45,7 +45,9 @@ from typing import Any, BinaryIO
 
 import msgspec
 
+from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.json_limits import ReadAhead
+from decguard_pipeline.core.properties.limits import Limits
 from decguard_pipeline.core.properties.typed_section import (
     TypedPair,
     TypedSection,
@@ -55,13 +57,14 @@ from decguard_pipeline.core.properties.typed_section import (
 )
 from decguard_pipeline.core.report import typed_records
 from decguard_pipeline.core.result_structs import Shallow
+from decguard_pipeline.core.results import CaseResults
 
 # Below this, a second process costs more than it saves (fork, a second decoder, the
 # verdict): the bench's 5,000-case report is 97 MB, a 500-case one 10 MB.
 MIN_BYTES = 24 << 20
 # The share of the document this process keeps: besides its pairs it decodes and checks the
 # header and the results, computes the metrics and writes the text.
-OWN_SHARE = 0.46
+OWN_SHARE = 0.40
 PIPE_BYTES = 1 << 20  # Linux's most for a process without privileges (pipe-max-size)
 
 Writable = bytearray | mmap.mmap  # a document's bytes, which may be written to
@@ -137,6 +140,7 @@ class OtherHalf:
 
     def __init__(self, raw: Writable, cut: Cut) -> None:
         self._raw, self._cut = raw, cut
+        self.rules: Rules | None = None  # the second message, when :func:`send_rules` sent it
         self._verdict: Any = None
         self._pid = -1
         from_parent, to_child = os.pipe()
@@ -248,6 +252,46 @@ def decode(raw: Writable) -> Split | None:
 
 
 @dataclass(frozen=True)
+class Rules:
+    """What :func:`send_rules` sent the child to check its pairs against, made from the
+    header as decoded; the verifier takes it only for the header it validates."""
+
+    key: tuple[DecisionSpec, str, str]  # the decision, backend and provider it was made for
+    limits: dict[str, Limits]  # of the enabled properties
+    results: CaseResults  # the report's results, as ``typed_records.columns`` makes them
+
+
+def send_rules(split: Split) -> None:
+    """The child's second message (the enabled properties' limits and the original cases'
+    columns), sent as soon as the property settings' models are imported, before the rest
+    of the verifier; nothing when the header is not plainly what they need (the verifier
+    sends it, once it has validated the header). In this process only: the child never
+    imports pydantic."""
+    from decguard_pipeline.core.contract.properties import Properties  # pydantic
+    from decguard_pipeline.core.properties.limits import limits_of
+    from decguard_pipeline.core.properties.pairs import OriginalColumns
+
+    decoded, other = split
+    header = decoded.header
+    try:
+        contract, backend = header["contract"], header["backend"]
+        spec = DecisionSpec(contract["name"], contract["type"], tuple(contract["labels"]))
+        key = (spec, backend["name"], backend["provider"])
+        if not all(isinstance(v, str) for v in (spec.name, spec.type, *spec.labels, *key[1:])):
+            return
+        enabled = Properties.model_validate(header["properties"].config).enabled()
+        tolerance = typed_records.stored_tolerance(header)
+        results = typed_records.columns(spec, key[1], key[2], decoded.records, tolerance)
+    except (LookupError, TypeError, ValueError):  # pydantic's ValidationError among them
+        return
+    if results is None:
+        return
+    limits = {name: limits_of(config) for name, config in enabled.items()}
+    other.send(limits, OriginalColumns.of(results))
+    other.rules = Rules(key, limits, results)
+
+
+@dataclass(frozen=True)
 class Ahead:
     """A report split (or not) before the verifier was imported: :func:`split_ahead`."""
 
@@ -256,15 +300,18 @@ class Ahead:
 
 def split_ahead(read_ahead: ReadAhead) -> Ahead:
     """:func:`decode` of the report being read, for the ``report`` command before it imports
-    the verifier, so that the child starts on its pairs while this process imports pydantic;
-    not split when the read failed (``verify.load_report`` raises its error) or forking is
-    not safe. The cyclic collector must be paused (the decoded report is millions of
-    objects): ``collector.gc_paused`` around this and the load."""
+    the verifier, so that the child starts on its pairs while this process imports pydantic
+    (and :func:`send_rules`); not split when the read failed (``verify.load_report`` raises
+    its error) or forking is not safe. The cyclic collector must be paused (the decoded
+    report is millions of objects): ``collector.gc_paused`` around this and the load."""
     try:
         raw = read_ahead.result()
     except Exception:  # the verifier's to raise, worded
         return Ahead(None)
-    return Ahead(decode(raw))
+    split = decode(raw)
+    if split is not None:
+        send_rules(split)
+    return Ahead(split)
 
 
 def _decode_own(raw: Writable, cut: Cut) -> _Stored | None:

@@ -442,8 +442,13 @@ def _load_typed(
         return None
     c = header.contract
     spec = DecisionSpec(c.name, c.type, tuple(c.labels))
-    results = typed_records.columns(
-        spec, header.backend.name, header.backend.provider, records, tolerance
+    key = (spec, header.backend.name, header.backend.provider)
+    rules = later.rules if later is not None else None
+    if rules is not None and rules.key != key:
+        raise typed_section.SplitRefused  # the child was sent rules for another header
+    # the columns the child was sent were made from these records for this very header
+    results = (
+        rules.results if rules is not None else typed_records.columns(*key, records, tolerance)
     )
     if results is None:
         return None
@@ -454,7 +459,10 @@ def _load_typed(
 
         enabled = Properties.model_validate(data["properties"]["config"]).enabled()
         limits = {name: limits_of(config) for name, config in enabled.items()}
-        later.send(limits, OriginalColumns.of(results))
+        if rules is None:
+            later.send(limits, OriginalColumns.of(results))
+        elif rules.limits != limits:
+            raise typed_section.SplitRefused
         if not typed_section.pairs_hold(section.pairs, None, tolerance):
             return None
     hand_off(records)  # in a command, freed with the process (100k structs: ~70 ms)

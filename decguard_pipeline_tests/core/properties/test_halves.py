@@ -6,6 +6,7 @@ to the one process; no child outlives a load."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -22,8 +23,9 @@ from typing import Any
 import msgspec
 import pytest
 
+from decguard_pipeline.core.collector import gc_paused
 from decguard_pipeline.core.errors import ReportError
-from decguard_pipeline.core.json_limits import read_document, read_writable
+from decguard_pipeline.core.json_limits import ReadAhead, read_document, read_writable
 from decguard_pipeline.core.properties import pair_columns, typed_section
 from decguard_pipeline.core.properties.summary import Figures
 from decguard_pipeline.core.report import halves, typed_records, verify
@@ -128,6 +130,51 @@ def _both(fresh: Any, path: Path, share: float, *, dying: bool = False) -> tuple
     load did)."""
     split, seen = fresh.apply(_split_load, (str(path), share, dying))
     return split, _outcome(path, split=False), seen
+
+
+def _ahead_load(path: str, spoil: str) -> tuple[str, bool, int]:
+    """In the fresh interpreter: the outcome of loading ``path`` split ahead, as the
+    ``report`` command does, with the rules the child was sent then taken for another
+    header's (``spoil``: "key", or "limits"; "" leaves them), whether they were sent before
+    the load, and how many documents the load then decoded whole."""
+    whole: list[int] = []
+    decode = typed_records.decode
+
+    def decoding_whole(raw: Any) -> Any:
+        whole.append(1)
+        return decode(raw)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(halves, "MIN_BYTES", 0)
+        patch.setattr(halves, "can_fork", halves.one_thread)  # whatever the CPUs
+        patch.setattr(typed_records, "decode", decoding_whole)
+        reading = ReadAhead(Path(path), "report")
+        with gc_paused(settle=True):
+            ahead = halves.split_ahead(reading)
+            assert ahead.split is not None
+            later = ahead.split[1]
+            rules = later.rules
+            if rules is not None and spoil == "key":
+                spec = dataclasses.replace(rules.key[0], name="another")
+                later.rules = dataclasses.replace(rules, key=(spec, *rules.key[1:]))
+            elif rules is not None and spoil == "limits":
+                later.rules = dataclasses.replace(rules, limits={})
+            try:
+                report = verify.load_report(path, split=True, read_ahead=reading, ahead=ahead)
+                outcome = f"verified {json.dumps(report.text_document())} "
+                outcome += json.dumps(report.document)
+            except ReportError as exc:
+                outcome = f"refused {exc}"
+    return outcome, rules is not None, len(whole)
+
+
+@pytest.mark.parametrize("spoil", ["", "key", "limits"])
+def test_rules_sent_ahead_are_used_only_for_their_header(fresh, reports, spoil):
+    path = reports["score"]
+    outcome, sent, whole = fresh.apply(_ahead_load, (str(path), spoil))
+    assert sent  # before the verifier was imported
+    assert outcome == _outcome(path, split=False)
+    assert whole == (1 if spoil else 0)  # refused: the whole report, in one process
 
 
 def _write(path: Path, doc: dict[str, Any]) -> Path:
