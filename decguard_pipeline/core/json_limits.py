@@ -113,8 +113,9 @@ def read_document(path: Path, what: str) -> bytes:
 class ReadAhead:
     """``read_writable(path, what)`` in a thread from now on: the read waits on the kernel,
     not on the interpreter, so it overlaps whatever this process imports meanwhile (the
-    ``report`` command: the 97 MB of a 5,000-case ``--all`` report read during the 0.25 s
-    of its imports). :meth:`result` waits for it, and raises what the read raised."""
+    ``report`` command: the 97 MB of a 5,000-case ``--all`` report read during the ~0.2 s
+    of the imports before its split). :meth:`result` waits for it, and raises what the read
+    raised."""
 
     def __init__(self, path: Path, what: str) -> None:
         self._buffer: bytearray | mmap.mmap | None = None
@@ -124,7 +125,10 @@ class ReadAhead:
 
     def _read(self, path: Path, what: str) -> None:
         try:
-            self._buffer = read_writable(path, what)
+            # pages made as the read writes them: while MAP_POPULATE makes 97 MB of them, the
+            # importing thread's own memory mappings wait for it (the imports of ``report``
+            # took 0.21-0.28 s beside it, 0.16-0.22 s beside this, ten interleaved rounds)
+            self._buffer = read_writable(path, what, populate=False)
         except BaseException as exc:  # raised where the result is asked for
             self._error = exc
 
@@ -136,18 +140,20 @@ class ReadAhead:
         return self._buffer
 
 
-def read_writable(path: Path, what: str) -> bytearray | mmap.mmap:
+def read_writable(path: Path, what: str, *, populate: bool = True) -> bytearray | mmap.mmap:
     """:func:`read_document` into a buffer the caller may write to (``report.halves`` marks
-    where its parts end in it). On Linux, memory mapped for it with its pages made at once
-    (``MAP_POPULATE``: 97 MB read in 0.06-0.08 s, against 0.07-0.09 s for bytes and
-    0.14-0.17 s for a zeroed bytearray); a file that changes size while read, as bytes."""
+    where its parts end in it). On Linux, anonymous memory mapped for it, with its pages made
+    at once (``MAP_POPULATE``: 97 MB read in 0.06-0.08 s, against 0.07-0.09 s for bytes and
+    0.14-0.17 s for a zeroed bytearray) unless ``populate`` is False: the kernel then makes
+    them as the read writes them (0.09-0.12 s); a file that changes size while read, as
+    bytes."""
     limit = max_bytes()
     with open_regular(path, what) as stream:
         size = os.fstat(stream.fileno()).st_size
         _check_size(size, path, what, limit)
-        populate = getattr(mmap, "MAP_POPULATE", 0)
-        if size and populate:
-            flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate
+        linux = getattr(mmap, "MAP_POPULATE", 0)
+        if size and linux:
+            flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | (linux if populate else 0)
             buffer = mmap.mmap(-1, size, flags=flags)
             if stream.readinto(buffer) == size and not stream.read(1):
                 return buffer

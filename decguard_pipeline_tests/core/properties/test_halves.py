@@ -349,18 +349,25 @@ def test_small_reports_and_reports_without_pairs_are_not_cut(reports):
     assert halves.find_cut(without, 0.5) is None
 
 
-def test_a_writable_read_has_the_documents_bytes(reports, tmp_path, monkeypatch):
+@pytest.mark.parametrize("populate", [True, False])
+def test_a_writable_read_has_the_documents_bytes(reports, tmp_path, monkeypatch, populate):
     path = reports["wide"]
-    assert bytes(read_writable(path, "report")) == read_document(path, "report")
+    read = read_writable(path, "report", populate=populate)
+    assert bytes(read) == read_document(path, "report")
+    read[0] = ord(" ")  # writable
+    assert bytes(ReadAhead(path, "report").result()) == read_document(path, "report")
     empty = tmp_path / "empty.json"
     empty.write_bytes(b"")
-    assert bytes(read_writable(empty, "report")) == b""
+    assert bytes(read_writable(empty, "report", populate=populate)) == b""
     monkeypatch.setenv("DECGUARD_MAX_REPORT_BYTES", "10")
     with pytest.raises(ReportError) as writable:
-        read_writable(path, "report")
+        read_writable(path, "report", populate=populate)
     with pytest.raises(ReportError) as plain:
         read_document(path, "report")
     assert str(writable.value) == str(plain.value)
+    with pytest.raises(ReportError) as ahead:
+        ReadAhead(path, "report").result()
+    assert str(ahead.value) == str(plain.value)
 
 
 # the wrappers import NumPy before the command's main sets this: without it OpenBLAS starts
