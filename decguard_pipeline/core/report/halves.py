@@ -46,7 +46,8 @@ from typing import Any, BinaryIO
 import msgspec
 
 from decguard_pipeline.core.contract.spec import DecisionSpec
-from decguard_pipeline.core.json_limits import ReadAhead
+from decguard_pipeline.core.json_limits import PARSER_DEPTH, ReadAhead
+from decguard_pipeline.core.properties import typed_section
 from decguard_pipeline.core.properties.limits import Limits
 from decguard_pipeline.core.properties.typed_section import (
     TypedPair,
@@ -273,6 +274,10 @@ def send_rules(split: Split) -> None:
 
     decoded, other = split
     header = decoded.header
+    # what the verifier checks first: no value deeper than a parser reads (the settings are
+    # plain JSON values here, of any depth)
+    if not typed_section.nested_within(header["properties"], PARSER_DEPTH, shallow=True):
+        return
     try:
         contract, backend = header["contract"], header["backend"]
         spec = DecisionSpec(contract["name"], contract["type"], tuple(contract["labels"]))
@@ -282,7 +287,7 @@ def send_rules(split: Split) -> None:
         enabled = Properties.model_validate(header["properties"].config).enabled()
         tolerance = typed_records.stored_tolerance(header)
         results = typed_records.columns(spec, key[1], key[2], decoded.records, tolerance)
-    except (LookupError, TypeError, ValueError):  # pydantic's ValidationError among them
+    except (LookupError, TypeError, ValueError, RecursionError):  # ValidationError: a ValueError
         return
     if results is None:
         return

@@ -177,6 +177,20 @@ def test_rules_sent_ahead_are_used_only_for_their_header(fresh, reports, spoil):
     assert whole == (1 if spoil else 0)  # refused: the whole report, in one process
 
 
+def test_settings_deeper_than_a_parser_reads_are_not_sent_ahead(fresh, reports, tmp_path):
+    doc = json.loads(reports["refund"].read_text())
+    deep: Any = "x"
+    for _ in range(300):
+        deep = [deep]
+    doc["properties"]["config"]["paraphrase"] = {"source": {"provider": "identity", "x": deep}}
+    path = _write(tmp_path / "deep.json", doc)
+    outcome, sent, whole = fresh.apply(_ahead_load, (str(path), ""))
+    assert not sent
+    assert outcome == _outcome(path, split=False)
+    assert whole == 1  # the split refused: loaded whole, which finds the depth
+    assert outcome.startswith("refused") and "recursion limit exceeded" in outcome
+
+
 def _write(path: Path, doc: dict[str, Any]) -> Path:
     path.write_text(json.dumps(doc, indent=2))
     return path
