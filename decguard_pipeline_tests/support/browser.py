@@ -37,6 +37,7 @@ FLAGS = [
     "--disable-extensions",
 ]
 INSTALL_HINT = "apt-get install -y chromium; .ci/run installs it"
+PAGE_TIMEOUT_MS = 180_000  # for a navigation or a wait for a selector
 
 
 def chromium_path() -> str | None:
@@ -143,6 +144,9 @@ class Chromium:
             self._playwright = sync_playwright().start()
             self._browser = launch(self._playwright)
         context = self._browser.new_context(viewport={"width": width, "height": height})
+        # a liveness bound, not a timing: a page served by a live site is built by its first
+        # request, which under the suite's two workers took over Playwright's default 30 s
+        context.set_default_timeout(PAGE_TIMEOUT_MS)
         page = context.new_page()
         seen = watch(page)
         url = str(target)
