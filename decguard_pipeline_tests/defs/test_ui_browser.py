@@ -12,7 +12,6 @@ import pytest
 
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.support.dagster_ui import (
-    dismiss_welcome,
     evaluated,
     metadata_row,
     show_markdown,
@@ -45,7 +44,6 @@ def test_scoreboard_reliability_and_report_render(tmp_path, chromium):
 
     with webserver(place) as ui:
         page, seen = chromium.open(f"{ui.url}/assets/refund/scoreboard", width=WIDTH)
-        dismiss_welcome(page)
         # one entry per target, drawn in place (no "[Show Markdown]"), newest first
         first = metadata_row(page, newest_first[0][0])
         first.locator("strong").first.wait_for(timeout=60_000)
@@ -68,12 +66,10 @@ def test_scoreboard_reliability_and_report_render(tmp_path, chromium):
 
         # the Overview's timeline lists the runs of `evaluate` (they have a code location)
         page, seen = chromium.open(f"{ui.url}/overview", width=WIDTH)
-        dismiss_welcome(page)
         page.get_by_text("evaluate_refund").first.wait_for(timeout=60_000)
         assert "No runs or scheduled ticks" not in page.inner_text("body")
 
         page, seen = chromium.open(f"{ui.url}/assets/refund/golden_metrics", width=1400)
-        dismiss_welcome(page)
         accuracy = metadata_row(page, "accuracy")
         accuracy.wait_for(timeout=60_000)
         # the pictures are SVG documents in data: URLs, which the UI's markdown lets through

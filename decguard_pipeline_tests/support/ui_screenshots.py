@@ -19,7 +19,6 @@ from pathlib import Path
 from decguard_pipeline.warehouse import Warehouse
 from decguard_pipeline_tests.support.browser import Chromium, screenshot_folder
 from decguard_pipeline_tests.support.dagster_ui import (
-    dismiss_welcome,
     evaluated,
     metadata_row,
     show_markdown,
@@ -46,7 +45,6 @@ def main(directory: str) -> None:
                 page, _ = browser.open(
                     f"{ui.url}/assets/refund/scoreboard", width=WIDTH, height=1250
                 )
-                dismiss_welcome(page)
                 entry = metadata_row(page, newest)
                 entry.locator("strong").first.wait_for(timeout=60_000)
                 link = entry.locator("a", has_text="report").get_attribute("href")
@@ -56,30 +54,25 @@ def main(directory: str) -> None:
                 page, _ = browser.open(
                     f"{ui.url}/assets/refund/golden_metrics", width=WIDTH, height=1500
                 )
-                dismiss_welcome(page)
                 metadata_row(page, "accuracy").wait_for(timeout=60_000)
                 page.screenshot(path=out / "ui-golden-metrics.png")
                 page, _ = browser.open(
                     f"{ui.url}/assets/refund/golden_metrics", width=1400, height=1000
                 )
-                dismiss_welcome(page)
                 show_markdown(page, "reliability_diagram").locator("img").wait_for()
                 page.wait_for_timeout(1500)  # the dialog fades in
                 page.screenshot(path=out / "ui-reliability.png")
 
                 approved = f"{ui.url}/assets/refund/approved_target?view=partitions"
                 page, _ = browser.open(approved, width=1600, height=500)
-                dismiss_welcome(page)
                 page.get_by_text("Missing (2)").wait_for(timeout=60_000)
                 page.screenshot(path=out / "ui-approved.png")
 
                 page, _ = browser.open(f"{ui.url}/runs", width=WIDTH, height=900)
-                dismiss_welcome(page)
                 page.get_by_text("decguard/verdict: FAIL").first.wait_for(timeout=60_000)
                 page.screenshot(path=out / "ui-runs.png")
 
                 page, _ = browser.open(f"{ui.url}/overview", width=WIDTH, height=500)
-                dismiss_welcome(page)
                 page.get_by_text("evaluate_refund").first.wait_for(timeout=60_000)
                 page.screenshot(path=out / "ui-overview.png")
 
