@@ -297,7 +297,7 @@ def report(
             ahead = split_ahead(read_ahead)
             from decguard_pipeline.core.report.verify import load_report
 
-            stored = load_report(results, split=True, read_ahead=read_ahead, ahead=ahead)
+            stored = load_report(results, read_ahead=read_ahead, ahead=ahead)
         from decguard_pipeline.cli.process_exit import leave_to_exit
 
         leave_to_exit(stored)  # a big report's typed pairs: freed with the process

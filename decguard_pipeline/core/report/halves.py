@@ -47,13 +47,13 @@ import msgspec
 
 from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.json_limits import PARSER_DEPTH, ReadAhead
-from decguard_pipeline.core.properties import typed_section
 from decguard_pipeline.core.properties.limits import Limits
 from decguard_pipeline.core.properties.typed_section import (
     TypedPair,
     TypedSection,
     failed_dicts,
     first_labels,
+    nested_within,
     pairs_hold,
 )
 from decguard_pipeline.core.report import typed_records
@@ -276,7 +276,7 @@ def send_rules(split: Split) -> None:
     header = decoded.header
     # what the verifier checks first: no value deeper than a parser reads (the settings are
     # plain JSON values here, of any depth)
-    if not typed_section.nested_within(header["properties"], PARSER_DEPTH, shallow=True):
+    if not nested_within(header["properties"], PARSER_DEPTH, shallow=True):
         return
     try:
         contract, backend = header["contract"], header["backend"]

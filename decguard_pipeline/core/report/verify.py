@@ -283,7 +283,8 @@ def load_report(
     and checked by a forked child and this process, a part each (``halves``), where forking
     is safe (a command's process). ``read_ahead``: the report's bytes, being read already
     (its errors are this function's). ``ahead``: the report split, or found not to split,
-    before this module was imported (``halves.split_ahead``, of ``read_ahead``)."""
+    before this module was imported (``halves.split_ahead``, of ``read_ahead``), in place
+    of ``split``."""
     path = Path(path)
     try:
         return _load_report(path, split, read_ahead, ahead)
@@ -302,7 +303,8 @@ def _load_report(
             raw = read_writable(path, "report")
         else:
             raw = read_document(path, "report")
-        split = split and ahead is None and halves.can_fork()  # after the read: its thread is done
+        # after the read: its thread is done
+        split = split and ahead is None and halves.can_fork()
         check_utf8(raw)
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportError(f"{path}: cannot read report: {exc}") from exc
