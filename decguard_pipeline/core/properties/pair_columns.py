@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from itertools import chain, repeat
-from operator import attrgetter, eq, is_not, itemgetter
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_not, itemgetter
 from typing import Any, Protocol
 
 import numpy as np
@@ -23,7 +23,7 @@ from decguard_pipeline.core.properties.compare import (
 )
 from decguard_pipeline.core.properties.limits import PropertyRules, is_monotonic
 from decguard_pipeline.core.properties.pairs import OriginalColumns, compare_with_originals
-from decguard_pipeline.core.properties.summary import ORIGINAL_ERROR, Figures, figures_by_property
+from decguard_pipeline.core.properties.summary import ORIGINAL_ERROR, Figures, column_figures
 from decguard_pipeline.core.properties.typed_section import TypedPair, failed_dicts
 from decguard_pipeline.core.results import CaseResults
 
@@ -44,26 +44,56 @@ class Access:
     normalised dicts, or the typed records they are made from (``typed_section``)."""
 
     get: Callable[..., Callable[[Any], Any]]  # itemgetter or attrgetter
-    # stored comparisons as one column per field of ``COMPARISON_FIELDS``, or None when
-    # they do not hold exactly those fields, in that order
-    comparison_columns: Callable[[list[Any]], list[list[Any]] | None]
+    # whether stored comparisons are exactly the computed ones, field for field
+    comparisons_equal: Callable[[list[Any], Comparisons], bool]
 
 
-def dict_columns(comparisons: list[dict[str, Any]]) -> list[list[Any]] | None:
+def dict_comparisons_equal(comparisons: list[dict[str, Any]], computed: Comparisons) -> bool:
     values = list(chain.from_iterable(map(dict.values, comparisons)))
     width = len(COMPARISON_FIELDS)
     if len(values) != width * len(comparisons):
-        return None
-    return [values[field::width] for field in range(width)]
+        return False  # not exactly the fields of ``COMPARISON_FIELDS``, in that order
+    return [values[field::width] for field in range(width)] == computed.columns()
 
 
-def struct_columns(comparisons: list[Any]) -> list[list[Any]]:
-    # a typed comparison has exactly the fields of a normalised one, in the same order
-    return [list(map(attrgetter(name), comparisons)) for name in COMPARISON_FIELDS]
+_FLOAT_FIELDS = ("tv_distance", "js_divergence", "max_abs_delta", "confidence_delta")
+_LABEL_FIELDS = ("selected_before", "selected_after")
+_FLAG_FIELDS = ("flipped", "rank_changed")
 
 
-DICTS = Access(itemgetter, dict_columns)
-STRUCTS = Access(attrgetter, struct_columns)
+def struct_comparisons_equal(comparisons: list[Any], computed: Comparisons) -> bool:
+    # a typed comparison has exactly the fields of ``COMPARISON_FIELDS``, each of its type
+    # (floats, labels, booleans): the numbers compared as arrays, with the same float ==
+    n = len(comparisons)
+    for name in _FLOAT_FIELDS:
+        stored = np.fromiter(map(attrgetter(name), comparisons), np.float64, count=n)
+        if not np.array_equal(stored, getattr(computed, name)):
+            return False
+    for name in _FLAG_FIELDS:
+        flags = np.fromiter(map(attrgetter(name), comparisons), bool, count=n)
+        if not np.array_equal(flags, getattr(computed, name)):
+            return False
+    labels = computed.labels
+    for name in _LABEL_FIELDS:
+        chosen = map(labels.__getitem__, getattr(computed, name).tolist())
+        if list(map(attrgetter(name), comparisons)) != list(chosen):
+            return False
+    levels = list(map(attrgetter("level_delta"), comparisons))
+    if computed.level_delta is None:
+        return levels.count(None) == n
+    return None not in levels and np.array_equal(levels, computed.level_delta)
+
+
+DICTS = Access(itemgetter, dict_comparisons_equal)
+STRUCTS = Access(attrgetter, struct_comparisons_equal)
+
+
+def _take(values: list[Any], indices: list[int]) -> list[Any]:
+    """``[values[i] for i in indices]`` (increasing indices), a slice when they are a run:
+    a section's pairs are stored a property at a time."""
+    if indices and indices[-1] - indices[0] == len(indices) - 1:
+        return values[indices[0] : indices[-1] + 1]
+    return [values[i] for i in indices]
 
 
 def _group_holds(
@@ -73,93 +103,134 @@ def _group_holds(
     rows: list[int],
     results: CaseResults | OriginalColumns,
     access: Access,
-) -> bool:
+) -> Comparisons | None:
     """For ``holders`` (pairs or reduced examples of one property, with results, of the pairs
-    ``ids`` of the decided cases ``rows``): their results are in the report's context, and
-    their comparisons and violations are the recomputed ones."""
+    ``ids`` of the decided cases ``rows``): their comparisons recomputed, when their results
+    are in the report's context and their stored comparisons and violations are the
+    recomputed ones; else None."""
     get, spec = access.get, results.spec
     stored = list(map(get("result"), holders))
     labels = list(spec.labels)
     if list(map(get("case_id"), stored)) != ids:
-        return False
-    context = get("decision", "decision_type", "backend", "provider")
-    if set(map(context, stored)) != {(spec.name, spec.type, results.backend, results.provider)}:
-        return False
-    if not all(map(eq, repeat(labels), map(get("labels"), stored))):
-        return False
+        return None
+    context = {
+        "decision": spec.name, "decision_type": spec.type, "backend": results.backend,
+        "provider": results.provider,
+    }  # fmt: skip
+    for field, value in context.items():
+        if set(map(get(field), stored)) != {value}:
+            return None
+    if list(map(get("labels"), stored)).count(labels) != len(stored):
+        return None
     if is_monotonic(config) and spec.type != "score":
-        return False  # no levels to judge: the one-by-one checks say what happens
+        return None  # no levels to judge: the one-by-one checks say what happens
     # every result has exactly the report's labels (checked above), in that order
     values = chain.from_iterable(map(dict.values, map(get("probabilities"), stored)))
     after = np.fromiter(values, dtype=np.float64, count=len(stored) * len(labels))
     after = after.reshape(len(stored), len(labels))
     computed = compare_with_originals(config, results, rows, after)
-    # stored comparisons hold exactly their fields, in order: compared column by column
-    stored_columns = access.comparison_columns(list(map(get("comparison"), holders)))
-    if stored_columns is None or stored_columns != computed.columns():
-        return False
-    return list(map(get("violations"), holders)) == judged(config, computed)
+    if not access.comparisons_equal(list(map(get("comparison"), holders)), computed):
+        return None
+    if list(map(get("violations"), holders)) != judged(config, computed):
+        return None
+    return computed
 
 
-def pairs_match(
+@dataclass(frozen=True)
+class Matched:
+    """Pairs that :func:`matched` found to hold: each one's property (its position in
+    ``order``, the enabled properties), which have an error or a reduced example, and the
+    comparisons of each property's pairs that hold one (recomputed; the stored ones equal
+    them), from which their summaries' figures follow."""
+
+    order: list[str]
+    codes: np.ndarray
+    errored: list[int]
+    reduced: np.ndarray  # of bools
+    compared: dict[str, Comparisons]
+
+    def figures(
+        self, names: list[str], enabled: dict[str, PropertyRules], pairs: list[Any], access: Access
+    ) -> dict[str, Figures]:
+        """``summary.figures_by_property(names, enabled, pairs)``, from the columns."""
+        size = len(self.order)
+        counts = np.bincount(self.codes, minlength=size).tolist()
+        reduced = np.bincount(self.codes[self.reduced], minlength=size).tolist()
+        kinds: list[list[str]] = [[] for _ in self.order]
+        error, kind = access.get("error"), access.get("kind")
+        for index in self.errored:
+            kinds[self.codes[index]].append(kind(error(pairs[index])))
+        figures = {}
+        for name in names:
+            code = self.order.index(name)
+            counted = (counts[code], kinds[code], reduced[code])
+            figures[name] = column_figures(enabled[name], counted, self.compared.get(name))
+        return figures
+
+
+def matched(
     pairs: list[Any],
     skipped: list[Any],
     enabled: dict[str, PropertyRules],
     results: CaseResults | OriginalColumns,
     row_of: dict[str, int],
     access: Access,
-) -> bool:
-    """Whether the one-by-one checks of the pairs and their context (``report._check_pairs``
-    and ``report._check_context``) find nothing, with the per-pair work done once per column
-    instead of once per pair."""
+) -> Matched | None:
+    """What the pairs are found to be when the one-by-one checks of the pairs and their
+    context (``report._check_pairs`` and ``report._check_context``) find nothing, with the
+    per-pair work done once per column instead of once per pair; None when they would."""
     get = access.get
     ids, names = list(map(get("id"), pairs)), list(map(get("property"), pairs))
     cases = list(map(get("case_id"), pairs))
     if len(set(ids)) != len(ids):
-        return False
+        return None
     keys = zip(names, cases, map(get("sample"), pairs), strict=True)
     if ids != [f"{name}/{case}/{sample}" for name, case, sample in keys]:
-        return False
+        return None
     rows = list(map(row_of.get, cases))
     if not set(names) <= enabled.keys() or None in rows:
-        return False
+        return None
     decided = results.selected[np.asarray(rows, dtype=np.intp)] >= 0
-    error, kind, reduced = get("error"), get("kind"), get("reduced")
+    errors = list(map(get("error"), pairs))
+    kind = get("kind")
     for index in np.flatnonzero(~decided).tolist():  # the original errored: so must the pair
-        stored_error = error(pairs[index])
+        stored_error = errors[index]
         if stored_error is None or kind(stored_error) != ORIGINAL_ERROR:
-            return False
-    answered = decided & np.fromiter(map(is_not, map(get("result"), pairs), repeat(None)), bool)
+            return None
+    n = len(pairs)
+    answered = decided & np.fromiter(map(is_not, map(get("result"), pairs), repeat(None)), bool, n)
+    shrunk = np.fromiter(map(is_not, map(get("reduced"), pairs), repeat(None)), bool, n)
     order = list(enabled)
-    codes = np.fromiter(map(order.index, names), np.intp, count=len(names))
-    groups = {
-        name: np.flatnonzero(answered & (codes == code)).tolist() for code, name in enumerate(order)
-    }
-    for name, indices in groups.items():
+    codes = np.fromiter(map(order.index, names), np.intp, count=n)
+    compared: dict[str, Comparisons] = {}
+    reduced = get("reduced")
+    for code, name in enumerate(order):
+        ofit = codes == code
+        indices = np.flatnonzero(answered & ofit).tolist()
         if not indices:
             continue
-        holders = [pairs[i] for i in indices]
-        if not _group_holds(
+        computed = _group_holds(
+            enabled[name], _take(pairs, indices), _take(ids, indices), _take(rows, indices),
+            results, access,
+        )  # fmt: skip
+        if computed is None:
+            return None
+        compared[name] = computed
+        small = np.flatnonzero(answered & ofit & shrunk).tolist()
+        if small and _group_holds(
             enabled[name],
-            holders,
-            [ids[i] for i in indices],
-            [rows[i] for i in indices],
+            [reduced(pairs[i]) for i in small],
+            [ids[i] for i in small],
+            [rows[i] for i in small],
             results,
             access,
-        ):
-            return False
-        shrunk = [i for i in indices if reduced(pairs[i]) is not None]
-        if shrunk and not _group_holds(
-            enabled[name],
-            [reduced(pairs[i]) for i in shrunk],
-            [ids[i] for i in shrunk],
-            [rows[i] for i in shrunk],
-            results,
-            access,
-        ):
-            return False
+        ) is None:  # fmt: skip
+            return None
     skip_keys = zip(map(get("property"), skipped), map(get("case_id"), skipped), strict=True)
-    return all(name in enabled and case in row_of for name, case in skip_keys)
+    if not all(name in enabled and case in row_of for name, case in skip_keys):
+        return None
+    errored = list(compress(range(n), map(is_not, errors, repeat(None))))
+    return Matched(order, codes, errored, shrunk, compared)
 
 
 @dataclass(frozen=True)
@@ -190,14 +261,15 @@ def later_half_holds(
 ) -> HalfVerdict | None:
     """The verdict on a section's later ``pairs`` (the other process's part), each of which
     holds on its own (``typed_section.pairs_hold``), or None when they do not plainly hold
-    as ``pairs_match`` checks them. ``enabled``: the section's enabled properties."""
+    as :func:`matched` checks them. ``enabled``: the section's enabled properties."""
     try:
         row_of = {case_id: row for row, case_id in enumerate(results.case_ids)}
-        if not pairs_match(pairs, [], enabled, results, row_of, STRUCTS):
+        found = matched(pairs, [], enabled, results, row_of, STRUCTS)
+        if found is None:
             return None
         return HalfVerdict(
             hashes=id_hashes(map(attrgetter("id"), pairs), len(pairs)),
-            figures=figures_by_property(list(enabled), enabled, pairs, get=attrgetter),
+            figures=found.figures(list(enabled), enabled, pairs, STRUCTS),
             failed=failed_dicts(pairs),
         )
     except (ArithmeticError, LookupError, TypeError, ValueError):

@@ -27,7 +27,7 @@ from decguard_pipeline.core.properties.pair_columns import (
     STRUCTS,
     Access,
     LaterHalf,
-    pairs_match,
+    matched,
 )
 from decguard_pipeline.core.properties.pairs import (
     compare_with_originals,
@@ -36,7 +36,6 @@ from decguard_pipeline.core.properties.pairs import (
 from decguard_pipeline.core.properties.schema import PropertyRunModel
 from decguard_pipeline.core.properties.summary import (
     ORIGINAL_ERROR,
-    figures_by_property,
     property_checks,
     summaries_of,
     summarize_all,
@@ -204,12 +203,13 @@ def _holds(
     ``_check_summaries``) would find nothing; False sends them to find the first problem.
     ``later``: the section's pairs after ``pairs``, checked by another process."""
     try:
-        if not pairs_match(pairs, skipped, enabled, results, row_of, access):
+        found = matched(pairs, skipped, enabled, results, row_of, access)
+        if found is None:
             return False
         names = [s["property"] for s in summaries]
         if len(names) != len(set(names)) or any(name not in enabled for name in names):
             return False
-        figures = figures_by_property(names, enabled, pairs, get=access.get)
+        figures = found.figures(names, enabled, pairs, access)
         if later is not None:
             verdict = later.verdict()
             if verdict is None:

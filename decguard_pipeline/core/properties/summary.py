@@ -201,9 +201,18 @@ def summarize_columns(
     n_cases: int,
 ) -> dict[str, Any]:
     """``summarize`` for a run that has its pairs' comparisons as columns (``comparisons``:
-    those of the pairs holding one, in pair order; None when none does): the figures come
-    from the columns, read as the same Python floats the stored comparisons hold."""
-    n_transformed, error_kinds, n_reduced = pair_counts(pairs)
+    those of the pairs holding one, in pair order; None when none does)."""
+    figures = column_figures(config, pair_counts(pairs), comparisons)
+    return summary_of(name, config, figures, n_skipped, n_cases)
+
+
+def column_figures(
+    config: PropertyRules, counts: tuple[int, list[str], int], comparisons: Comparisons | None
+) -> Figures:
+    """:func:`compared_figures` from the comparisons of a property's pairs that hold one as
+    columns (in pair order; None when none does), read as the same Python floats the stored
+    comparisons hold, and the ``pair_counts`` of all its pairs."""
+    n_transformed, error_kinds, n_reduced = counts
     figures = Figures(n_transformed, error_kinds, n_reduced)
     n = 0 if comparisons is None else len(comparisons)
     if comparisons is not None and n:
@@ -222,7 +231,7 @@ def summarize_columns(
         if comparisons is not None and comparisons.level_delta is not None:
             levels = comparisons.level_delta.tolist()
         figures = dataclasses.replace(figures, levels=levels)
-    return summary_of(name, config, figures, n_skipped, n_cases)
+    return figures
 
 
 def summarize_all(

@@ -4,10 +4,13 @@ values made from the validated models) judge exactly as the models do, and the c
 
 from __future__ import annotations
 
+import json
+import math
 import random
 import subprocess
 import sys
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -20,11 +23,15 @@ from decguard_pipeline.core.contract.properties import (
     Properties,
     Rewrite,
 )
-from decguard_pipeline.core.properties import pair_columns
-from decguard_pipeline.core.properties.compare import judge, tolerance_violations
+from decguard_pipeline.core.properties import pair_columns, typed_section
+from decguard_pipeline.core.properties.compare import COMPARISON_FIELDS, judge, tolerance_violations
 from decguard_pipeline.core.properties.limits import Limits, MonotonicLimits, limits_of
 from decguard_pipeline.core.properties.pairs import OriginalColumns
+from decguard_pipeline.core.properties.schema import PropertyRunModel
+from decguard_pipeline.core.properties.summary import figures_by_property
 from decguard_pipeline.core.report import typed_records, verify
+from decguard_pipeline.core.result_structs import Shallow
+from decguard_pipeline_tests.core.properties.test_fast import TOLERANCE, _errored, _stored
 from decguard_pipeline_tests.core.properties.test_halves import _ONE_THREAD
 
 NAMES = ["refund", "choice", "noul", "score", "wide"]
@@ -153,3 +160,69 @@ def test_the_report_commands_child_never_imports_pydantic(reports):
     lines = sorted(ran.stderr.splitlines())
     assert lines == ["child: pydantic False, held True", "fork: pydantic False"]
     assert ran.returncode in (0, 1)
+
+
+def _section(reports, name: str, errored: bool = False):
+    """A report's properties section as typed records and as the schema's dicts, its enabled
+    properties and its verified case results."""
+    section, results = _stored(reports[name])
+    if errored:
+        section = _errored(section, results, random.Random(name))
+    typed = msgspec.json.decode(json.dumps(section), type=typed_section.TypedSection[Shallow])
+    dicts = PropertyRunModel.model_validate(
+        section, context={"probability_tolerance": TOLERANCE}
+    ).model_dump(mode="json")
+    enabled = Properties.model_validate(section["config"]).enabled()
+    return typed, dicts, enabled, results
+
+
+@pytest.mark.parametrize("errored", [False, True], ids=["answered", "errored"])
+@pytest.mark.parametrize("name", NAMES)
+def test_matched_figures_are_those_of_the_stored_comparisons(reports, name, errored):
+    typed, dicts, enabled, results = _section(reports, name, errored)
+    row_of = {case_id: row for row, case_id in enumerate(results.case_ids)}
+    names = [s["property"] for s in dicts["summaries"]]
+    for pairs, skipped, access in (
+        (typed.pairs, typed.skipped, pair_columns.STRUCTS),
+        (dicts["pairs"], dicts["skipped"], pair_columns.DICTS),
+    ):
+        found = pair_columns.matched(pairs, skipped, enabled, results, row_of, access)
+        assert found is not None
+        stored = figures_by_property(names, enabled, pairs, get=access.get)
+        assert found.figures(names, enabled, pairs, access) == stored
+    if errored:
+        assert any(p.error is not None for p in typed.pairs)
+
+
+def _nudged(value: object) -> list[object]:
+    """Values a stored comparison field might hold instead of ``value``, equal or not."""
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, float):
+        return [math.nextafter(value, 2.0), -value, value + 0.0, None]
+    if isinstance(value, str):
+        return [value + " ", value.upper()]
+    return [0.0, None]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_typed_comparisons_are_compared_as_their_dicts_are(reports, name):
+    typed, _, enabled, results = _section(reports, name)
+    row_of = {case_id: row for row, case_id in enumerate(results.case_ids)}
+    found = pair_columns.matched(typed.pairs, [], enabled, results, row_of, pair_columns.STRUCTS)
+    assert found is not None and found.compared
+    rng = random.Random(name)
+    tried = refused = 0
+    for prop, computed in found.compared.items():
+        held = [p.comparison for p in typed.pairs if p.property == prop and p.comparison]
+        assert pair_columns.struct_comparisons_equal(held, computed)
+        for field in COMPARISON_FIELDS:
+            row = rng.randrange(len(held))
+            for value in _nudged(getattr(held[row], field)):
+                edited = [msgspec.structs.replace(c) for c in held]
+                setattr(edited[row], field, value)
+                dicts = msgspec.to_builtins(edited)
+                expected = pair_columns.dict_comparisons_equal(dicts, computed)
+                assert pair_columns.struct_comparisons_equal(edited, computed) == expected
+                tried, refused = tried + 1, refused + (not expected)
+    assert refused > tried // 2  # most edits change the comparison; a few (-0.0) do not
