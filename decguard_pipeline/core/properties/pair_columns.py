@@ -24,7 +24,7 @@ from decguard_pipeline.core.properties.compare import (
 from decguard_pipeline.core.properties.limits import PropertyRules, is_monotonic
 from decguard_pipeline.core.properties.pairs import OriginalColumns, compare_with_originals
 from decguard_pipeline.core.properties.summary import ORIGINAL_ERROR, Figures, column_figures
-from decguard_pipeline.core.properties.typed_section import TypedPair, failed_dicts
+from decguard_pipeline.core.properties.typed_section import Held, TypedPair, failed_dicts
 from decguard_pipeline.core.results import CaseResults
 
 
@@ -103,15 +103,21 @@ def _group_holds(
     rows: list[int],
     results: CaseResults | OriginalColumns,
     access: Access,
+    held: np.ndarray | None = None,
+    *,
+    own_ids: bool = False,
 ) -> Comparisons | None:
     """For ``holders`` (pairs or reduced examples of one property, with results, of the pairs
     ``ids`` of the decided cases ``rows``): their comparisons recomputed, when their results
     are in the report's context and their stored comparisons and violations are the
-    recomputed ones; else None."""
+    recomputed ones; else None. ``held``: their results' probabilities when
+    ``typed_section.pairs_hold`` found them (their labels then are the report's: checked by
+    the caller); ``own_ids``: the holders are those pairs, whose ids it found their
+    results' case ids."""
     get, spec = access.get, results.spec
     stored = list(map(get("result"), holders))
     labels = list(spec.labels)
-    if list(map(get("case_id"), stored)) != ids:
+    if not own_ids and list(map(get("case_id"), stored)) != ids:
         return None
     context = {
         "decision": spec.name, "decision_type": spec.type, "backend": results.backend,
@@ -120,14 +126,15 @@ def _group_holds(
     for field, value in context.items():
         if set(map(get(field), stored)) != {value}:
             return None
-    if list(map(get("labels"), stored)).count(labels) != len(stored):
+    if held is None and list(map(get("labels"), stored)).count(labels) != len(stored):
         return None
     if is_monotonic(config) and spec.type != "score":
         return None  # no levels to judge: the one-by-one checks say what happens
-    # every result has exactly the report's labels (checked above), in that order
-    values = chain.from_iterable(map(dict.values, map(get("probabilities"), stored)))
-    after = np.fromiter(values, dtype=np.float64, count=len(stored) * len(labels))
-    after = after.reshape(len(stored), len(labels))
+    after = held
+    if after is None:  # every result has exactly the report's labels, in that order
+        values = chain.from_iterable(map(dict.values, map(get("probabilities"), stored)))
+        after = np.fromiter(values, dtype=np.float64, count=len(stored) * len(labels))
+        after = after.reshape(len(stored), len(labels))
     computed = compare_with_originals(config, results, rows, after)
     if not access.comparisons_equal(list(map(get("comparison"), holders)), computed):
         return None
@@ -175,10 +182,12 @@ def matched(
     results: CaseResults | OriginalColumns,
     row_of: dict[str, int],
     access: Access,
+    held: Held | None = None,
 ) -> Matched | None:
     """What the pairs are found to be when the one-by-one checks of the pairs and their
     context (``report._check_pairs`` and ``report._check_context``) find nothing, with the
-    per-pair work done once per column instead of once per pair; None when they would."""
+    per-pair work done once per column instead of once per pair; None when they would.
+    ``held``: what ``typed_section.pairs_hold`` found of these very pairs (typed)."""
     get = access.get
     ids, names = list(map(get("id"), pairs)), list(map(get("property"), pairs))
     cases = list(map(get("case_id"), pairs))
@@ -190,6 +199,8 @@ def matched(
     rows = list(map(row_of.get, cases))
     if not set(names) <= enabled.keys() or None in rows:
         return None
+    if held is not None and held.labels not in (None, list(results.spec.labels)):
+        return None  # the results' labels are not the report's
     decided = results.selected[np.asarray(rows, dtype=np.intp)] >= 0
     errors = list(map(get("error"), pairs))
     kind = get("kind")
@@ -198,25 +209,32 @@ def matched(
         if stored_error is None or kind(stored_error) != ORIGINAL_ERROR:
             return None
     n = len(pairs)
-    answered = decided & np.fromiter(map(is_not, map(get("result"), pairs), repeat(None)), bool, n)
+    has_result = np.fromiter(map(is_not, map(get("result"), pairs), repeat(None)), bool, n)
+    answered = decided & has_result
     shrunk = np.fromiter(map(is_not, map(get("reduced"), pairs), repeat(None)), bool, n)
+    # each result's row of the held probabilities: the pairs' results, then the reduced ones'
+    result_row = np.cumsum(has_result) - 1
+    reduced_row = np.count_nonzero(has_result) + np.cumsum(shrunk) - 1
     order = list(enabled)
     codes = np.fromiter(map(order.index, names), np.intp, count=n)
     compared: dict[str, Comparisons] = {}
     reduced = get("reduced")
     for code, name in enumerate(order):
         ofit = codes == code
-        indices = np.flatnonzero(answered & ofit).tolist()
-        if not indices:
+        found = np.flatnonzero(answered & ofit)
+        if not len(found):
             continue
+        indices = found.tolist()
         computed = _group_holds(
             enabled[name], _take(pairs, indices), _take(ids, indices), _take(rows, indices),
-            results, access,
+            results, access, None if held is None else held.probabilities[result_row[found]],
+            own_ids=held is not None,
         )  # fmt: skip
         if computed is None:
             return None
         compared[name] = computed
-        small = np.flatnonzero(answered & ofit & shrunk).tolist()
+        found = np.flatnonzero(answered & ofit & shrunk)
+        small = found.tolist()
         if small and _group_holds(
             enabled[name],
             [reduced(pairs[i]) for i in small],
@@ -224,6 +242,7 @@ def matched(
             [rows[i] for i in small],
             results,
             access,
+            None if held is None else held.probabilities[reduced_row[found]],
         ) is None:  # fmt: skip
             return None
     skip_keys = zip(map(get("property"), skipped), map(get("case_id"), skipped), strict=True)
@@ -257,14 +276,18 @@ class LaterHalf(Protocol):
 
 
 def later_half_holds(
-    pairs: list[TypedPair[Any]], enabled: dict[str, PropertyRules], results: OriginalColumns
+    pairs: list[TypedPair[Any]],
+    enabled: dict[str, PropertyRules],
+    results: OriginalColumns,
+    held: Held | None = None,
 ) -> HalfVerdict | None:
     """The verdict on a section's later ``pairs`` (the other process's part), each of which
-    holds on its own (``typed_section.pairs_hold``), or None when they do not plainly hold
-    as :func:`matched` checks them. ``enabled``: the section's enabled properties."""
+    holds on its own (``typed_section.pairs_hold``, which found ``held`` of them), or None
+    when they do not plainly hold as :func:`matched` checks them. ``enabled``: the section's
+    enabled properties."""
     try:
         row_of = {case_id: row for row, case_id in enumerate(results.case_ids)}
-        found = matched(pairs, [], enabled, results, row_of, STRUCTS)
+        found = matched(pairs, [], enabled, results, row_of, STRUCTS, held)
         if found is None:
             return None
         return HalfVerdict(

@@ -41,6 +41,7 @@ from decguard_pipeline.core.properties.summary import (
     summarize_all,
 )
 from decguard_pipeline.core.properties.typed_section import (
+    Held,
     SplitRefused,
     TypedSection,
     pair_dicts,
@@ -198,12 +199,14 @@ def _holds(
     row_of: dict[str, int],
     access: Access,
     later: LaterHalf | None = None,
+    held: Held | None = None,
 ) -> bool:
     """True only when the one-by-one checks (``_check_pairs``, ``_check_context``,
     ``_check_summaries``) would find nothing; False sends them to find the first problem.
-    ``later``: the section's pairs after ``pairs``, checked by another process."""
+    ``later``: the section's pairs after ``pairs``, checked by another process; ``held``:
+    what ``typed_section.pairs_hold`` found of ``pairs``."""
     try:
-        found = matched(pairs, skipped, enabled, results, row_of, access)
+        found = matched(pairs, skipped, enabled, results, row_of, access, held)
         if found is None:
             return False
         names = [s["property"] for s in summaries]
@@ -233,6 +236,7 @@ def verify_section(
     tolerance: float = 1e-3,
     plain_json: bool = False,
     typed: TypedSection[Any] | None = None,
+    held: Held | None = None,
     later: LaterHalf | None = None,
 ) -> list[dict[str, Any]]:
     """Recompute and check a stored properties section; returns the property checks.
@@ -244,8 +248,9 @@ def verify_section(
     typed records (then ``section`` is its normalised form already, made by
     ``typed_section.checked``), checked as they are; the section's ``pairs`` are left empty
     when they hold (``typed_section.pair_dicts`` makes them), made here when they do not.
-    ``later``: the typed pairs after ``typed``'s, checked by another process; SplitRefused
-    when anything does not plainly hold."""
+    ``held``: what ``typed_section.pairs_hold`` found of ``typed``'s pairs. ``later``: the
+    typed pairs after ``typed``'s, checked by another process; SplitRefused when anything
+    does not plainly hold."""
     if typed is not None:
         normalised = section
     else:
@@ -256,7 +261,7 @@ def verify_section(
     summaries = normalised["summaries"]
     if typed is not None:
         pairs, skipped = typed.pairs, typed.skipped
-        if _holds(summaries, pairs, skipped, enabled, results, row_of, STRUCTS, later):
+        if _holds(summaries, pairs, skipped, enabled, results, row_of, STRUCTS, later, held):
             return property_checks(summaries, config)
         if later is not None:
             raise SplitRefused

@@ -19,11 +19,13 @@ a boolean there, and an integer or a float where the schema wants an integer (py
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import chain, compress, repeat
 from operator import attrgetter, is_, is_not, not_
 from typing import Any, Generic, Protocol
 
 import msgspec
+import numpy as np
 
 from decguard_pipeline.core.contract.names import PropertyName
 from decguard_pipeline.core.result_structs import (
@@ -165,19 +167,35 @@ def first_labels(pairs: list[TypedPair[Any]]) -> list[str] | None:
     return None if first is None else first.labels
 
 
-def pairs_hold(pairs: list[TypedPair[Any]], labels: list[str] | None, tolerance: float) -> bool:
-    """Whether each pair holds on its own what the strict schema asks of it beyond its
-    shape (msgspec checked that, presentations' pairs of two included): its own rules
-    (``PairModel._consistent``) and its results' invariants, every result of the label set
-    ``labels`` (taken from the first result when None)."""
+@dataclass(frozen=True)
+class Held:
+    """What :func:`pairs_hold` found of pairs that hold on their own: the label set of
+    every result among them (None when there is none), in which each result's probabilities
+    are keyed, and those probabilities, a row per result in ``_results`` order (the pairs'
+    results, then their reduced examples'). Their ids are their results' case ids."""
+
+    labels: list[str] | None
+    probabilities: np.ndarray
+
+
+def pairs_hold(
+    pairs: list[TypedPair[Any]], labels: list[str] | None, tolerance: float
+) -> Held | None:
+    """What the pairs are found to be (:class:`Held`) when each holds on its own what the
+    strict schema asks of it beyond its shape (msgspec checked that, presentations' pairs
+    of two included): its own rules (``PairModel._consistent``) and its results'
+    invariants, every result of the label set ``labels`` (taken from the first result when
+    None); else None."""
     if not _pairs_consistent(pairs):
-        return False
+        return None
     results = _results(pairs)
-    if results:
-        expected = results[0].labels if labels is None else labels
-        if probabilities_hold(results, expected, tolerance) is None:
-            return False  # or results of several label sets: the other path decides
-    return True
+    if not results:
+        return Held(None, np.empty((0, 0)))
+    expected = results[0].labels if labels is None else labels
+    found = probabilities_hold(results, expected, tolerance)
+    if found is None:
+        return None  # or results of several label sets: the other path decides
+    return Held(expected, found[0])
 
 
 def checked(
@@ -194,7 +212,7 @@ def checked(
     from decguard_pipeline.core.contract.properties import Fuzz, Properties
     from decguard_pipeline.core.properties.schema import SummaryModel
 
-    if pairs and not pairs_hold(section.pairs, None, tolerance):
+    if pairs and pairs_hold(section.pairs, None, tolerance) is None:
         return None
     try:
         fuzz = Fuzz.model_validate(section.fuzz).model_dump(mode="json")

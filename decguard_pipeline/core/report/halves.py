@@ -357,9 +357,10 @@ def _child(raw: Writable, cut: Cut, from_parent: int, to_parent: int) -> None:
         with os.fdopen(from_parent, "rb") as source:
             # each pair on its own as soon as the parent has the label set and tolerance,
             # then against the report's results (an EOF instead: no verdict is needed)
-            if not pairs_hold(pairs, *pickle.load(source)):
+            held = pairs_hold(pairs, *pickle.load(source))
+            if held is None:
                 return
-            verdict = later_half_holds(pairs, *pickle.load(source))
+            verdict = later_half_holds(pairs, *pickle.load(source), held)
         with os.fdopen(to_parent, "wb") as out:
             pickle.dump(verdict, out, protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException:  # no verdict is an answer: the parent checks alone

@@ -233,6 +233,7 @@ def _semantics(
     *,
     plain_json: bool,
     typed: Any = None,
+    held: typed_section.Held | None = None,
     later: halves.OtherHalf | None = None,
 ) -> CaseResults:
     n_labeled = len(results.expected) - results.expected.count(None)
@@ -256,6 +257,7 @@ def _semantics(
                 tolerance=header.evaluation.probability_tolerance,
                 plain_json=plain_json,
                 typed=typed,
+                held=held,
                 later=later,
             )
         except ValueError as exc:  # a malformed section says where (``lines``)
@@ -364,13 +366,15 @@ def _assembled(
     plain_json: bool,
     *,
     typed: typed_section.TypedSection[Any] | None = None,
+    held: typed_section.Held | None = None,
     later: halves.OtherHalf | None = None,
 ) -> Report:
     """The report of a validated header and its results (``columns``, checked when called):
     the mode and every semantic rule checked, a failure worded as DecGuard words it.
     ``typed``: the properties section's pairs and skips as typed records (the section is
-    then the schema's normalised form already: ``typed_section.checked``); ``later``: the
-    pairs after them, decoded and checked by a child."""
+    then the schema's normalised form already: ``typed_section.checked``) and ``held`` what
+    ``typed_section.pairs_hold`` found of its pairs; ``later``: the pairs after them,
+    decoded and checked by a child."""
     doc = header.model_dump(mode="json", exclude={"results", "properties"})
     try:
         _check_mode(header)
@@ -380,6 +384,7 @@ def _assembled(
             columns(),
             plain_json=plain_json,
             typed=typed,
+            held=held,
             later=later,
         )
     except Invalid as exc:
@@ -433,11 +438,15 @@ def _load_typed(
     ):
         return None
     tolerance = stored_tolerance(data)
+    held = None
     if section is not None:
-        # with a child, this process's pairs are checked once it has all it needs
-        data["properties"] = typed_section.checked(section, tolerance, pairs=later is None)
+        data["properties"] = typed_section.checked(section, tolerance, pairs=False)
         if data["properties"] is None:
             return None
+        if later is None:  # with a child, once it has all it needs (below)
+            held = typed_section.pairs_hold(section.pairs, None, tolerance)
+            if held is None:
+                return None
     try:
         header = ReportModel.model_validate(data, context={"probability_tolerance": tolerance})
     except ValidationError:
@@ -465,12 +474,15 @@ def _load_typed(
             later.send(limits, OriginalColumns.of(results))
         elif rules.limits != limits:
             raise typed_section.SplitRefused
-        if not typed_section.pairs_hold(section.pairs, None, tolerance):
+        held = typed_section.pairs_hold(section.pairs, None, tolerance)
+        if held is None:
             return None
     hand_off(records)  # in a command, freed with the process (100k structs: ~70 ms)
     del data, records, decoded
     # the properties section is the schema's normalised form already, its pairs typed
-    return _assembled(path, header, lambda: results, plain_json=True, typed=section, later=later)
+    return _assembled(
+        path, header, lambda: results, plain_json=True, typed=section, held=held, later=later
+    )
 
 
 def evaluation_gates(doc: dict[str, Any]) -> tuple[Evaluation, Gates, Gates]:

@@ -226,3 +226,30 @@ def test_typed_comparisons_are_compared_as_their_dicts_are(reports, name):
                 assert pair_columns.struct_comparisons_equal(edited, computed) == expected
                 tried, refused = tried + 1, refused + (not expected)
     assert refused > tried // 2  # most edits change the comparison; a few (-0.0) do not
+
+
+@pytest.mark.parametrize("errored", [False, True], ids=["answered", "errored"])
+@pytest.mark.parametrize("name", NAMES)
+def test_what_pairs_hold_found_is_what_matched_reads(reports, name, errored):
+    typed, _, enabled, results = _section(reports, name, errored)
+    row_of = {case_id: row for row, case_id in enumerate(results.case_ids)}
+    held = typed_section.pairs_hold(typed.pairs, None, TOLERANCE)
+    assert held is not None and held.labels == list(results.spec.labels)
+
+    def match(found: typed_section.Held | None) -> pair_columns.Matched | None:
+        access = pair_columns.STRUCTS
+        return pair_columns.matched(
+            typed.pairs, typed.skipped, enabled, results, row_of, access, found
+        )
+
+    alone, helped = match(None), match(held)
+    assert alone is not None and helped is not None
+    assert alone.compared.keys() == helped.compared.keys()
+    for name_, computed in alone.compared.items():
+        assert computed.columns() == helped.compared[name_].columns()
+    # its rows are the results' probabilities, read in place of theirs: others are refused
+    moved = held.probabilities.copy()
+    moved[len(moved) // 2] = moved[len(moved) // 2][::-1]
+    assert match(typed_section.Held(held.labels, moved)) is None
+    # and its labels must be the report's
+    assert match(typed_section.Held(held.labels[::-1], held.probabilities)) is None
