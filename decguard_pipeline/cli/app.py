@@ -298,9 +298,10 @@ def report(
             from decguard_pipeline.core.report.verify import load_report
 
             stored = load_report(results, read_ahead=read_ahead, ahead=ahead)
-        from decguard_pipeline.cli.process_exit import leave_to_exit
+        from decguard_pipeline.cli.process_exit import end_at_once, leave_to_exit
 
         leave_to_exit(stored)  # a big report's typed pairs: freed with the process
+        end_at_once()
         sidecar = None
         if contract is not None:
             from decguard_pipeline.core.contract import load_contract
@@ -346,9 +347,13 @@ def main() -> None:
     # of every installed distribution (50-90 ms of each command's start in this project's
     # environment of ~180 of them). An explicit setting is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    from decguard_pipeline.cli.process_exit import skip_at_exit
+    from decguard_pipeline.cli.process_exit import ended, skip_at_exit
     from decguard_pipeline.defs.huge_pages import no_huge_pages
 
     skip_at_exit()
     no_huge_pages()  # before the allocators map memory: 4 KiB pages zeroed as touched
-    cli(prog_name=PROGRAM)
+    try:
+        cli(prog_name=PROGRAM)
+    except SystemExit as exc:
+        ended(0 if exc.code is None else exc.code)
+        raise

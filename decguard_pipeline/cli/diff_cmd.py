@@ -97,8 +97,9 @@ def diff(
                 text += "\n\n" + render_calibration_shift(result.calibration)
             click.echo(text)
         status = result.status
-        from decguard_pipeline.cli.process_exit import leave_to_exit
+        from decguard_pipeline.cli.process_exit import end_at_once, leave_to_exit
 
         leave_to_exit(result)  # both runs' columns, freed with the process all at once
+        end_at_once()
         if status == "fail" or (fail_on_warn and status == "warn"):
             raise SystemExit(EXIT_GATE_FAILED)
