@@ -136,8 +136,11 @@ def nested_within(section: TypedSection[Any], limit: int, *, shallow: bool) -> b
 def _pairs_consistent(pairs: list[TypedPair[Any]]) -> bool:
     """``PairModel._consistent`` for every pair, a column at a time."""
     results = list(map(_RESULT, pairs))
+    errors = list(map(_ERROR, pairs))
+    if errors.count(None) == len(errors):  # no pair errored, as in most reports
+        return _answered_consistent(pairs, results)
     answered = list(map(is_not, results, repeat(None)))
-    if answered != list(map(is_, map(_ERROR, pairs), repeat(None))):
+    if answered != list(map(is_, errors, repeat(None))):
         return False  # exactly one of result and error
     if answered != list(map(is_not, map(_COMPARISON, pairs), repeat(None))):
         return False  # a comparison exactly with a result
@@ -150,6 +153,18 @@ def _pairs_consistent(pairs: list[TypedPair[Any]]) -> bool:
         return False  # a reduced example only for a pair with violations
     ids = list(compress(map(_ID, pairs), answered))
     return list(map(_CASE_ID, compress(results, answered))) == ids
+
+
+def _answered_consistent(pairs: list[TypedPair[Any]], results: list[Any]) -> bool:
+    """``_pairs_consistent`` of pairs none of which has an error (fewer passes)."""
+    if None in results or None in map(_COMPARISON, pairs):
+        return False  # a result, and a comparison with it, for each
+    reduced = list(map(_REDUCED, pairs))
+    if reduced.count(None) != len(reduced):
+        shrunk = compress(pairs, map(is_not, reduced, repeat(None)))
+        if not all(map(_VIOLATIONS, shrunk)):
+            return False  # a reduced example only for a pair with violations
+    return list(map(_CASE_ID, results)) == list(map(_ID, pairs))
 
 
 def _results(pairs: list[TypedPair[Any]]) -> list[TypedResult[Any]]:

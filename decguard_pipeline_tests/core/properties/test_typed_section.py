@@ -6,6 +6,7 @@ refuses it."""
 
 from __future__ import annotations
 
+import copy
 import json
 import pickle
 import random
@@ -14,12 +15,13 @@ from typing import Any
 
 import msgspec
 import pytest
+from pydantic import ValidationError
 
 from decguard_pipeline.core.contract.properties import Properties
 from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.properties import pair_columns, typed_section
 from decguard_pipeline.core.properties import report as section_report
-from decguard_pipeline.core.properties.schema import PropertyRunModel
+from decguard_pipeline.core.properties.schema import PairModel, PropertyRunModel
 from decguard_pipeline.core.report import typed_records, verify
 from decguard_pipeline.core.report.render import failed_pairs
 from decguard_pipeline.core.result_structs import Shallow
@@ -263,3 +265,71 @@ def test_a_pickled_report_carries_its_pairs(reports):
     assert again.pending is None
     assert again.document == report.document
     assert len(again.document["properties"]["pairs"]) > 0
+
+
+def _consistency_edits(pair: dict[str, Any], other: dict[str, Any], rng: random.Random) -> None:
+    """One edit of what ``PairModel._consistent`` looks at (``other``: a pair with a reduced
+    example to borrow), which may keep the pair consistent or not."""
+    error = {"kind": "timeout", "message": "no answer"}
+    edit = rng.choice(
+        ["no result", "error too", "no comparison", "no violations", "reduced", "case id",
+         "errored", "errored with violations", "errored with reduced"]
+    )  # fmt: skip
+    if edit == "no result":
+        pair["result"] = None
+    elif edit == "error too":
+        pair["error"] = error
+    elif edit == "no comparison":
+        pair["comparison"] = None
+    elif edit == "no violations":
+        pair["violations"] = []
+    elif edit == "reduced":
+        pair["reduced"] = copy.deepcopy(other["reduced"])
+        pair["reduced"]["result"]["case_id"] = pair["id"]
+    elif edit == "case id":
+        if pair["result"] is not None:
+            pair["result"]["case_id"] += "x"
+    else:  # a well-formed errored pair, then maybe not
+        pair.update(result=None, comparison=None, violations=[], reduced=None, error=error)
+        if edit == "errored with violations":
+            pair["violations"] = ["tv_distance 1 > 0"]
+        elif edit == "errored with reduced":
+            pair["reduced"] = copy.deepcopy(other["reduced"])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pairs_hold_is_the_pair_models_rules(reports, name):
+    """``pairs_hold`` accepts pairs exactly when every one of them validates as the strict
+    schema's ``PairModel``, over random edits of what its rules look at: with no errored
+    pair and with some."""
+    section, _ = _stored(reports[name])
+    pairs = section["pairs"]
+    shrunk = [p for p in pairs if p["reduced"] is not None]
+    if not shrunk:  # a reduced example made of an answered pair, to borrow
+        pair = copy.deepcopy(next(p for p in pairs if p["result"] is not None))
+        fields = ("steps", "input", "presentation", "result", "comparison")
+        pair["reduced"] = {
+            **{key: pair[key] for key in fields},
+            "violations": ["x"],
+            "backend_calls": 1,
+        }
+        shrunk = [pair]
+    answered = [p for p in pairs if p["error"] is None]
+    rng = random.Random(name)
+    verdicts = set()
+    for _ in range(120):
+        pool = rng.choice([pairs, answered])  # some errored pairs in it, or none
+        edited = copy.deepcopy(rng.sample(pool, k=min(len(pool), 40)))
+        for pair in rng.sample(edited, k=rng.choice([0, 1, 1, 2, 3])):
+            _consistency_edits(pair, rng.choice(shrunk), rng)
+        typed = msgspec.json.decode(json.dumps(edited), type=list[typed_section.TypedPair[Shallow]])
+        expected = True
+        for pair in edited:
+            try:
+                PairModel.model_validate(pair, context={"probability_tolerance": TOLERANCE})
+            except ValidationError:
+                expected = False
+        held = typed_section.pairs_hold(typed, None, TOLERANCE) is not None
+        assert held == expected, edited
+        verdicts.add((expected, any(p["error"] is not None for p in edited)))
+    assert len(verdicts) == 4  # held or not, with errored pairs and without
