@@ -250,9 +250,15 @@ def checked(
 def pair_dicts(pairs: list[TypedPair[Any]]) -> list[dict[str, Any]]:
     """``pairs`` (of a section :func:`checked` accepted) as the schema's normalised dicts."""
     plain: list[dict[str, Any]] = msgspec.to_builtins(pairs)
-    for pair in plain:  # the schema redacts every result's metadata (ResultModel._redact)
+    for pair in plain:
         for holder in (pair, pair["reduced"]):
-            if holder is not None and holder["result"] is not None:
+            if holder is None:
+                continue
+            shown = holder["presentation"]
+            if shown is not None:  # decoded as tuples (to_builtins keeps them): as JSON
+                holder["presentation"] = list(map(list, shown))
+            # the schema redacts every result's metadata (ResultModel._redact)
+            if holder["result"] is not None:
                 metadata = holder["result"]["metadata"]
                 if metadata:
                     holder["result"]["metadata"] = redact(metadata)

@@ -61,6 +61,7 @@ def _assert_normalised_alike(section: Any, free: Any) -> str:
     assert typed is not None
     assert typed["pairs"] == []  # made only when read
     typed["pairs"] = typed_section.pair_dicts(decoded.pairs)
+    assert typed == strict  # the very values (lists, not tuples), then their order
     assert json.dumps(typed) == json.dumps(strict)
     return json.dumps(typed)
 
