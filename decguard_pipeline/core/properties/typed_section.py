@@ -213,13 +213,12 @@ def pairs_hold(
     return Held(expected, found[0])
 
 
-def checked(
-    section: TypedSection[Any], tolerance: float, *, pairs: bool = True
-) -> dict[str, Any] | None:
+def checked(section: TypedSection[Any]) -> dict[str, Any] | None:
     """The section as the strict schema normalises it, its pairs aside (``pairs`` is an
-    empty list: :func:`pair_dicts` makes them, for whatever reads them), or None when it is
-    not plainly well-formed (then only the strict schema can say whether, and where, it is
-    wrong). ``pairs``: False when the caller checks the pairs itself (:func:`pairs_hold`)."""
+    empty list: :func:`pair_dicts` makes them, for whatever reads them), or None when its
+    small parts (``fuzz``, ``config``, ``summaries``) are not plainly well-formed (then only
+    the strict schema can say whether, and where, it is wrong). The pairs are the caller's
+    to check (:func:`pairs_hold`), when it has all it needs."""
     # imported here: pydantic and the models of the small parts, only for reports with a
     # section (this module is imported where pydantic is not: ``core.report.halves``)
     from pydantic import ValidationError
@@ -227,8 +226,6 @@ def checked(
     from decguard_pipeline.core.contract.properties import Fuzz, Properties
     from decguard_pipeline.core.properties.schema import SummaryModel
 
-    if pairs and pairs_hold(section.pairs, None, tolerance) is None:
-        return None
     try:
         fuzz = Fuzz.model_validate(section.fuzz).model_dump(mode="json")
         config = Properties.model_validate(section.config).model_dump(mode="json")

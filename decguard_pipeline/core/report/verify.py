@@ -438,15 +438,10 @@ def _load_typed(
     ):
         return None
     tolerance = stored_tolerance(data)
-    held = None
     if section is not None:
-        data["properties"] = typed_section.checked(section, tolerance, pairs=False)
+        data["properties"] = typed_section.checked(section)
         if data["properties"] is None:
             return None
-        if later is None:  # with a child, once it has all it needs (below)
-            held = typed_section.pairs_hold(section.pairs, None, tolerance)
-            if held is None:
-                return None
     try:
         header = ReportModel.model_validate(data, context={"probability_tolerance": tolerance})
     except ValidationError:
@@ -474,6 +469,8 @@ def _load_typed(
             later.send(limits, OriginalColumns.of(results))
         elif rules.limits != limits:
             raise typed_section.SplitRefused
+    held = None
+    if section is not None:  # with a child, once it has been sent all it needs (above)
         held = typed_section.pairs_hold(section.pairs, None, tolerance)
         if held is None:
             return None

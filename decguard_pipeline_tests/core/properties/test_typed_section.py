@@ -57,7 +57,8 @@ def _assert_normalised_alike(section: Any, free: Any) -> str:
         section, context={"probability_tolerance": TOLERANCE}
     ).model_dump(mode="json")
     decoded = _typed(section, free)
-    typed = typed_section.checked(decoded, TOLERANCE)
+    assert typed_section.pairs_hold(decoded.pairs, None, TOLERANCE) is not None
+    typed = typed_section.checked(decoded)
     assert typed is not None
     assert typed["pairs"] == []  # made only when read
     typed["pairs"] = typed_section.pair_dicts(decoded.pairs)
@@ -77,21 +78,27 @@ def _outcome(path: Path) -> str:
 def _both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, bool]:
     """(outcome with the typed path, outcome without it, whether the typed path took the
     section)."""
-    taken: list[bool] = []
-    checked = typed_section.checked
+    taken: list[bool] = []  # the small parts, then the pairs, accepted
+    checked, pairs_hold = typed_section.checked, typed_section.pairs_hold
 
-    def recording(section: Any, tolerance: float, **options: Any) -> Any:
-        loaded = checked(section, tolerance, **options)
+    def recording(section: Any) -> Any:
+        loaded = checked(section)
         taken.append(loaded is not None)
         return loaded
 
+    def holding(pairs: Any, labels: Any, tolerance: float) -> Any:
+        held = pairs_hold(pairs, labels, tolerance)
+        taken.append(held is not None)
+        return held
+
     with monkeypatch.context() as patch:
         patch.setattr(typed_section, "checked", recording)
+        patch.setattr(typed_section, "pairs_hold", holding)
         typed = _outcome(path)
     with monkeypatch.context() as patch:
         patch.setattr(typed_records, "decode", lambda raw: None)
         plain = _outcome(path)
-    return typed, plain, taken == [True]
+    return typed, plain, taken == [True, True]
 
 
 def _write(path: Path, doc: dict[str, Any]) -> Path:
@@ -207,18 +214,21 @@ def _holds_both_ways(section: dict[str, Any], results: Any) -> tuple[bool, bool]
         decoded = _typed(section, Shallow)
     except msgspec.ValidationError:
         return None
-    small = typed_section.checked(decoded, TOLERANCE)
-    if small is None:
+    small = typed_section.checked(decoded)
+    held = typed_section.pairs_hold(decoded.pairs, None, TOLERANCE)
+    if small is None or held is None:
         return None
     enabled = Properties.model_validate(small["config"]).enabled()
     row_of = {case_id: row for row, case_id in enumerate(results.case_ids)}
     shared = (small["summaries"], enabled, results, row_of)
 
-    def holds(pairs: Any, skipped: Any, access: Any) -> bool:
+    def holds(pairs: Any, skipped: Any, access: Any, found: Any = None) -> bool:
         summaries, enabled, results, row_of = shared
-        return section_report._holds(summaries, pairs, skipped, enabled, results, row_of, access)
+        return section_report._holds(
+            summaries, pairs, skipped, enabled, results, row_of, access, held=found
+        )
 
-    typed = holds(decoded.pairs, decoded.skipped, pair_columns.STRUCTS)
+    typed = holds(decoded.pairs, decoded.skipped, pair_columns.STRUCTS, held)
     plain = holds(typed_section.pair_dicts(decoded.pairs), small["skipped"], pair_columns.DICTS)
     return typed, plain
 
