@@ -290,14 +290,15 @@ def report(
 
         read_ahead = ReadAhead(results, "report")  # while the modules below are imported
         with gc_paused(settle=True):
-            # a big report's later pairs go to a forked child before the verifier (and
-            # pydantic, 0.2 s) is imported: the child decodes meanwhile
+            # a big report's later pairs go to a forked child before anything of the
+            # verifier's is imported: the child decodes meanwhile
             from decguard_pipeline.core.report.halves import split_ahead
 
             ahead = split_ahead(read_ahead)
-            from decguard_pipeline.core.report.verify import load_report
+            # verified without pydantic when it is split and plainly holds
+            from decguard_pipeline.core.report.struct_verify import load_ahead
 
-            stored = load_report(results, read_ahead=read_ahead, ahead=ahead)
+            stored = load_ahead(results, read_ahead, ahead)
         from decguard_pipeline.cli.process_exit import end_at_once, leave_to_exit
 
         leave_to_exit(stored)  # a big report's typed pairs: freed with the process

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
+from decguard_pipeline.core.contract.names import set_gates
 from decguard_pipeline.core.contract.types import BrierRange, NonNegative, Probability
 from decguard_pipeline.core.validation import Strict
 
@@ -13,11 +14,7 @@ from decguard_pipeline.core.validation import Strict
 class _Configured(Strict):
     def configured(self) -> dict[str, float]:
         """The gates that are set, in field order."""
-        return {
-            name: value
-            for name in type(self).model_fields
-            if isinstance(value := getattr(self, name), float)
-        }
+        return set_gates(self, type(self).model_fields)
 
 
 class Gates(_Configured):

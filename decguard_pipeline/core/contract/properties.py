@@ -2,28 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from decguard_pipeline.core.contract.names import PROPERTY_NAMES
+from decguard_pipeline.core.contract.names import (
+    DEFAULT_FRAGMENTS,
+    LABEL_STYLES,
+    LabelStyle,
+    enabled_settings,
+    missing_limit,
+    set_tolerances,
+    untrimmed_aliases,
+)
 from decguard_pipeline.core.contract.types import NAME_PATTERN, Level, NonNegative, Probability
 from decguard_pipeline.core.validation import Strict
-
-LabelStyle = Literal["upper", "lower", "capitalized", "lettered", "numbered", "quoted", "bracketed"]
-LABEL_STYLES: tuple[LabelStyle, ...] = get_args(LabelStyle)
-DEFAULT_FRAGMENTS: tuple[str, ...] = (
-    "The weather was mild that day.",
-    "This note was written on a Tuesday.",
-    "The office is on the third floor.",
-    "The meeting room has a large window.",
-    "There is a small plant on the desk.",
-    "The train was on time this morning.",
-    "The corridor lights were repainted last year.",
-    "A colleague brought biscuits to share.",
-)
-# Per-case limits of the distribution-based properties, in the order violations are listed.
-TOLERANCE_KEYS = ("max_tv_distance", "max_js_divergence", "max_abs_delta", "max_confidence_delta")
 
 Fragment = Annotated[str, Field(min_length=1)]
 
@@ -53,12 +46,13 @@ class _DistributionLimits(PropertySettings):
 
     @model_validator(mode="after")
     def _some_limit(self) -> _DistributionLimits:
-        if self.max_flip_rate is None and not self.tolerances():
-            raise ValueError(f"set at least one of {', '.join(TOLERANCE_KEYS)} or max_flip_rate")
+        problem = missing_limit(self)
+        if problem:
+            raise ValueError(problem)
         return self
 
     def tolerances(self) -> dict[str, float]:
-        return {k: v for k in TOLERANCE_KEYS if (v := getattr(self, k)) is not None}
+        return set_tolerances(self)
 
 
 class OptionOrder(_DistributionLimits):
@@ -78,9 +72,9 @@ class LabelFormat(_DistributionLimits):
     @field_validator("aliases")
     @classmethod
     def _trimmed(cls, value: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
-        for label, forms in value.items():
-            if not forms or any(not form or form != form.strip() for form in forms):
-                raise ValueError(f"aliases for {label!r} must be non-empty, trimmed strings")
+        problem = untrimmed_aliases(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
 
@@ -176,12 +170,7 @@ class Properties(Strict):
 
     def enabled(self) -> dict[str, AnyProperty]:
         """Enabled properties in the fixed property order."""
-        found: dict[str, AnyProperty] = {}
-        for name in PROPERTY_NAMES:
-            config = getattr(self, name)
-            if config is not None and config.enabled:
-                found[name] = config
-        return found
+        return enabled_settings(self)
 
 
 class Fuzz(Strict):

@@ -3,8 +3,12 @@ the checks of a golden run."""
 
 from __future__ import annotations
 
-from decguard_pipeline.core.contract.gates import Gates
+from typing import TYPE_CHECKING
+
 from decguard_pipeline.core.gates import Check, Comparison, make_check
+
+if TYPE_CHECKING:  # or their structs (``core.contract.settings_structs``): free of pydantic
+    from decguard_pipeline.core.contract.gates import Gates
 
 # golden gate -> (metric, comparison that must hold)
 GOLDEN_GATES: dict[str, tuple[str, Comparison]] = {

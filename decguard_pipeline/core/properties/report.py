@@ -24,20 +24,17 @@ from decguard_pipeline.core.properties.compare import (
 from decguard_pipeline.core.properties.fast import load_plain
 from decguard_pipeline.core.properties.pair_columns import (
     DICTS,
-    STRUCTS,
-    Access,
     LaterHalf,
-    matched,
 )
 from decguard_pipeline.core.properties.pairs import (
     compare_with_originals,
     result_probabilities,
 )
 from decguard_pipeline.core.properties.schema import PropertyRunModel
+from decguard_pipeline.core.properties.section_holds import holds, typed_checks
 from decguard_pipeline.core.properties.summary import (
     ORIGINAL_ERROR,
     property_checks,
-    summaries_of,
     summarize_all,
 )
 from decguard_pipeline.core.properties.typed_section import (
@@ -190,44 +187,6 @@ def _check_summaries(section: dict[str, Any], n_cases: int) -> None:
         raise ValueError("property summaries do not match stored transformed cases")
 
 
-def _holds(
-    summaries: list[dict[str, Any]],
-    pairs: list[Any],
-    skipped: list[Any],
-    enabled: dict[str, AnyProperty],
-    results: CaseResults,
-    row_of: dict[str, int],
-    access: Access,
-    later: LaterHalf | None = None,
-    held: Held | None = None,
-) -> bool:
-    """True only when the one-by-one checks (``_check_pairs``, ``_check_context``,
-    ``_check_summaries``) would find nothing; False sends them to find the first problem.
-    ``later``: the section's pairs after ``pairs``, checked by another process; ``held``:
-    what ``typed_section.pairs_hold`` found of ``pairs``."""
-    try:
-        found = matched(pairs, skipped, enabled, results, row_of, access, held)
-        if found is None:
-            return False
-        names = [s["property"] for s in summaries]
-        if len(names) != len(set(names)) or any(name not in enabled for name in names):
-            return False
-        figures = found.figures(names, enabled, pairs, access)
-        if later is not None:
-            verdict = later.verdict()
-            if verdict is None:
-                return False
-            # a set, not np.intersect1d: that imports numpy.ma (12-26 ms) the first time
-            hashes = set(map(hash, map(access.get("id"), pairs)))
-            if not hashes.isdisjoint(verdict.hashes.tolist()):
-                return False  # an id on both sides (or two ids of one hash: checked whole)
-            figures = {name: figures[name] + verdict.figures[name] for name in names}
-        again = summaries_of(names, enabled, figures, skipped, len(results), get=access.get)
-        return again == summaries
-    except (ArithmeticError, LookupError, TypeError, ValueError):
-        return False  # whatever it is, the one-by-one checks meet it the way they always did
-
-
 def verify_section(
     section: dict[str, Any],
     results: CaseResults,
@@ -260,14 +219,14 @@ def verify_section(
     row_of = {case_id: row for row, case_id in enumerate(results.case_ids)}
     summaries = normalised["summaries"]
     if typed is not None:
-        pairs, skipped = typed.pairs, typed.skipped
-        if _holds(summaries, pairs, skipped, enabled, results, row_of, STRUCTS, later, held):
-            return property_checks(summaries, config)
+        checks = typed_checks(summaries, typed, config, results, later, held)
+        if checks is not None:
+            return checks
         if later is not None:
             raise SplitRefused
         normalised["pairs"] = pair_dicts(typed.pairs)  # for the checks below to word it
     pairs, skipped = normalised["pairs"], normalised["skipped"]
-    if not _holds(summaries, pairs, skipped, enabled, results, row_of, DICTS):
+    if not holds(summaries, pairs, skipped, enabled, results, row_of, DICTS):
         _check_pairs(normalised, results, row_of)
         _check_context(normalised, results)
         _check_summaries(normalised, len(results))

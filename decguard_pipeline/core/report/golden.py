@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from decguard_pipeline.core.collector import gc_paused
-from decguard_pipeline.core.contract import Evaluation, Gates
 from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.golden.gates import golden_checks
 from decguard_pipeline.core.golden.metrics import gate_values, golden_metrics
 from decguard_pipeline.core.product import PRODUCER_VERSION
 from decguard_pipeline.core.results import CaseResults
 
-if TYPE_CHECKING:  # the loader (YAML, the whole contract) only where a contract is run
-    from decguard_pipeline.core.contract import LoadedContract
+if TYPE_CHECKING:  # the loader (YAML, the whole contract) only where a contract is run, and
+    # the settings' models only where they are validated: ``report`` reads them as structs
+    from decguard_pipeline.core.contract import Evaluation, Gates, LoadedContract
 
 REPORT_VERSION = "0.1"
 MODES = ("test", "fuzz", "all")

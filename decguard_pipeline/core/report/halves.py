@@ -10,8 +10,9 @@ need of its pairs (``pair_columns.HalfVerdict``: the hashes of their ids, their
 summaries' figures, the failed ones), a few hundred kB.
 
 Nothing here or in what the child runs imports pydantic (a test holds it to that), so the
-``report`` command forks before importing the verifier (:func:`split_ahead`): the 0.2 s
-pydantic and its models take to import are this process's, while the child decodes.
+``report`` command forks before importing anything of the verifier's (:func:`split_ahead`),
+and checks its part without pydantic too (``struct_verify``) unless something does not
+plainly hold.
 
 The cut needs no parsing to find and is proven, not trusted. It is a ``,`` then ``{"id":``
 (the comma before a pair) and, further on, ``], "skipped":`` (the end of the pairs): a ``"``
@@ -64,8 +65,9 @@ from decguard_pipeline.core.results import CaseResults
 # verdict): the bench's 5,000-case report is 97 MB, a 500-case one 10 MB.
 MIN_BYTES = 24 << 20
 # The share of the document this process keeps: besides its pairs it decodes and checks the
-# header and the results, computes the metrics and writes the text.
-OWN_SHARE = 0.40
+# header and the results, computes the metrics and writes the text (the command's wall time
+# at 0.40/0.46/0.48/0.50/0.52/0.54: 728/673/674/650/689/678 ms median, interleaved rounds)
+OWN_SHARE = 0.50
 PIPE_BYTES = 1 << 20  # Linux's most for a process without privileges (pipe-max-size)
 
 Writable = bytearray | mmap.mmap  # a document's bytes, which may be written to
@@ -264,11 +266,10 @@ class Rules:
 
 def send_rules(split: Split) -> None:
     """The child's second message (the enabled properties' limits and the original cases'
-    columns), sent as soon as the property settings' models are imported, before the rest
-    of the verifier; nothing when the header is not plainly what they need (the verifier
-    sends it, once it has validated the header). In this process only: the child never
-    imports pydantic."""
-    from decguard_pipeline.core.contract.properties import Properties  # pydantic
+    columns), read with the settings' structs (``core.contract.settings_structs``), not
+    their models; nothing when the header is not plainly what they need (the verifier sends
+    it, once it has validated the header)."""
+    from decguard_pipeline.core.contract.settings_structs import Properties, read
     from decguard_pipeline.core.properties.limits import limits_of
     from decguard_pipeline.core.properties.pairs import OriginalColumns
 
@@ -284,10 +285,13 @@ def send_rules(split: Split) -> None:
         key = (spec, backend["name"], backend["provider"])
         if not all(isinstance(v, str) for v in (spec.name, spec.type, *spec.labels, *key[1:])):
             return
-        enabled = Properties.model_validate(header["properties"].config).enabled()
+        settings = read(header["properties"].config, Properties)
+        if settings is None:  # not plainly settings: the verifier's models say what they are
+            return
+        enabled = settings.enabled()
         tolerance = typed_records.stored_tolerance(header)
         results = typed_records.columns(spec, key[1], key[2], decoded.records, tolerance)
-    except (LookupError, TypeError, ValueError, RecursionError):  # ValidationError: a ValueError
+    except (LookupError, TypeError, ValueError, RecursionError):
         return
     if results is None:
         return
@@ -305,9 +309,9 @@ class Ahead:
 
 def split_ahead(read_ahead: ReadAhead) -> Ahead:
     """:func:`decode` of the report being read, for the ``report`` command before it imports
-    the verifier, so that the child starts on its pairs while this process imports pydantic
-    (and :func:`send_rules`); not split when the read failed (``verify.load_report`` raises
-    its error) or forking is not safe. The cyclic collector must be paused (the decoded
+    the verifier, so that the child starts on its pairs at once (and :func:`send_rules`);
+    not split when the read failed (``verify.load_report`` raises its error) or forking is
+    not safe. The cyclic collector must be paused (the decoded
     report is millions of objects): ``collector.gc_paused`` around this and the load."""
     try:
         raw = read_ahead.result()

@@ -21,7 +21,6 @@ from decguard_pipeline.core.collector import gc_paused, hand_off
 from decguard_pipeline.core.contract import Evaluation, Gates
 from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.errors import ReportError
-from decguard_pipeline.core.gates import EXIT_CODES, overall_status
 from decguard_pipeline.core.json_limits import (
     PARSER_DEPTH,
     ReadAhead,
@@ -33,13 +32,10 @@ from decguard_pipeline.core.json_limits import (
 from decguard_pipeline.core.properties import typed_section
 from decguard_pipeline.core.report import halves, typed_records
 from decguard_pipeline.core.report.golden import (
-    REPORT_VERSION,
     Report,
-    checks_for,
-    failures,
-    metrics_for,
 )
 from decguard_pipeline.core.report.schema import ReportDocument, ReportModel
+from decguard_pipeline.core.report.semantics import Invalid, assembled, fail
 from decguard_pipeline.core.report.typed_records import stored_tolerance
 from decguard_pipeline.core.result_records import results_hold
 from decguard_pipeline.core.results import CaseResults
@@ -52,19 +48,6 @@ RESULT_KEYS = frozenset(
      "backend", "provider", "model", "model_version", "latency_ms", "metadata"}
 )  # fmt: skip
 RESULT_REQUIRED = RESULT_KEYS - {"model", "model_version", "metadata"}
-
-
-class Invalid(Exception):
-    """A semantic inconsistency, reported as ``(root): <message>`` unless ``lines`` (already
-    located, like a schema error) are given."""
-
-    def __init__(self, message: str, lines: str | None = None) -> None:
-        super().__init__(message)
-        self.lines = lines or f"  (root): {message}"
-
-
-def _fail(path: Path, lines: str) -> ReportError:
-    return ReportError(f"{path}: not a DecGuard {REPORT_VERSION} report:\n{lines}")
 
 
 def _record_ok(record: Any) -> bool:
@@ -129,7 +112,7 @@ def _validate_strictly(path: Path, raw: bytes, tolerance: float) -> ReportDocume
     try:
         return ReportDocument.model_validate_json(raw, context={"probability_tolerance": tolerance})
     except ValidationError as exc:
-        raise _fail(path, format_errors(exc)) from exc
+        raise fail(path, format_errors(exc)) from exc
 
 
 def _lenient_json(raw: bytes) -> Any:
@@ -221,56 +204,6 @@ def _checked_columns(header: ReportModel, records: list[dict[str, Any]]) -> Case
     return columns_from_records(spec, header.backend.name, header.backend.provider, records)
 
 
-def _check_mode(header: ReportModel) -> None:
-    if (header.mode == "test") != (header.properties is None):
-        raise Invalid("'properties' must be present exactly in 'fuzz' and 'all' reports")
-
-
-def _semantics(
-    header: ReportModel,
-    doc: dict[str, Any],
-    results: CaseResults,
-    *,
-    plain_json: bool,
-    typed: Any = None,
-    held: typed_section.Held | None = None,
-    later: halves.OtherHalf | None = None,
-) -> CaseResults:
-    n_labeled = len(results.expected) - results.expected.count(None)
-    if (header.dataset.n_cases, header.dataset.n_labeled) != (len(results), n_labeled):
-        raise Invalid("dataset counts do not match stored case results")
-    metrics = metrics_for(results, header.evaluation)
-    if metrics != doc["metrics"]:
-        raise Invalid("metrics do not match stored case results")
-    if failures(results) != doc["failures"]:
-        raise Invalid("failures do not match stored case results")
-    property_checks: list[dict[str, Any]] | None = None
-    if header.properties is not None:
-        # imported here: golden-only reports never load the property machinery
-        from decguard_pipeline.core.properties.report import verify_section
-
-        try:
-            property_checks = verify_section(
-                header.properties,
-                results,
-                header.mode,
-                tolerance=header.evaluation.probability_tolerance,
-                plain_json=plain_json,
-                typed=typed,
-                held=held,
-                later=later,
-            )
-        except ValueError as exc:  # a malformed section says where (``lines``)
-            raise Invalid(str(exc), getattr(exc, "lines", None)) from exc
-    checks = checks_for(header.mode, header.requirements, header.warnings, metrics, property_checks)
-    if checks != doc["checks"]:
-        raise Invalid("checks do not match stored metrics and configuration")
-    status = overall_status(checks)
-    if header.status != status or header.exit_code != EXIT_CODES[status]:
-        raise Invalid("status/exit_code do not match stored checks")
-    return results
-
-
 def load_report(
     path: str | Path,
     *,
@@ -325,7 +258,7 @@ def _load_report(
         raw = bytes(raw)  # the readers below read bytes
         problem = structure_problem(raw)
         if problem is not None:
-            raise _fail(path, f"  {problem}")
+            raise fail(path, f"  {problem}")
         return _load(path, raw)
 
 
@@ -361,7 +294,7 @@ def _load(path: Path, raw: bytes) -> Report:
 
 def _assembled(
     path: Path,
-    header: Any,
+    header: ReportModel,
     columns: Callable[[], Any],
     plain_json: bool,
     *,
@@ -369,32 +302,31 @@ def _assembled(
     held: typed_section.Held | None = None,
     later: halves.OtherHalf | None = None,
 ) -> Report:
-    """The report of a validated header and its results (``columns``, checked when called):
-    the mode and every semantic rule checked, a failure worded as DecGuard words it.
+    """``semantics.assembled`` of a validated header and its results (``columns``).
     ``typed``: the properties section's pairs and skips as typed records (the section is
     then the schema's normalised form already: ``typed_section.checked``) and ``held`` what
     ``typed_section.pairs_hold`` found of its pairs; ``later``: the pairs after them,
     decoded and checked by a child."""
-    doc = header.model_dump(mode="json", exclude={"results", "properties"})
-    try:
-        _check_mode(header)
-        results = _semantics(
-            header,
-            doc,
-            columns(),
+
+    def section_checks(section: dict[str, Any], results: CaseResults) -> list[dict[str, Any]]:
+        # imported here: golden-only reports never load the property machinery
+        from decguard_pipeline.core.properties.report import verify_section
+
+        return verify_section(
+            section,
+            results,
+            header.mode,
+            tolerance=header.evaluation.probability_tolerance,
             plain_json=plain_json,
             typed=typed,
             held=held,
             later=later,
         )
-    except Invalid as exc:
-        raise _fail(path, exc.lines) from exc
-    doc["results"] = None
-    doc["properties"] = header.properties
-    if typed is None:
-        return Report(doc, results)
+
+    doc = header.model_dump(mode="json", exclude={"results", "properties"})
     # the pairs held: their dicts are made when something reads the document
-    return Report(doc, results, pending=typed_section.TypedPairs(typed.pairs, later))
+    pending = None if typed is None else typed_section.TypedPairs(typed.pairs, later)
+    return assembled(path, header, doc, header.properties, columns, section_checks, pending)
 
 
 def _load_halves(path: Path, raw: halves.Writable, split: halves.Split | None) -> Report | None:

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from decguard_pipeline.core.contract.properties import Properties
-from decguard_pipeline.core.properties import pair_columns
+from decguard_pipeline.core.properties import pair_columns, section_holds
 from decguard_pipeline.core.properties import report as section_report
 from decguard_pipeline.core.properties.compare import (
     compare,
@@ -86,7 +86,7 @@ def test_valid_sections_take_the_fast_path_and_agree(reports, name):
     enabled = Properties.model_validate(fast["config"]).enabled()
     row_of = {case_id: row for row, case_id in enumerate(results.case_ids)}
     columns = (fast["summaries"], fast["pairs"], fast["skipped"], enabled, results, row_of)
-    assert section_report._holds(*columns, pair_columns.DICTS)
+    assert section_holds.holds(*columns, pair_columns.DICTS)
     assert _outcome(_fast, section, results) == _outcome(_strict, section, results)
     assert _outcome(_fast, section, results)[0] == "ok"
 

@@ -28,9 +28,10 @@ from decguard_pipeline.core.errors import ReportError
 from decguard_pipeline.core.json_limits import ReadAhead, read_document, read_writable
 from decguard_pipeline.core.properties import pair_columns, typed_section
 from decguard_pipeline.core.properties.summary import Figures
-from decguard_pipeline.core.report import halves, typed_records, verify
+from decguard_pipeline.core.report import halves, struct_verify, typed_records, verify
 from decguard_pipeline_tests.conftest import _invoke
 from decguard_pipeline_tests.core.properties.test_fast import _copy, _mutate
+from decguard_pipeline_tests.support.tamper import tampered
 
 NAMES = ["refund", "choice", "noul", "score", "wide"]
 
@@ -132,19 +133,27 @@ def _both(fresh: Any, path: Path, share: float, *, dying: bool = False) -> tuple
     return split, _outcome(path, split=False), seen
 
 
-def _ahead_load(path: str, spoil: str) -> tuple[str, bool, int]:
+def _ahead_load(path: str, spoil: str) -> tuple[str, bool, int, bool]:
     """In the fresh interpreter: the outcome of loading ``path`` split ahead, as the
-    ``report`` command does, with the rules the child was sent then taken for another
-    header's (``spoil``: "key", or "limits"; "" leaves them), whether they were sent before
-    the load, and how many documents the load then decoded whole."""
+    ``report`` command does (``struct_verify.load_ahead``), with the rules the child was
+    sent then taken for another header's (``spoil``: "key", or "limits"; "" leaves them),
+    whether they were sent before the load, how many documents the load then decoded whole,
+    and whether the structs verified it (without the verifier's models)."""
     whole: list[int] = []
-    decode = typed_records.decode
+    by_structs: list[bool] = []
+    decode, load_split = typed_records.decode, struct_verify.load_split
 
     def decoding_whole(raw: Any) -> Any:
         whole.append(1)
         return decode(raw)
 
+    def loading_split(*args: Any) -> Any:
+        report = load_split(*args)
+        by_structs.append(report is not None)
+        return report
+
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(struct_verify, "load_split", loading_split)
         patch.setattr(halves, "MIN_BYTES", 0)
         patch.setattr(halves, "can_fork", halves.one_thread)  # whatever the CPUs
         patch.setattr(typed_records, "decode", decoding_whole)
@@ -160,21 +169,50 @@ def _ahead_load(path: str, spoil: str) -> tuple[str, bool, int]:
             elif rules is not None and spoil == "limits":
                 later.rules = dataclasses.replace(rules, limits={})
             try:
-                report = verify.load_report(path, split=True, read_ahead=reading, ahead=ahead)
+                report = struct_verify.load_ahead(Path(path), reading, ahead)
                 outcome = f"verified {json.dumps(report.text_document())} "
                 outcome += json.dumps(report.document)
             except ReportError as exc:
                 outcome = f"refused {exc}"
-    return outcome, rules is not None, len(whole)
+    return outcome, rules is not None, len(whole), by_structs == [True]
 
 
 @pytest.mark.parametrize("spoil", ["", "key", "limits"])
 def test_rules_sent_ahead_are_used_only_for_their_header(fresh, reports, spoil):
     path = reports["score"]
-    outcome, sent, whole = fresh.apply(_ahead_load, (str(path), spoil))
+    outcome, sent, whole, by_structs = fresh.apply(_ahead_load, (str(path), spoil))
     assert sent  # before the verifier was imported
     assert outcome == _outcome(path, split=False)
     assert whole == (1 if spoil else 0)  # refused: the whole report, in one process
+    assert by_structs == (not spoil)
+
+
+@pytest.mark.parametrize("name", ["refund", "score"])
+def test_tampered_headers_and_settings_load_the_commands_way_as_whole(
+    fresh, reports, name, tmp_path
+):
+    """Edits of the header and the properties' settings: the command's load (the structs,
+    then the verifier when they do not plainly hold) gives what the whole load gives."""
+    doc = json.loads(reports[name].read_text())
+    rng = random.Random(f"structs-{name}")
+    seen = {"verified": 0, "refused": 0, "by structs": 0, "by the verifier": 0}
+    for attempt in range(40):
+        edited = _copy(doc)
+        if rng.random() < 0.5:
+            edited["properties"]["config"] = tampered(edited["properties"]["config"], rng)
+        else:  # the fields no rule recomputes, more often than the others
+            keys = rng.choice([["created_at", "decguard_version", "contract", "backend",
+                                "health", "dataset"], list(edited)])  # fmt: skip
+            part = {k: edited[k] for k in keys if k not in ("results", "properties")}
+            edited.update(tampered(part, rng))
+            if rng.random() < 0.2:
+                edited.pop("health", None)  # absent: a default, filled in both ways
+        path = _write(tmp_path / "r.json", edited)
+        outcome, _, _, by_structs = fresh.apply(_ahead_load, (str(path), ""))
+        assert outcome == _outcome(path, split=False), attempt
+        seen["verified" if outcome.startswith("verified ") else "refused"] += 1
+        seen["by structs" if by_structs else "by the verifier"] += 1
+    assert min(seen.values()) >= 3, seen
 
 
 def test_settings_deeper_than_a_parser_reads_are_not_sent_ahead(fresh, reports, tmp_path):
@@ -184,8 +222,8 @@ def test_settings_deeper_than_a_parser_reads_are_not_sent_ahead(fresh, reports, 
         deep = [deep]
     doc["properties"]["config"]["paraphrase"] = {"source": {"provider": "identity", "x": deep}}
     path = _write(tmp_path / "deep.json", doc)
-    outcome, sent, whole = fresh.apply(_ahead_load, (str(path), ""))
-    assert not sent
+    outcome, sent, whole, by_structs = fresh.apply(_ahead_load, (str(path), ""))
+    assert not sent and not by_structs
     assert outcome == _outcome(path, split=False)
     assert whole == 1  # the split refused: loaded whole, which finds the depth
     assert outcome.startswith("refused") and "recursion limit exceeded" in outcome
@@ -397,6 +435,21 @@ def starting(self, *args):
     start(self, *args)
     sys.stderr.write("split\\n")
 halves.OtherHalf.__init__ = starting
+import os
+from decguard_pipeline.core.report import struct_verify
+load_split = struct_verify.load_split
+def loading(*args):
+    report = load_split(*args)
+    sys.stderr.write("structs\\n" if report is not None else "verifier\\n")
+    return report
+struct_verify.load_split = loading
+parent, leave = os.getpid(), os._exit
+def leaving(code):
+    if os.getpid() == parent:
+        sys.stderr.write(f"pydantic imported: {'pydantic' in sys.modules}\\n")
+        sys.stderr.flush()
+    leave(code)
+os._exit = leaving
 sys.argv = ["decguard-pipeline", *sys.argv[1:]]
 from decguard_pipeline.cli.app import main
 main()
@@ -417,7 +470,8 @@ def test_the_report_command_splits_and_prints_the_same(reports, fmt):
 
     # in this process (the test's worker has threads): loaded whole
     whole = _invoke(cli, ["report", path, "--format", fmt], "decguard-pipeline")
-    assert ran.stderr == "split\n"
+    # verified by the structs: pydantic never imported
+    assert ran.stderr == "split\nstructs\npydantic imported: False\n"
     assert (ran.returncode, ran.stdout) == (whole.exit_code, whole.stdout)
 
 

@@ -19,8 +19,7 @@ from pydantic import ValidationError
 
 from decguard_pipeline.core.contract.properties import Properties
 from decguard_pipeline.core.errors import ReportError
-from decguard_pipeline.core.properties import pair_columns, typed_section
-from decguard_pipeline.core.properties import report as section_report
+from decguard_pipeline.core.properties import pair_columns, section_holds, typed_section
 from decguard_pipeline.core.properties.schema import PairModel, PropertyRunModel
 from decguard_pipeline.core.report import typed_records, verify
 from decguard_pipeline.core.report.render import failed_pairs
@@ -224,7 +223,7 @@ def _holds_both_ways(section: dict[str, Any], results: Any) -> tuple[bool, bool]
 
     def holds(pairs: Any, skipped: Any, access: Any, found: Any = None) -> bool:
         summaries, enabled, results, row_of = shared
-        return section_report._holds(
+        return section_holds.holds(
             summaries, pairs, skipped, enabled, results, row_of, access, held=found
         )
 
