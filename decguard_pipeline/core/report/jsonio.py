@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import IO, Any
 
 import orjson
-import pydantic_core
 
 from decguard_pipeline.core.atomic_file import atomic_output
 from decguard_pipeline.core.collector import gc_paused
@@ -38,6 +37,8 @@ def _standard(value: Any) -> bytes:
     """What orjson cannot write (an integer beyond 64 bits), as DecGuard writes its reports
     (pydantic's serializer): floats as orjson writes them (``1.5e-7``, where the standard
     library writes ``1.5e-07``), NaN and infinities as null, the integer exact."""
+    import pydantic_core  # here: 15-20 ms to import, for a value no report normally has
+
     try:
         return pydantic_core.to_json(value, indent=2, inf_nan_mode="null")
     except pydantic_core.PydanticSerializationError as exc:  # as json.dumps said it

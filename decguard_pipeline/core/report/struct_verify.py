@@ -19,7 +19,7 @@ from typing import Any
 from decguard_pipeline.core.collector import hand_off
 from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.errors import ReportError
-from decguard_pipeline.core.json_limits import PARSER_DEPTH, ReadAhead, check_utf8
+from decguard_pipeline.core.json_limits import PARSER_DEPTH, ReadAhead
 from decguard_pipeline.core.properties import typed_section
 from decguard_pipeline.core.properties.limits import limits_of
 from decguard_pipeline.core.properties.section_holds import typed_checks
@@ -35,7 +35,7 @@ def load_ahead(path: Path, read_ahead: ReadAhead, ahead: halves.Ahead) -> Report
     """``verify.load_report(path, read_ahead=read_ahead, ahead=ahead)``, with a split report
     verified here (:func:`load_split`) when it plainly holds: the ``report`` command's load."""
     if ahead.split is not None:
-        report = load_split(path, read_ahead.result(), ahead.split)
+        report = load_split(path, ahead.split)
         if report is not None:
             return report
     from decguard_pipeline.core.report.verify import load_report  # pydantic
@@ -43,15 +43,14 @@ def load_ahead(path: Path, read_ahead: ReadAhead, ahead: halves.Ahead) -> Report
     return load_report(path, read_ahead=read_ahead, ahead=ahead)
 
 
-def load_split(path: Path, raw: halves.Writable, split: halves.Split) -> Report | None:
-    """The report ``raw`` (read from ``path``, split as ``split``) verified, or None when
+def load_split(path: Path, split: halves.Split) -> Report | None:
+    """The report read from ``path`` and split as ``split`` verified, or None when
     anything about it does not plainly hold. Reaps the child when it returns a report; else
     the child is left to ``verify.load_report``, which reads its verdict again."""
     decoded, later = split
-    try:
-        check_utf8(raw)
-    except UnicodeDecodeError:
-        return None
+    # no ``json_limits.check_utf8`` of ``raw``: outside its strings a JSON document is ASCII,
+    # and msgspec refuses a string that is not UTF-8, as Python's strict decoder does (in
+    # the part each process decoded: every string of the document)
     data, records, shallow = decoded
     section = data.get("properties")
     rules = later.rules  # sent when the structs accepted the settings (``halves.send_rules``)

@@ -160,13 +160,12 @@ def _ahead_load(path: str, spoil: str) -> tuple[str, bool, int, bool]:
         reading = ReadAhead(Path(path), "report")
         with gc_paused(settle=True):
             ahead = halves.split_ahead(reading)
-            assert ahead.split is not None
-            later = ahead.split[1]
-            rules = later.rules
-            if rules is not None and spoil == "key":
+            later = ahead.split[1] if ahead.split is not None else None
+            rules = later.rules if later is not None else None
+            if later is not None and rules is not None and spoil == "key":
                 spec = dataclasses.replace(rules.key[0], name="another")
                 later.rules = dataclasses.replace(rules, key=(spec, *rules.key[1:]))
-            elif rules is not None and spoil == "limits":
+            elif later is not None and rules is not None and spoil == "limits":
                 later.rules = dataclasses.replace(rules, limits={})
             try:
                 report = struct_verify.load_ahead(Path(path), reading, ahead)
@@ -213,6 +212,23 @@ def test_tampered_headers_and_settings_load_the_commands_way_as_whole(
         seen["verified" if outcome.startswith("verified ") else "refused"] += 1
         seen["by structs" if by_structs else "by the verifier"] += 1
     assert min(seen.values()) >= 3, seen
+
+
+@pytest.mark.parametrize("where", [0.1, 0.9])
+@pytest.mark.parametrize("bad", [b"\xff", b"\xed\xa0\x80", b"\xc0\xaf", b"\xe2\x82"])
+def test_bytes_that_are_not_utf8_are_refused_the_commands_way_as_whole(
+    fresh, reports, tmp_path, where, bad
+):
+    """The structs' load does not look at the bytes itself: each process's decoder refuses a
+    string that is not UTF-8, on either side of the cut, as the verifier does."""
+    raw = reports["refund"].read_bytes()
+    at = raw.index(b'"input": "', int(len(raw) * where)) + len(b'"input": "')
+    path = tmp_path / "r.json"
+    path.write_bytes(raw[:at] + bad + raw[at:])
+    outcome, _, _, by_structs = fresh.apply(_ahead_load, (str(path), ""))
+    assert outcome == _outcome(path, split=False)
+    assert outcome.startswith("refused ") and "utf-8" in outcome
+    assert not by_structs
 
 
 def test_settings_deeper_than_a_parser_reads_are_not_sent_ahead(fresh, reports, tmp_path):
