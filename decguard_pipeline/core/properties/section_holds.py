@@ -39,11 +39,12 @@ def holds(
             return False
         figures = found.figures(names, enabled, pairs, access)
         if later is not None:
+            # before waiting for the other process: a set, not np.intersect1d (which imports
+            # numpy.ma, 12-26 ms, the first time)
+            hashes = set(map(hash, map(access.get("id"), pairs)))
             verdict = later.verdict()
             if verdict is None:
                 return False
-            # a set, not np.intersect1d: that imports numpy.ma (12-26 ms) the first time
-            hashes = set(map(hash, map(access.get("id"), pairs)))
             if not hashes.isdisjoint(verdict.hashes.tolist()):
                 return False  # an id on both sides (or two ids of one hash: checked whole)
             figures = {name: figures[name] + verdict.figures[name] for name in names}
