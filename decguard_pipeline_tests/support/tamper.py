@@ -1,11 +1,13 @@
-"""Random edits of a JSON document's values, for differential tests of two readers of one
-schema: a value anywhere replaced by one of every JSON type and many edge values, a key
-removed, or an unknown key added."""
+"""Edits of a JSON document's values, for differential tests of two readers of one schema:
+a value anywhere replaced by one of every JSON type and many edge values, a key removed, or
+an unknown key added; every single edit (:func:`single_edits`), or random ones
+(:func:`tampered`)."""
 
 from __future__ import annotations
 
 import copy
 import random
+from collections.abc import Iterator
 from typing import Any
 
 # of every JSON type, at the bounds the schemas set (0, 1, 2, 20, 100, 1000, 2**63), and
@@ -21,19 +23,53 @@ VALUES: list[Any] = [
 ]  # fmt: skip
 
 
-def _places(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every path to a value inside ``value`` (the root excluded)."""
+def _places(
+    value: Any, path: tuple[Any, ...] = (), items_each: int | None = None
+) -> list[tuple[Any, ...]]:
+    """Every path to a value inside ``value`` (the root excluded); ``items_each``: only the
+    first items of each list."""
     found: list[tuple[Any, ...]] = []
     if isinstance(value, dict):
         items: Any = value.items()
     elif isinstance(value, list):
-        items = enumerate(value)
+        items = enumerate(value[:items_each])
     else:
         return found
     for key, inner in items:
         found.append((*path, key))
-        found.extend(_places(inner, (*path, key)))
+        found.extend(_places(inner, (*path, key), items_each))
     return found
+
+
+def _parent(document: Any, path: tuple[Any, ...]) -> Any:
+    for step in path:
+        document = document[step]
+    return document
+
+
+def single_edits(document: Any, items_each: int | None = 2) -> Iterator[Any]:
+    """Copies of ``document`` with one edit each: every value (of the first ``items_each``
+    items of each list) replaced by each of :data:`VALUES`, every key removed, an unknown
+    key added to every object."""
+    for *parent_path, key in _places(document, (), items_each):
+        for value in [*VALUES, _REMOVED]:
+            out = copy.deepcopy(document)
+            parent = _parent(out, tuple(parent_path))
+            if value is not _REMOVED:
+                parent[key] = copy.deepcopy(value)
+            elif isinstance(parent, dict):
+                del parent[key]
+            else:
+                continue
+            yield out
+    for path in [(), *_places(document, (), items_each)]:
+        if isinstance(_parent(document, path), dict):
+            out = copy.deepcopy(document)
+            _parent(out, path)["extra"] = 1
+            yield out
+
+
+_REMOVED = object()
 
 
 def tampered(document: Any, rng: random.Random, edits: int = 1) -> Any:

@@ -35,7 +35,13 @@ def load_ahead(path: Path, read_ahead: ReadAhead, ahead: halves.Ahead) -> Report
     """``verify.load_report(path, read_ahead=read_ahead, ahead=ahead)``, with a split report
     verified here (:func:`load_split`) when it plainly holds: the ``report`` command's load."""
     if ahead.split is not None:
-        report = load_split(path, ahead.split)
+        try:
+            report = load_split(path, ahead.split)
+        except Exception:  # whatever it is, the verifier's load meets it and words it
+            report = None
+        except BaseException:
+            ahead.split[1].close()
+            raise
         if report is not None:
             return report
     from decguard_pipeline.core.report.verify import load_report  # pydantic

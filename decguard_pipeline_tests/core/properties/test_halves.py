@@ -190,15 +190,17 @@ def test_rules_sent_ahead_are_used_only_for_their_header(fresh, reports, spoil):
 def test_tampered_headers_and_settings_load_the_commands_way_as_whole(
     fresh, reports, name, tmp_path
 ):
-    """Edits of the header and the properties' settings: the command's load (the structs,
+    """Edits of the header and the properties section: the command's load (the structs,
     then the verifier when they do not plainly hold) gives what the whole load gives."""
     doc = json.loads(reports[name].read_text())
     rng = random.Random(f"structs-{name}")
     seen = {"verified": 0, "refused": 0, "by structs": 0, "by the verifier": 0}
     for attempt in range(40):
-        edited = _copy(doc)
-        if rng.random() < 0.5:
+        edited, kind = _copy(doc), rng.random()
+        if kind < 0.4:
             edited["properties"]["config"] = tampered(edited["properties"]["config"], rng)
+        elif kind < 0.55:  # the summaries, the pairs, the skips
+            _mutate(edited["properties"], rng)
         else:  # the fields no rule recomputes, more often than the others
             keys = rng.choice([["created_at", "decguard_version", "contract", "backend",
                                 "health", "dataset"], list(edited)])  # fmt: skip

@@ -2,8 +2,10 @@
 (``core.contract.settings_structs``, ``core.properties.section_structs``,
 ``core.report.header_structs``) against the pydantic models they stand for: whatever a struct
 accepts, its model accepts too, with the same normalised dict (key order and number types
-included) and the same methods' answers; and they accept what reports are made of. Thousands
-of random edits of real reports' headers and settings, each read both ways."""
+included) and the same methods' answers; and they accept what reports are made of. Every
+single edit of real reports' headers and settings (each value replaced by one of every JSON
+type and edge values, each key removed, an unknown key added), and thousands of random
+ones, each read both ways."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from decguard_pipeline.core.properties.schema import SummaryModel
 from decguard_pipeline.core.properties.section_structs import Summary
 from decguard_pipeline.core.report.header_structs import Header, header_document, header_of
 from decguard_pipeline.core.report.schema import ReportModel
-from decguard_pipeline_tests.support.tamper import tampered
+from decguard_pipeline_tests.support.tamper import single_edits, tampered
 
 # every property set, each with settings of its own beyond the defaults
 EVERY_PROPERTY: dict[str, Any] = {
@@ -69,13 +71,18 @@ def _same_settings(read: structs.Properties, validated: models.Properties) -> No
             assert getattr(settings, attribute) == getattr(other, attribute), attribute
 
 
-def _tally(bases: list[Any], kind: type, model: type[BaseModel], seed: str, n: int) -> list[int]:
-    """[both accept, only the model accepts, both refuse] over ``n`` random edits of the
-    bases (the struct never accepts alone: :func:`_both`)."""
+def _edits(bases: list[Any], seed: str, n: int) -> list[Any]:
+    """Every single edit of each base, then ``n`` random edits of one to three values."""
     rng = random.Random(seed)
+    random_edits = [tampered(rng.choice(bases), rng, rng.choice([1, 1, 2, 3])) for _ in range(n)]
+    return [edit for base in bases for edit in single_edits(base)] + random_edits
+
+
+def _tally(bases: list[Any], kind: type, model: type[BaseModel], seed: str, n: int) -> list[int]:
+    """[both accept, only the model accepts, both refuse] over the edits of the bases
+    (:func:`_edits`; the struct never accepts alone: :func:`_both`)."""
     counts = [0, 0, 0]
-    for _ in range(n):
-        value = tampered(rng.choice(bases), rng, rng.choice([1, 1, 2, 3]))
+    for value in _edits(bases, seed, n):
         read, validated = _both(kind, model, value)
         counts[0 if read is not None else 1 if validated is not None else 2] += 1
         if read is not None and kind is structs.Properties:
@@ -178,10 +185,8 @@ def test_edited_headers_are_read_as_the_model_reads_them(reports):
     secret = {**bases[0], "backend": {**bases[0]["backend"], "details": {"api_key": "sk-123"}}}
     read, _ = _headers_both(secret)
     assert read is not None and "sk-123" not in json.dumps(header_document(read))
-    rng = random.Random("headers")
     counts = [0, 0, 0]
-    for _ in range(1500):
-        value = tampered(rng.choice(bases), rng, rng.choice([1, 1, 2]))
+    for value in _edits(bases[:2], "headers", 1500):
         read, validated = _headers_both(value)
         counts[0 if read is not None else 1 if validated is not None else 2] += 1
     assert min(counts) >= 10, counts
