@@ -1,9 +1,9 @@
 """What judging a property's comparisons reads of its settings, free of pydantic.
 
-The settings' models (``core.contract.properties``) carry the same attributes; a forked
-child that checks part of a stored report's pairs (``core.report.halves``) is sent these
-instead, made from the models this process validated, so that it never imports pydantic
-(0.2 s of a command's start) to unpickle them.
+The settings' models (``core.contract.properties``) and structs
+(``core.contract.settings_structs``) carry the same attributes; a forked child that checks
+part of a stored report's pairs (``core.report.halves``) is sent these instead, made from
+the settings this process read, so that it imports neither to unpickle them.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ It accepts only what the strict schema (:class:`schema.PropertyRunModel`) accept
 exactly its ``model_dump(mode="json")``: msgspec checks every pair's shape and types while it
 parses (in C, no dict per pair), the pairs' own rules (``PairModel._consistent``) and every
 result's invariants (``check_result_invariants``) are checked here for all of them at once,
-and the small parts (``fuzz``, ``config``, ``summaries``) go through their pydantic models.
+and the small parts (``fuzz``, ``config``, ``summaries``) go through their pydantic models
+(``section_structs`` reads them without pydantic, for the ``report`` command).
 The pairs stay typed records for the recomputation (``properties.report``); their dicts are
 made only for what reads them (:func:`pair_dicts`).
 Anything else (a problem, or anything unusual, such as transformed results of several label
@@ -92,7 +93,7 @@ class TypedSection(
     msgspec.Struct, Generic[Free], forbid_unknown_fields=True, gc=False, kw_only=True
 ):
     """The section: pairs and skips typed; ``fuzz``, ``config`` and ``summaries`` as plain
-    JSON values, for their pydantic models."""
+    JSON values, for their pydantic models (or their structs: ``section_structs``)."""
 
     seed: int
     fuzz: Any
