@@ -12,11 +12,11 @@ from decguard_pipeline.core.contract.spec import DecisionSpec
 from decguard_pipeline.core.decision import DecisionInput
 from decguard_pipeline.core.properties.compare import Comparisons, compare, direction_of
 from decguard_pipeline.core.properties.limits import PropertyRules
-from decguard_pipeline.core.properties.transform import Presentation, Steps
 from decguard_pipeline.core.results import CaseResults
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the transformations (and their hashing RNG) only where they are made
     from decguard_pipeline.core.contract.properties import Fuzz, Properties
+    from decguard_pipeline.core.properties.transform import Presentation, Steps
 
 
 def pair_id(property_name: str, case_id: str, sample: int) -> str:
