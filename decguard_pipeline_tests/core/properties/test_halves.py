@@ -141,19 +141,19 @@ def _ahead_load(path: str, spoil: str) -> tuple[str, bool, int, bool]:
     and whether the structs verified it (without the verifier's models)."""
     whole: list[int] = []
     by_structs: list[bool] = []
-    decode, load_split = typed_records.decode, struct_verify.load_split
+    decode, load_typed = typed_records.decode, struct_verify.load_typed
 
     def decoding_whole(raw: Any) -> Any:
         whole.append(1)
         return decode(raw)
 
     def loading_split(*args: Any) -> Any:
-        report = load_split(*args)
+        report = load_typed(*args)
         by_structs.append(report is not None)
         return report
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(struct_verify, "load_split", loading_split)
+        patch.setattr(struct_verify, "load_typed", loading_split)
         patch.setattr(halves, "MIN_BYTES", 0)
         patch.setattr(halves, "can_fork", halves.one_thread)  # whatever the CPUs
         patch.setattr(typed_records, "decode", decoding_whole)
@@ -455,12 +455,12 @@ def starting(self, *args):
 halves.OtherHalf.__init__ = starting
 import os
 from decguard_pipeline.core.report import struct_verify
-load_split = struct_verify.load_split
+load_typed = struct_verify.load_typed
 def loading(*args):
-    report = load_split(*args)
+    report = load_typed(*args)
     sys.stderr.write("structs\\n" if report is not None else "verifier\\n")
     return report
-struct_verify.load_split = loading
+struct_verify.load_typed = loading
 parent, leave = os.getpid(), os._exit
 def leaving(code):
     if os.getpid() == parent:
