@@ -32,6 +32,10 @@ from decguard_pipeline.core.report.semantics import assembled
 from decguard_pipeline.core.results import CaseResults
 
 
+class _NotPlain(Exception):
+    """The properties section does not plainly hold (the verifier says whether it holds)."""
+
+
 def load_ahead(path: Path, read_ahead: ReadAhead, ahead: halves.Ahead) -> Report:
     """``verify.load_report(path, read_ahead=read_ahead, ahead=ahead)``, with the report
     verified here (:func:`load_typed`) when it plainly holds: the ``report`` command's
@@ -92,7 +96,8 @@ def load_typed(
     )
     tolerance = header.evaluation.probability_tolerance
     if rules is not None:
-        assert small is not None  # a split report has a section
+        if small is None:  # a split report has a section: never so
+            return None
         limits = {n: limits_of(s) for n, s in small.config.enabled().items()}
         if rules.key != key or rules.limits != limits:
             return None
@@ -108,11 +113,12 @@ def load_typed(
             return None
     hand_off(records)  # in a command, freed with the process
 
+    settings = None if small is None else small.config
+
     def section_checks(properties: dict[str, Any], results: CaseResults) -> list[dict[str, Any]]:
-        assert small is not None
-        found = typed_checks(properties["summaries"], section, small.config, results, later, held)
+        found = typed_checks(properties["summaries"], section, settings, results, later, held)
         if found is None:
-            raise typed_section.SplitRefused
+            raise _NotPlain  # the verifier's one-by-one checks find and word it
         return found
 
     doc = header_document(header)
@@ -120,7 +126,7 @@ def load_typed(
     properties = None if small is None else small.section
     try:
         report = assembled(path, header, doc, properties, lambda: results, section_checks, pending)
-    except (ReportError, typed_section.SplitRefused):
+    except (ReportError, _NotPlain):
         return None
     if later is not None:
         later.close()
