@@ -17,6 +17,7 @@ from decguard_pipeline.core.contract.settings_structs import (
     dumped,
     read,
 )
+from decguard_pipeline.core.properties.typed_section import normalised
 
 
 class Summary(Strict, kw_only=True):
@@ -57,12 +58,5 @@ def checked(section: Any) -> Checked | None:
     summaries = read(section.summaries, list[Summary])  # type: ignore[arg-type]
     if fuzz is None or config is None or summaries is None:
         return None
-    normalised = {
-        "seed": section.seed,
-        "fuzz": dumped(fuzz),
-        "config": dumped(config),
-        "summaries": msgspec.to_builtins(summaries),
-        "pairs": [],
-        "skipped": msgspec.to_builtins(section.skipped),
-    }
-    return Checked(normalised, config)
+    parts = (dumped(fuzz), dumped(config), msgspec.to_builtins(summaries))
+    return Checked(normalised(section, *parts), config)

@@ -235,6 +235,17 @@ def checked(section: TypedSection[Any]) -> dict[str, Any] | None:
         ]
     except ValidationError:
         return None
+    return normalised(section, fuzz, config, summaries)
+
+
+def normalised(
+    section: TypedSection[Any],
+    fuzz: dict[str, Any],
+    config: dict[str, Any],
+    summaries: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The section as the strict schema normalises it, from its small parts normalised (by
+    their models, or their structs: ``section_structs``), its pairs aside."""
     return {
         "seed": section.seed,
         "fuzz": fuzz,

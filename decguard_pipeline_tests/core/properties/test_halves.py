@@ -31,6 +31,7 @@ from decguard_pipeline.core.properties.summary import Figures
 from decguard_pipeline.core.report import halves, struct_verify, typed_records, verify
 from decguard_pipeline_tests.conftest import _invoke
 from decguard_pipeline_tests.core.properties.test_fast import _copy, _mutate
+from decguard_pipeline_tests.support.report_command import ONE_THREAD, run_report
 from decguard_pipeline_tests.support.tamper import tampered
 
 NAMES = ["refund", "choice", "noul", "score", "wide"]
@@ -440,50 +441,10 @@ def test_a_writable_read_has_the_documents_bytes(reports, tmp_path, monkeypatch,
     assert str(ahead.value) == str(plain.value)
 
 
-# the wrappers import NumPy before the command's main sets this: without it OpenBLAS starts
-# its threads, and a process with threads does not fork
-_ONE_THREAD = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
-
-_COMMAND = """
-import sys
-from decguard_pipeline.core.report import halves
-halves.MIN_BYTES = 0
-start = halves.OtherHalf.__init__
-def starting(self, *args):
-    start(self, *args)
-    sys.stderr.write("split\\n")
-halves.OtherHalf.__init__ = starting
-import os
-from decguard_pipeline.core.report import struct_verify
-load_typed = struct_verify.load_typed
-def loading(*args):
-    report = load_typed(*args)
-    sys.stderr.write("structs\\n" if report is not None else "verifier\\n")
-    return report
-struct_verify.load_typed = loading
-parent, leave = os.getpid(), os._exit
-def leaving(code):
-    if os.getpid() == parent:
-        sys.stderr.write(f"pydantic imported: {'pydantic' in sys.modules}\\n")
-        sys.stderr.flush()
-    leave(code)
-os._exit = leaving
-sys.argv = ["decguard-pipeline", *sys.argv[1:]]
-from decguard_pipeline.cli.app import main
-main()
-"""
-
-
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_the_report_command_splits_and_prints_the_same(reports, fmt):
     path = str(reports["refund"])
-    ran = subprocess.run(
-        [sys.executable, "-c", _COMMAND, "report", path, "--format", fmt],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=_ONE_THREAD,
-    )
+    ran = run_report(path, "--format", fmt, split=True)
     from decguard_pipeline.cli import cli
 
     # in this process (the test's worker has threads): loaded whole
@@ -547,7 +508,7 @@ def test_a_report_killed_midway_leaves_no_child_running(reports):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env=_ONE_THREAD,
+        env=ONE_THREAD,
     )
     assert command.stderr is not None
     child = int(command.stderr.readline().split()[1])

@@ -32,7 +32,7 @@ from decguard_pipeline.core.properties.summary import figures_by_property
 from decguard_pipeline.core.report import typed_records, verify
 from decguard_pipeline.core.result_structs import Shallow
 from decguard_pipeline_tests.core.properties.test_fast import TOLERANCE, _errored, _stored
-from decguard_pipeline_tests.core.properties.test_halves import _ONE_THREAD
+from decguard_pipeline_tests.support.report_command import ONE_THREAD
 
 NAMES = ["refund", "choice", "noul", "score", "wide"]
 
@@ -155,7 +155,7 @@ def test_the_report_commands_child_never_imports_pydantic(reports):
         capture_output=True,
         text=True,
         check=False,
-        env=_ONE_THREAD,
+        env=ONE_THREAD,
     )
     lines = sorted(ran.stderr.splitlines())
     assert lines == ["child: pydantic False, held True", "fork: pydantic False"]

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from decguard_pipeline_tests.conftest import EXAMPLES, _invoke
 from decguard_pipeline_tests.core.properties.conftest import _run
 from decguard_pipeline_tests.core.properties.test_fast import _copy, _mutate
 from decguard_pipeline_tests.support.fuzz_scenarios import write_scenario
+from decguard_pipeline_tests.support.report_command import run_report
 from decguard_pipeline_tests.support.tamper import tampered
 
 
@@ -118,37 +117,10 @@ def test_edited_reports_load_as_the_verifier_loads_them(
     assert min(seen.values()) >= 3, seen
 
 
-_COMMAND = """
-import os, sys
-from decguard_pipeline.core.report import halves, struct_verify
-halves.MIN_BYTES = 1 << 40  # never split
-load_typed = struct_verify.load_typed
-def loading(*args):
-    report = load_typed(*args)
-    sys.stderr.write("structs\\n" if report is not None else "verifier\\n")
-    return report
-struct_verify.load_typed = loading
-leave = os._exit
-def leaving(code):
-    sys.stderr.write(f"pydantic imported: {'pydantic' in sys.modules}\\n")
-    sys.stderr.flush()
-    leave(code)
-os._exit = leaving
-sys.argv = ["decguard-pipeline", *sys.argv[1:]]
-from decguard_pipeline.cli.app import main
-main()
-"""
-
-
 @pytest.mark.parametrize("kind", ["all", "test"])
 def test_the_report_command_never_imports_pydantic_for_a_report_that_holds(reports, golden, kind):
     path = str(reports["refund"] if kind == "all" else golden["refund"])
-    ran = subprocess.run(
-        [sys.executable, "-c", _COMMAND, "report", path],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    ran = run_report(path, split=False)
     from decguard_pipeline.cli import cli
 
     whole = _invoke(cli, ["report", path], "decguard-pipeline")
